@@ -1,0 +1,37 @@
+"""Domain exceptions.
+
+The library raises these; only ``textnb.cli`` turns them into messages and exit
+codes. Every message names the offending value and says how to fix it.
+"""
+
+
+class TextnbError(Exception):
+    """Base class of every error textnb raises on purpose."""
+
+
+class SourceError(TextnbError):
+    """A message source (file, directory, mbox, Maildir, index) cannot be read."""
+
+
+class MailboxFormatError(SourceError):
+    """A source exists but is not in the format it claims (e.g. a bad index line)."""
+
+
+class NotFittedError(TextnbError):
+    """A model was used before it was trained."""
+
+
+class EmptyTrainingSetError(TextnbError):
+    """Training data is empty or holds only one class."""
+
+
+class EmptyVocabularyError(TextnbError):
+    """Pruning left no features."""
+
+
+class ModelFormatError(TextnbError):
+    """A model file is missing, damaged, or of another format version."""
+
+
+class ConfigError(TextnbError):
+    """A configuration value is out of range or of the wrong type."""
