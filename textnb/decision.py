@@ -1,0 +1,98 @@
+"""From log-odds to a decision, with asymmetric costs.
+
+The lecture seed (``../shared/seeds/004_…``) gives the Bayes-optimal rule for a
+loss matrix L (L[y, y'] = loss of predicting y when the truth is y'):
+
+    g*(x) = argmin_y Σ_y' L(y, y') P(y'|x).
+
+With two classes, L(spam, ham) = cost of losing a ham (c_fp) and L(ham, spam) =
+cost of letting a spam through (c_fn), this is: spam iff
+c_fn P(spam|x) > c_fp P(ham|x), i.e. log-odds > ln(c_fp / c_fn) = ln λ.
+The rule is optimal only for calibrated log-odds; raw naive Bayes log-odds are
+not, which is why a threshold learned from data (``textnb tune``) may replace ln λ.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+LABELS = ("ham", "spam")
+
+
+@dataclass(frozen=True)
+class Decision:
+    label: str          # 'spam', 'ham' or 'unsure'
+    log_odds: float     # log P(spam|x) - log P(ham|x), as the model computes it
+    p_spam: float       # probability of spam (calibrated if the model carries a calibration)
+    threshold: float    # log-odds threshold in force
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Two-class costs and the threshold they imply.
+
+    cost_ratio (float): λ = cost of a ham lost / cost of a spam let through.
+    threshold (float | None): a learned log-odds threshold; None means ln λ.
+    unsure_band (float): log-odds half-width around the threshold labelled 'unsure'
+        (0 = two-way decision).
+    """
+
+    cost_ratio: float = 1.0
+    threshold: float | None = None
+    unsure_band: float = 0.0
+
+    def __post_init__(self):
+        if not self.cost_ratio > 0:
+            raise ValueError(f"cost_ratio={self.cost_ratio!r} must be > 0 (cost of a ham lost "
+                             "divided by the cost of a spam let through)")
+        if not self.unsure_band >= 0:
+            raise ValueError(f"unsure_band={self.unsure_band!r} must be >= 0")
+
+    @property
+    def log_threshold(self) -> float:
+        return math.log(self.cost_ratio) if self.threshold is None else self.threshold
+
+    def labels(self, log_odds: np.ndarray) -> np.ndarray:
+        """'spam'/'ham'/'unsure' for each log-odds value (spam iff log-odds > threshold)."""
+        log_odds = np.asarray(log_odds, dtype=np.float64)
+        t = self.log_threshold
+        out = np.where(log_odds > t, "spam", "ham").astype(object)
+        if self.unsure_band > 0:
+            out[np.abs(log_odds - t) < self.unsure_band] = "unsure"
+        return out
+
+    def decide(self, log_odds: float, p_spam: float | None = None) -> Decision:
+        label = str(self.labels(np.array([log_odds]))[0])
+        p = float(expit(log_odds)) if p_spam is None else float(p_spam)
+        return Decision(label=label, log_odds=float(log_odds), p_spam=p,
+                        threshold=self.log_threshold)
+
+
+def bayes_decision(proba: np.ndarray, loss: np.ndarray) -> np.ndarray:
+    """The class minimising expected loss for each row of posterior probabilities.
+
+    proba : ndarray of shape (n_docs, n_classes), P(y'|x).
+    loss : ndarray of shape (n_classes, n_classes), loss[y, y'] = loss of predicting y
+        when the truth is y'; zero diagonal, non-negative.
+    Returns the index of argmin_y Σ_y' loss[y, y'] P(y'|x), shape (n_docs,).
+    """
+    proba = np.atleast_2d(np.asarray(proba, dtype=np.float64))
+    loss = np.asarray(loss, dtype=np.float64)
+    k = proba.shape[1]
+    if loss.shape != (k, k):
+        raise ValueError(f"loss matrix has shape {loss.shape}, expected ({k}, {k}) for "
+                         f"{k} classes")
+    if (loss < 0).any() or np.any(np.diag(loss) != 0):
+        raise ValueError("loss matrix must be non-negative with a zero diagonal "
+                         "(a correct decision costs nothing)")
+    expected = proba @ loss.T  # expected[i, y] = Σ_y' loss[y, y'] P(y'|x_i)
+    return np.argmin(expected, axis=1)
+
+
+def cost_matrix(cost_ratio: float) -> np.ndarray:
+    """The two-class loss matrix (rows: predicted ham, spam; columns: true ham, spam)."""
+    return np.array([[0.0, 1.0], [float(cost_ratio), 0.0]])
