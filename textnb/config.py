@@ -1,0 +1,173 @@
+"""Configuration: frozen dataclasses read once at the CLI boundary.
+
+``configs/default.toml`` documents every value and the experiment behind it;
+the defaults here must stay equal to that file (a test checks). Nothing in the
+package reads configuration at import time: a ``FilterConfig`` is passed down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    lowercase: bool = True
+    min_token_length: int = 1
+    max_token_length: int = 40
+    header_mode: str = "all"
+    headers: tuple[str, ...] = (
+        "subject", "from", "to", "cc", "reply-to", "sender", "return-path",
+        "received", "content-type", "x-mailer", "user-agent", "message-id",
+        "list-id", "organization",
+    )
+    max_header_tokens: int = 200
+    received_subnets: bool = True
+    url_parts: bool = True
+    number_shapes: bool = True
+    bigrams: bool = False
+    max_tokens: int = 50_000
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    features: str = "binary"
+    min_df: int = 1
+    max_features: int = 0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    event_model: str = "multinomial"
+    alpha: float = 0.1
+    fit_prior: bool = True
+    class_prior: tuple[float, float] | None = None
+    max_discriminators: int = 15
+
+
+@dataclass(frozen=True)
+class DecisionConfig:
+    cost_ratio: float = 1.0
+    unsure_band: float = 0.0
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    features: FeatureConfig = field(default_factory=FeatureConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    decision: DecisionConfig = field(default_factory=DecisionConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def validate(self) -> "FilterConfig":
+        """Check every value; raise ConfigError naming the value and the fix."""
+        t, f, m, d = self.tokenizer, self.features, self.model, self.decision
+        _check(t.header_mode in ("all", "selected"), "tokenizer.header_mode", t.header_mode,
+               "use 'all' or 'selected'")
+        _check(t.max_token_length >= t.min_token_length >= 1, "tokenizer.max_token_length",
+               t.max_token_length, "use 1 <= min_token_length <= max_token_length")
+        _check(t.max_tokens > 0, "tokenizer.max_tokens", t.max_tokens, "use a positive number")
+        _check(f.features in ("tf", "binary"), "features.features", f.features,
+               "use 'tf' (term frequency) or 'binary'")
+        _check(f.min_df >= 1, "features.min_df", f.min_df, "use 1 (no pruning) or more")
+        _check(f.max_features >= 0, "features.max_features", f.max_features,
+               "use 0 (no limit) or a positive number")
+        _check(m.event_model in ("multinomial", "bernoulli"), "model.event_model",
+               m.event_model, "use 'multinomial' or 'bernoulli'")
+        _check(m.alpha > 0, "model.alpha", m.alpha,
+               "use alpha > 0 (1 is Laplace smoothing, smaller is Lidstone)")
+        _check(m.max_discriminators >= 0, "model.max_discriminators", m.max_discriminators,
+               "use 0 (all tokens) or a positive number")
+        if m.class_prior is not None:
+            ok = len(m.class_prior) == 2 and all(p > 0 for p in m.class_prior)
+            ok = ok and abs(sum(m.class_prior) - 1) < 1e-9
+            _check(ok, "model.class_prior", m.class_prior,
+                   "give two positive numbers [p_ham, p_spam] that sum to 1")
+        _check(d.cost_ratio > 0, "decision.cost_ratio", d.cost_ratio,
+               "use a positive ratio: cost of losing a ham / cost of letting a spam through")
+        _check(d.unsure_band >= 0, "decision.unsure_band", d.unsure_band,
+               "use 0 (two-way decision) or a positive log-odds margin")
+        return self
+
+
+def _check(ok: bool, name: str, value: Any, fix: str) -> None:
+    if not ok:
+        raise ConfigError(f"{name}={value!r} is not allowed; {fix}")
+
+
+_SECTIONS = {
+    "tokenizer": TokenizerConfig,
+    "features": FeatureConfig,
+    "model": ModelConfig,
+    "decision": DecisionConfig,
+}
+
+
+def config_from_dict(data: dict[str, Any]) -> FilterConfig:
+    """Build a FilterConfig from nested dicts; unknown keys are errors."""
+    sections = {}
+    for name, section_data in data.items():
+        if name not in _SECTIONS:
+            raise ConfigError(
+                f"unknown config section [{name}]; known sections: {', '.join(_SECTIONS)}")
+        cls = _SECTIONS[name]
+        known = {f.name: f for f in fields(cls)}
+        kwargs = {}
+        for key, value in section_data.items():
+            if key not in known:
+                raise ConfigError(
+                    f"unknown config key {name}.{key}; known keys: {', '.join(known)}")
+            if isinstance(value, list):
+                value = tuple(value)
+            kwargs[key] = value
+        sections[name] = cls(**kwargs)
+    return FilterConfig(**sections)
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None
+                ) -> FilterConfig:
+    """Read a TOML config (defaults when ``path`` is None) and apply dotted overrides.
+
+    overrides: {"model.alpha": 0.5, ...}; values already typed (the CLI parses them).
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: '{path}'; check the --config path") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file '{path}' is not valid TOML: {exc}") from None
+    config = config_from_dict(data)
+    return apply_overrides(config, overrides or {}).validate()
+
+
+def apply_overrides(config: FilterConfig, overrides: dict[str, Any]) -> FilterConfig:
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        section, _, key = dotted.partition(".")
+        if section not in _SECTIONS or key not in {f.name for f in fields(_SECTIONS[section])}:
+            raise ConfigError(f"unknown setting '{dotted}'")
+        if isinstance(value, list):
+            value = tuple(value)
+        config = replace(config, **{section: replace(getattr(config, section), **{key: value})})
+    return config
+
+
+def parse_override_value(text: str) -> Any:
+    """Parse a command-line override as JSON, falling back to the plain string (as spaCy does)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
