@@ -1,0 +1,80 @@
+"""Tokenizer: namespaced tokens from headers, text and URLs."""
+
+import pytest
+
+from textnb.config import TokenizerConfig
+from textnb.tokenize import EmailTokenizer
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return EmailTokenizer(TokenizerConfig())
+
+
+def test_body_words_lowercased_and_punctuation_split(tok):
+    assert tok.text_tokens("FREE money, (now)!") == ["free", "money", ",", "(", "now", ")", "!"]
+
+
+def test_numbers_and_money_become_shapes(tok):
+    assert tok.text_tokens("pay $1,000 for 25 pills") == \
+        ["pay", "money:$d,ddd", "for", "num:dd", "pills"]
+
+
+def test_long_words_become_skip_tokens(tok):
+    assert tok.text_tokens("a" * 95) == ["skip:a 90"]
+
+
+def test_urls_give_host_suffix_and_path_tokens(tok):
+    tokens = tok.text_tokens("see http://www.Pharma-Deals.example/buy/now.html, today")
+    assert "url:www.pharma-deals.example" in tokens
+    assert "url:pharma-deals.example" in tokens
+    assert "url-path:buy" in tokens and "url-path:now" in tokens
+    assert tokens[-1] == "today"
+
+
+def test_ip_url(tok):
+    assert tok.url_tokens("http://192.0.2.7/x")[:2] == ["url:192.0.2.7", "url:ip"]
+
+
+def test_email_address_in_text(tok):
+    assert tok.text_tokens("write to Bob@Example.org.") == \
+        ["write", "to", "email:addr", "email:domain:example.org", "."]
+
+
+def test_subject_tokens_are_namespaced(tok):
+    assert tok.header_tokens("subject", "Cheap Pills") == \
+        ["header:subject", "subject:cheap", "subject:pills"]
+
+
+def test_address_headers(tok):
+    tokens = tok.header_tokens("from", '"Jane Doe" <Jane@Example.COM>')
+    assert tokens == ["header:from", "from:addr:jane@example.com", "from:domain:example.com",
+                      "from:name:jane", "from:name:doe"]
+
+
+def test_received_hosts_and_subnets(tok):
+    tokens = tok.header_tokens(
+        "received", "from mx.example.net (mx.example.net [198.51.100.23]) by mail.example.org")
+    assert "received:mx.example.net" in tokens and "received:mail.example.org" in tokens
+    assert {"received:ip:198.51.100.23", "received:ip:198.51.100", "received:ip:198.51"} <= set(tokens)
+
+
+def test_header_mode_selected_ignores_other_headers():
+    selected = EmailTokenizer(TokenizerConfig(header_mode="selected"))
+    assert selected.header_tokens("x-random", "value") == []
+    assert EmailTokenizer(TokenizerConfig()).header_tokens("x-random", "value") == \
+        ["header:x-random", "x-random:value"]
+
+
+def test_bigrams_option():
+    bi = EmailTokenizer(TokenizerConfig(bigrams=True))
+    assert bi.text_tokens("buy cheap pills") == \
+        ["buy", "cheap", "bi:buy cheap", "pills", "bi:cheap pills"]
+
+
+def test_case_kept_when_asked():
+    assert EmailTokenizer(TokenizerConfig(lowercase=False)).text_tokens("FREE Money") == ["FREE", "Money"]
+
+
+def test_empty_text(tok):
+    assert tok.text_tokens("") == []
