@@ -148,3 +148,22 @@ def test_errors_name_the_problem(cls):
     one_class = cls().fit(X_RAND, np.zeros(60, dtype=int))
     with pytest.raises(EmptyTrainingSetError, match="class 1"):
         one_class.log_odds(X_RAND)
+
+
+@pytest.mark.parametrize("cls", MODELS)
+def test_contributions_add_up_to_the_log_odds(cls):
+    model = cls(alpha=0.5).fit(X_RAND, Y_RAND)
+    C, baseline = model.log_odds_contributions(X_RAND)
+    np.testing.assert_allclose(baseline + np.asarray(C.sum(axis=1)).ravel(), model.log_odds(X_RAND),
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("cls", MODELS)
+def test_selected_log_odds_keeps_the_strongest_tokens(cls):
+    model = cls(alpha=0.5).fit(X_RAND, Y_RAND)
+    # k at least the number of tokens in any document: plain naive Bayes
+    np.testing.assert_allclose(model.selected_log_odds(X_RAND, 40), model.log_odds(X_RAND), atol=1e-9)
+    np.testing.assert_array_equal(model.selected_log_odds(X_RAND, 0), model.log_odds(X_RAND))
+    C, baseline = model.log_odds_contributions(X_RAND[:1])
+    strongest = sorted(C.data, key=abs, reverse=True)[:3]
+    assert model.selected_log_odds(X_RAND[:1], 3)[0] == pytest.approx(baseline + sum(strongest))
