@@ -49,7 +49,7 @@ def run(name: str, cfg, cv: int) -> dict:
     test_rows = np.arange(n_train, len(y))
     model = fit_rows(X, y, train_rows, cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
-    scores = model.log_odds(Xf[test_rows])
+    scores = model.selected_log_odds(Xf[test_rows], cfg.model.max_discriminators)
     result = {"corpus": name, "n_train": n_train, "n_test": len(test_rows),
               "tokenise_msgs_per_s": round(len(y) / tok_seconds, 1),
               "test": {k: summary(y[test_rows], scores, np.log(cfg.decision.cost_ratio))[k]

@@ -67,5 +67,5 @@ def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig
     for test in folds:
         train = np.setdiff1d(all_rows, test, assume_unique=True)
         model = fit_rows(X, y, train, model_cfg, feature_cfg)
-        scores[test] = model.log_odds(Xf[test])
+        scores[test] = model.selected_log_odds(Xf[test], model_cfg.max_discriminators)
     return scores

@@ -1,0 +1,120 @@
+"""The command line, through typer's runner, on the sample corpus."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from textnb.cli import app
+
+from conftest import SAMPLE
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "model.tnb"
+    result = runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE / "index")])
+    assert result.exit_code == 0, result.output
+    assert "trained 40 spam and 60 ham" in result.output
+    return path
+
+
+def test_classify_json_lines(trained):
+    result = runner.invoke(app, ["classify", "--model", str(trained), "--json",
+                                 str(SAMPLE / "unlabelled")])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert len(rows) == 6
+    assert set(rows[0]) >= {"source", "label", "log_odds", "p_spam", "threshold"}
+    assert {r["label"] for r in rows} <= {"spam", "ham", "unsure"}
+    assert all(0.0 <= r["p_spam"] <= 1.0 for r in rows)
+
+
+def test_classify_mbox_and_stdin(trained):
+    mbox = runner.invoke(app, ["classify", "--model", str(trained), str(SAMPLE / "mbox")])
+    assert mbox.exit_code == 0 and len(mbox.output.splitlines()) == 6
+    one = (SAMPLE / "unlabelled" / "001.eml").read_bytes()
+    stdin = runner.invoke(app, ["classify", "--model", str(trained), "-"], input=one)
+    assert stdin.exit_code == 0, stdin.output
+    assert stdin.output.split()[0] in ("spam", "ham")
+
+
+def test_cost_ratio_option(trained):
+    result = runner.invoke(app, ["classify", "--model", str(trained), "--json", "--cost-ratio",
+                                 "999", str(SAMPLE / "unlabelled" / "001.eml")])
+    row = json.loads(result.output)
+    assert row["threshold"] == pytest.approx(6.9067547786)
+
+
+def test_info(trained):
+    result = runner.invoke(app, ["info", "--model", str(trained), "--json"])
+    assert result.exit_code == 0
+    summary = json.loads(result.output)
+    assert summary["messages"] == {"ham": 60, "spam": 40}
+    text = runner.invoke(app, ["info", "--model", str(trained)])
+    assert "40 spam, 60 ham" in text.output
+
+
+def test_explain(trained):
+    result = runner.invoke(app, ["explain", "--model", str(trained), "-k", "3",
+                                 str(SAMPLE / "unlabelled" / "001.eml")])
+    assert result.exit_code == 0, result.output
+    assert "prior log-odds" in result.output and len(result.output.splitlines()) == 6
+
+
+def test_train_options_and_settings(tmp_path):
+    path = tmp_path / "b.tnb"
+    result = runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE / "index"),
+                                 "--event-model", "bernoulli", "--features", "tf", "--alpha",
+                                 "0.5", "--set", "features.min_df=2", "--json"])
+    assert result.exit_code == 0, result.output
+    cfg = json.loads(result.output)["config"]
+    assert cfg["model"] == {**cfg["model"], "event_model": "bernoulli", "alpha": 0.5}
+    assert cfg["features"]["min_df"] == 2 and cfg["features"]["features"] == "tf"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "--index", "nope/index"], "nope/index"),
+    (["train", "--spam", str(SAMPLE / "spam")], "no ham messages"),
+    (["train", "--index", str(SAMPLE / "index"), "--alpha", "0"], "model.alpha=0"),
+    (["train", "--index", str(SAMPLE / "index"), "--event-model", "gaussian"], "event_model"),
+    (["train"], "no training messages"),
+    (["classify", "--model", "/nonexistent/m.tnb", str(SAMPLE / "mbox")], "textnb train"),
+])
+def test_operator_errors_exit_nonzero_with_a_clear_message(args, message, tmp_path):
+    if args[0] == "train":
+        args = args + ["--model", str(tmp_path / "m.tnb")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert message in result.output
+    assert not (tmp_path / "m.tnb").exists()
+
+
+def test_bad_cost_ratio(trained):
+    result = runner.invoke(app, ["classify", "--model", str(trained), "--cost-ratio", "0",
+                                 str(SAMPLE / "mbox")])
+    assert result.exit_code == 2
+    assert "must be > 0" in result.output
+
+
+def test_failed_train_keeps_existing_model(trained):
+    before = trained.read_bytes()
+    result = runner.invoke(app, ["train", "--model", str(trained), "--spam", str(SAMPLE / "spam")])
+    assert result.exit_code == 1
+    assert trained.read_bytes() == before
+
+
+def test_every_command_has_help_and_is_in_the_readme():
+    readme = (SAMPLE.parents[1] / "README.md").read_text()
+    for command in app.registered_commands:
+        name = command.name
+        result = runner.invoke(app, [name, "--help"])
+        assert result.exit_code == 0 and len(result.output) > 100
+        assert f"textnb {name}" in readme, f"README does not document 'textnb {name}'"
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("textnb ")

@@ -1,0 +1,45 @@
+"""Cross-validation helpers: folds, and out-of-fold scores equal to real per-fold filters."""
+
+import numpy as np
+import pytest
+
+from textnb.config import FeatureConfig, FilterConfig, ModelConfig
+from textnb.evaluate import chronological_folds, out_of_fold_log_odds, stratified_folds
+from textnb.pipeline import SpamFilter
+from textnb.sources import iter_index
+from textnb.vectorize import Vocabulary
+
+
+def test_stratified_folds_partition_and_balance():
+    y = np.array([0] * 30 + [1] * 10)
+    folds = stratified_folds(y, 5, seed=3)
+    assert sorted(np.concatenate(folds).tolist()) == list(range(40))
+    assert all(y[f].sum() == 2 and len(f) == 8 for f in folds)
+    with pytest.raises(ValueError, match="only 10 messages of class 1 for 11 folds"):
+        stratified_folds(y, 11)
+
+
+def test_chronological_folds_are_contiguous():
+    assert [f.tolist() for f in chronological_folds(7, 3)] == [[0, 1, 2], [3, 4], [5, 6]]
+
+
+@pytest.mark.parametrize("event_model,features,min_df,k", [
+    ("multinomial", "binary", 1, 0), ("multinomial", "tf", 2, 0), ("bernoulli", "binary", 1, 0),
+    ("multinomial", "binary", 1, 15), ("bernoulli", "tf", 1, 7)])
+def test_out_of_fold_scores_equal_filters_trained_per_fold(sample_index, event_model, features,
+                                                           min_df, k):
+    cfg = FilterConfig(model=ModelConfig(event_model=event_model, alpha=0.3, max_discriminators=k),
+                       features=FeatureConfig(features=features, min_df=min_df))
+    messages = list(iter_index(sample_index))
+    spam_filter = SpamFilter(cfg)
+    tokens = [spam_filter.tokens(m.raw) for m in messages]
+    y = np.array([m.label == "spam" for m in messages], dtype=np.int64)
+    X = Vocabulary().transform(tokens, grow=True)
+    folds = stratified_folds(y, 4)
+    oof = out_of_fold_log_odds(X, y, cfg.model, cfg.features, folds)
+    for test in folds:
+        train = np.setdiff1d(np.arange(len(y)), test)
+        fold_filter = SpamFilter(cfg)
+        fold_filter.learn([messages[i] for i in train])
+        expected = fold_filter.log_odds_tokens([tokens[i] for i in test])
+        np.testing.assert_allclose(oof[test], expected, rtol=0, atol=1e-9)

@@ -1,0 +1,89 @@
+"""SpamFilter end to end on the project's sample corpus."""
+
+import numpy as np
+import pytest
+
+from textnb.config import FeatureConfig, FilterConfig, ModelConfig
+from textnb.errors import EmptyTrainingSetError
+from textnb.pipeline import SpamFilter
+from textnb.sources import iter_index, iter_messages
+
+from conftest import SAMPLE
+
+UNLABELLED_TRUTH = {"001": "spam", "002": "ham", "003": "ham", "004": "ham", "005": "spam",
+                    "006": "spam"}  # corpora/PROVENANCE.md
+VARIANTS = [(e, f) for e in ("multinomial", "bernoulli") for f in ("tf", "binary")]
+
+
+def _config(event_model, features, **model):
+    return FilterConfig(model=ModelConfig(event_model=event_model, **model),
+                        features=FeatureConfig(features=features))
+
+
+@pytest.mark.parametrize("event_model,features", VARIANTS)
+def test_every_variant_classifies_the_unlabelled_sample(event_model, features, sample_index):
+    spam_filter = SpamFilter(_config(event_model, features)).fit(iter_index(sample_index))
+    results = {s.source.rsplit("/", 1)[-1][:3]: s.decision.label
+               for s in spam_filter.classify(iter_messages(SAMPLE / "unlabelled"))}
+    wrong = {k: v for k, v in results.items() if v != UNLABELLED_TRUTH[k]}
+    assert len(results) == 6
+    assert len(wrong) <= 1, wrong
+
+
+@pytest.mark.parametrize("event_model,features", VARIANTS)
+def test_training_on_a_then_b_equals_training_on_the_union(event_model, features, sample_index):
+    messages = list(iter_index(sample_index))
+    union = SpamFilter(_config(event_model, features)).fit(messages)
+    stepwise = SpamFilter(_config(event_model, features))
+    stepwise.learn(messages[:37])
+    stepwise.learn(messages[37:])
+    raws = [m.raw for m in messages]
+    np.testing.assert_array_equal(stepwise.model.feature_count_, union.model.feature_count_)
+    np.testing.assert_allclose(stepwise.log_odds(raws), union.log_odds(raws), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("event_model,features", VARIANTS)
+def test_forgetting_restores_the_earlier_model(event_model, features, sample_index):
+    messages = list(iter_index(sample_index))
+    first = SpamFilter(_config(event_model, features)).fit(messages[:60])
+    both = SpamFilter(_config(event_model, features)).fit(messages)
+    both.learn(messages[60:], weight=-1)
+    raws = [m.raw for m in messages]
+    np.testing.assert_allclose(both.log_odds(raws), first.log_odds(raws), rtol=0, atol=1e-9)
+    assert both.n_learned == first.n_learned
+
+
+@pytest.mark.parametrize("event_model,features", VARIANTS)
+def test_explanation_adds_up_to_the_log_odds(event_model, features, sample_index):
+    spam_filter = SpamFilter(_config(event_model, features)).fit(iter_index(sample_index))
+    message = next(iter_messages(SAMPLE / "unlabelled" / "001.eml"))
+    e = spam_filter.explain(message, k=100_000)
+    total = e.prior_log_odds + e.absence_log_odds + sum(c[1] for c in e.clues)
+    assert total == pytest.approx(e.decision.log_odds, abs=1e-8)
+    top = spam_filter.explain(message, k=5).clues
+    assert len(top) == 5
+    assert [abs(c[1]) for c in top] == sorted((abs(c[1]) for c in top), reverse=True)
+
+
+def test_one_class_training_set_is_refused(sample_index):
+    spam_only = [m for m in iter_index(sample_index) if m.label == "spam"]
+    with pytest.raises(EmptyTrainingSetError, match="no ham messages"):
+        SpamFilter().fit(spam_only)
+
+
+def test_empty_training_set_is_refused():
+    with pytest.raises(EmptyTrainingSetError, match="no ham or spam"):
+        SpamFilter().fit([])
+
+
+def test_cost_ratio_moves_the_threshold(sample_filter):
+    assert sample_filter.cost_model().log_threshold == 0.0
+    assert sample_filter.cost_model(999).log_threshold == pytest.approx(np.log(999))
+
+
+def test_min_df_pruning_keeps_counts(sample_index):
+    pruned = SpamFilter(FilterConfig(features=FeatureConfig(min_df=3))).fit(iter_index(sample_index))
+    full = SpamFilter().fit(iter_index(sample_index))
+    assert len(pruned.vocabulary) == len(full.vocabulary)
+    np.testing.assert_array_equal(pruned.model.feature_count_, full.model.feature_count_)
+    assert pruned.model.feature_mask_.sum() < full.model.feature_mask_.sum()

@@ -1,0 +1,114 @@
+"""Model files: round trip, atomic writes, damage and version checks, no pickle."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from textnb import store
+from textnb.errors import ModelFormatError
+from textnb.sources import iter_index, iter_messages
+
+
+def _scores(spam_filter, sample_index):
+    return spam_filter.log_odds(m.raw for m in iter_index(sample_index))
+
+
+def test_save_then_load_gives_identical_log_odds(sample_filter, sample_index, model_path):
+    store.save(sample_filter, model_path)
+    loaded = store.load(model_path)
+    np.testing.assert_array_equal(_scores(loaded, sample_index), _scores(sample_filter, sample_index))
+    assert loaded.vocabulary.tokens_ == sample_filter.vocabulary.tokens_
+    assert loaded.n_learned == sample_filter.n_learned
+    assert loaded.config == sample_filter.config
+
+
+def test_file_is_a_zip_of_json_and_npy_only(sample_filter, model_path):
+    store.save(sample_filter, model_path)
+    with zipfile.ZipFile(model_path) as zf:
+        names = set(zf.namelist())
+        meta = json.loads(zf.read("textnb-model.json"))
+    assert names == {"textnb-model.json", "vocabulary.json", "class_count.npy",
+                     "feature_count.npy", "doc_freq.npy"}
+    assert meta["format"] == "textnb-model" and meta["format_version"] == store.FORMAT_VERSION
+    assert set(meta["sha256"]) == names - {"textnb-model.json"}
+
+
+def test_save_leaves_no_temporary_files(sample_filter, model_path):
+    store.save(sample_filter, model_path)
+    store.save(sample_filter, model_path)
+    assert [p.name for p in model_path.parent.iterdir()] == ["model.tnb"]
+
+
+def test_failed_write_keeps_the_old_model(sample_filter, model_path, monkeypatch):
+    store.save(sample_filter, model_path)
+    before = model_path.read_bytes()
+
+    def boom(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store.os, "replace", boom)
+    with pytest.raises(OSError):
+        store.save(sample_filter, model_path)
+    assert model_path.read_bytes() == before
+    assert [p.name for p in model_path.parent.iterdir()] == ["model.tnb"]
+
+
+def test_missing_model_says_how_to_train(tmp_path):
+    with pytest.raises(ModelFormatError, match="textnb train"):
+        store.load(tmp_path / "nope.tnb")
+
+
+@pytest.mark.parametrize("cut", [0, 10, 100, -50, -1])
+def test_truncated_file_is_reported_damaged(sample_filter, model_path, cut):
+    data = store.dumps(sample_filter)
+    model_path.write_bytes(data[:cut])
+    with pytest.raises(ModelFormatError, match="damaged"):
+        store.load(model_path)
+
+
+def test_every_flipped_byte_in_a_member_is_detected(sample_filter, model_path):
+    data = bytearray(store.dumps(sample_filter))
+    rng = np.random.RandomState(1)
+    for position in rng.randint(0, len(data), size=60):
+        flipped = bytearray(data)
+        flipped[position] ^= 0x40
+        model_path.write_bytes(bytes(flipped))
+        try:
+            loaded = store.load(model_path)
+        except ModelFormatError:
+            continue
+        # A flip that still loads can only have hit bytes that carry no data
+        # (ZIP padding, an unused header field); the model must then be intact.
+        assert loaded.vocabulary.tokens_ == sample_filter.vocabulary.tokens_
+        np.testing.assert_array_equal(loaded.model.feature_count_, sample_filter.model.feature_count_)
+
+
+def test_newer_format_version_asks_for_an_upgrade(sample_filter, model_path):
+    data = store.dumps(sample_filter)
+    with zipfile.ZipFile(model_path, "w") as out, zipfile.ZipFile(__import__("io").BytesIO(data)) as zin:
+        for name in zin.namelist():
+            content = zin.read(name)
+            if name == "textnb-model.json":
+                meta = json.loads(content)
+                meta["format_version"] = store.FORMAT_VERSION + 1
+                content = json.dumps(meta).encode()
+            out.writestr(name, content)
+    with pytest.raises(ModelFormatError, match="upgrade textnb"):
+        store.load(model_path)
+
+
+def test_not_a_model_file(tmp_path):
+    path = tmp_path / "mail.eml"
+    path.write_bytes(b"Subject: hi\n\nhello\n")
+    with pytest.raises(ModelFormatError, match="damaged"):
+        store.load(path)
+
+
+def test_default_model_path_respects_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("TEXTNB_MODEL", str(tmp_path / "m.tnb"))
+    assert store.default_model_path() == tmp_path / "m.tnb"
+    monkeypatch.delenv("TEXTNB_MODEL")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert store.default_model_path() == tmp_path / "textnb" / "model.tnb"

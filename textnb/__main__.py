@@ -1,0 +1,5 @@
+"""``python -m textnb`` runs the command line."""
+
+from .cli import app
+
+app()

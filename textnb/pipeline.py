@@ -1,0 +1,220 @@
+"""SpamFilter: mail parser + tokenizer + vocabulary + naive Bayes + costs.
+
+Training streams: messages are parsed, tokenised and counted in batches, so a
+mailbox of any size is never held in memory; only the counts grow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy.special import expit
+
+from .config import FilterConfig
+from .decision import CostModel, Decision
+from .errors import EmptyTrainingSetError
+from .mail import MailLimits, parse_message
+from .naive_bayes import make_model
+from .tokenize import EmailTokenizer
+from .vectorize import Vocabulary, feature_mask
+
+if TYPE_CHECKING:
+    from .sources import RawMessage
+
+LABEL_CODES = {"ham": 0, "spam": 1}
+
+# Messages tokenised before their counts are added in one sparse product: large
+# enough to amortise the product, small enough that memory stays flat.
+BATCH_SIZE = 512
+
+
+@dataclass
+class ScoredMessage:
+    source: str
+    decision: Decision
+
+
+@dataclass
+class Explanation:
+    source: str
+    decision: Decision
+    prior_log_odds: float
+    # Bernoulli only: the log-odds of every kept token being absent (present tokens' clues
+    # then carry their presence-minus-absence weight); 0 for the multinomial model.
+    absence_log_odds: float
+    # (token, contribution to the log-odds, count in message, spam count, ham count), by |contribution|
+    clues: list[tuple[str, float, float, float, float]] = field(default_factory=list)
+    unknown_tokens: int = 0
+    tokens_used: int = 0  # how many tokens the score is made of (max_discriminators)
+
+
+class SpamFilter:
+    """A trainable, cost-aware spam filter.
+
+    config (FilterConfig): tokenizer, feature, model and decision settings.
+    """
+
+    def __init__(self, config: FilterConfig | None = None):
+        self.config = (config or FilterConfig()).validate()
+        self.vocabulary = Vocabulary()
+        self.doc_freq_ = np.zeros(0)
+        m = self.config.model
+        self.model = make_model(m.event_model, alpha=m.alpha, fit_prior=m.fit_prior,
+                                class_prior=m.class_prior)
+        self.threshold: float | None = None  # learned by `tune`; None means ln(cost ratio)
+        self.n_learned = {"ham": 0, "spam": 0}
+        self._tokenizer: EmailTokenizer | None = None
+        self.mail_limits = MailLimits()
+
+    # -- text to tokens to matrix -----------------------------------------------
+    @property
+    def tokenizer(self) -> EmailTokenizer:
+        if self._tokenizer is None:
+            self._tokenizer = EmailTokenizer(self.config.tokenizer)
+        return self._tokenizer
+
+    def tokens(self, raw: bytes) -> list[str]:
+        """The namespaced tokens of one raw message."""
+        return self.tokenizer(parse_message(raw, self.mail_limits))
+
+    def _matrix(self, token_lists, grow: bool):
+        binary = self.config.features.features == "binary"
+        return self.vocabulary.transform(token_lists, grow=grow, binary=binary)
+
+    # -- training ----------------------------------------------------------------
+    def fit(self, messages: Iterable[RawMessage], progress: Callable[[int], None] | None = None
+            ) -> "SpamFilter":
+        """Train from scratch on labelled messages."""
+        self.__init__(self.config)
+        self.learn(messages, progress=progress)
+        if min(self.n_learned.values()) == 0:
+            missing = [k for k, v in self.n_learned.items() if v == 0]
+            raise EmptyTrainingSetError(
+                f"no {' or '.join(missing)} messages in the training set; textnb needs "
+                "examples of both spam and ham (give --spam and --ham sources, or an index)")
+        return self
+
+    def learn(self, messages: Iterable[RawMessage], progress: Callable[[int], None] | None = None,
+              weight: float = 1.0) -> int:
+        """Add labelled messages to the counts (weight -1 removes them). Returns how many."""
+        total = 0
+        iterator = iter(messages)
+        while batch := list(islice(iterator, BATCH_SIZE)):
+            y = np.array([_label_code(m) for m in batch])
+            X = self._matrix((self.tokens(m.raw) for m in batch), grow=True)
+            self._add_counts(X, y, weight)
+            total += len(batch)
+            if progress:
+                progress(len(batch))
+        self._update_mask()
+        return total
+
+    def learn_tokens(self, token_lists: list[list[str]], labels: Iterable[str],
+                     weight: float = 1.0) -> None:
+        """Add already tokenised documents (used by cross-validation and tests)."""
+        y = np.array([LABEL_CODES[label] for label in labels])
+        self._add_counts(self._matrix(token_lists, grow=True), y, weight)
+        self._update_mask()
+
+    def _add_counts(self, X, y, weight: float) -> None:
+        n = X.shape[1]
+        if self.doc_freq_.shape[0] < n:
+            self.doc_freq_ = np.concatenate([self.doc_freq_, np.zeros(n - self.doc_freq_.shape[0])])
+        self.doc_freq_ += weight * np.bincount(X.indices, minlength=n)
+        self.model.partial_fit(X, y, np.full(len(y), weight, dtype=np.float64))
+        for code, label in enumerate(("ham", "spam")):
+            self.n_learned[label] += int(weight * np.sum(y == code))
+
+    def _update_mask(self) -> None:
+        # Always at least df >= 1: a token whose messages were all forgotten must leave
+        # the model exactly as if it had never been seen (it would still count in the
+        # multinomial's vocabulary size otherwise).
+        if not hasattr(self.model, "feature_mask_"):  # nothing learned yet
+            return
+        f = self.config.features
+        mask = feature_mask(self.doc_freq_, max(f.min_df, 1), f.max_features)
+        self.model.set_feature_mask(mask)
+
+    # -- scoring -----------------------------------------------------------------
+    def log_odds_tokens(self, token_lists: Iterable[list[str]]) -> np.ndarray:
+        return self.log_odds_matrix(self._matrix(token_lists, grow=False))
+
+    def log_odds_matrix(self, X) -> np.ndarray:
+        """Spam log-odds of a document-term matrix, with the configured evidence selection."""
+        return self.model.selected_log_odds(X, self.config.model.max_discriminators)
+
+    def log_odds(self, raws: Iterable[bytes]) -> np.ndarray:
+        """Spam log-odds of raw messages (streamed in batches)."""
+        out = []
+        iterator = iter(raws)
+        while batch := list(islice(iterator, BATCH_SIZE)):
+            out.append(self.log_odds_tokens(self.tokens(raw) for raw in batch))
+        return np.concatenate(out) if out else np.zeros(0)
+
+    def cost_model(self, cost_ratio: float | None = None) -> CostModel:
+        d = self.config.decision
+        ratio = d.cost_ratio if cost_ratio is None else cost_ratio
+        # A learned threshold belongs to the cost ratio it was tuned for; an explicit
+        # other ratio falls back to the Bayes rule ln(ratio).
+        threshold = self.threshold if cost_ratio is None else None
+        return CostModel(cost_ratio=ratio, threshold=threshold, unsure_band=d.unsure_band)
+
+    def p_spam(self, log_odds: np.ndarray) -> np.ndarray:
+        return expit(log_odds)
+
+    def classify(self, messages: Iterable[RawMessage], cost_ratio: float | None = None
+                 ) -> Iterator[ScoredMessage]:
+        """Decide each message; lazily, batch by batch."""
+        costs = self.cost_model(cost_ratio)
+        iterator = iter(messages)
+        while batch := list(islice(iterator, BATCH_SIZE)):
+            scores = self.log_odds_tokens(self.tokens(m.raw) for m in batch)
+            probs = self.p_spam(scores)
+            for message, score, p in zip(batch, scores, probs):
+                yield ScoredMessage(message.source, costs.decide(score, p))
+
+    def explain(self, message: RawMessage, k: int = 15, cost_ratio: float | None = None
+                ) -> Explanation:
+        """The k tokens that moved the log-odds most, with their counts."""
+        tokens = self.tokens(message.raw)
+        X = self._matrix([tokens], grow=False)
+        model = self.model
+        score = float(self.log_odds_matrix(X)[0])
+        C, baseline = model.log_odds_contributions(X)
+        prior = float(model.class_log_prior_[1] - model.class_log_prior_[0])
+        cols, contrib = C.indices, C.data
+        counts = dict(zip(X.indices.tolist(), X.data.tolist()))
+        order = np.argsort(-np.abs(contrib), kind="stable")
+        used = self.config.model.max_discriminators or len(order)
+        clues = [(self.vocabulary.tokens_[cols[i]], float(contrib[i]), float(counts[cols[i]]),
+                  float(model.feature_count_[1, cols[i]]), float(model.feature_count_[0, cols[i]]))
+                 for i in order[:min(k, used)]]
+        costs = self.cost_model(cost_ratio)
+        decision = costs.decide(score, float(self.p_spam(np.array([score]))[0]))
+        unknown = sum(1 for t in tokens if t not in self.vocabulary)
+        return Explanation(message.source, decision, prior, baseline - prior, clues, unknown,
+                           tokens_used=min(used, len(order)))
+
+    def summary(self) -> dict:
+        """What the model was trained on and its settings (for `textnb info`)."""
+        mask = self.model.feature_mask_ if hasattr(self.model, "feature_mask_") else None
+        return {
+            "messages": dict(self.n_learned),
+            "vocabulary_size": len(self.vocabulary),
+            "features_kept": int(mask.sum()) if mask is not None else 0,
+            "threshold": self.threshold,
+            "config": self.config.to_dict(),
+        }
+
+
+def _label_code(message: RawMessage) -> int:
+    try:
+        return LABEL_CODES[message.label]
+    except KeyError:
+        raise EmptyTrainingSetError(
+            f"message {message.source!r} has no label ({message.label!r}); give it as --spam "
+            "or --ham, or through an index file") from None

@@ -1,0 +1,185 @@
+"""Save and load a trained filter as one self-describing file. No pickle.
+
+The file is a ZIP archive (readable with any unzip tool) holding:
+
+- ``textnb-model.json``: format name and version, textnb version, the config,
+  training statistics, the learned threshold, and the SHA-256 of every other member;
+- ``vocabulary.json``: the tokens, in column order;
+- ``class_count.npy``, ``feature_count.npy``, ``doc_freq.npy``: the counts
+  (NumPy's format, loaded with ``allow_pickle=False``, so loading runs no code).
+
+Writes are atomic: the archive goes to a temporary file beside the target,
+is fsync'd, and is renamed over the target; a crash leaves the old file or the
+new one, never half of either. A truncated or bit-flipped file fails its ZIP
+CRC or the SHA-256 check and is reported as damaged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .config import config_from_dict
+from .errors import ModelFormatError
+from .naive_bayes import make_model
+from .pipeline import SpamFilter
+from .vectorize import Vocabulary
+
+FORMAT_NAME = "textnb-model"
+FORMAT_VERSION = 1
+_META = "textnb-model.json"
+_ARRAYS = ("class_count", "feature_count", "doc_freq")
+
+
+def default_model_path() -> Path:
+    """$TEXTNB_MODEL, else $XDG_DATA_HOME/textnb/model.tnb (~/.local/share/textnb/model.tnb)."""
+    if os.environ.get("TEXTNB_MODEL"):
+        return Path(os.environ["TEXTNB_MODEL"]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "textnb" / "model.tnb"
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def dumps(spam_filter: SpamFilter) -> bytes:
+    """The model file's bytes."""
+    model = spam_filter.model
+    if not hasattr(model, "class_count_"):
+        from .errors import NotFittedError
+        raise NotFittedError("the filter is not trained; nothing to save")
+    members = {
+        "vocabulary.json": json.dumps(spam_filter.vocabulary.tokens_).encode("ascii"),
+        "class_count.npy": _npy_bytes(model.class_count_),
+        "feature_count.npy": _npy_bytes(model.feature_count_),
+        "doc_freq.npy": _npy_bytes(spam_filter.doc_freq_),
+    }
+    meta = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "textnb_version": __version__,
+        "config": spam_filter.config.to_dict(),
+        "n_learned": spam_filter.n_learned,
+        "threshold": spam_filter.threshold,
+        "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+        zf.writestr(_META, json.dumps(meta, indent=2, sort_keys=True))
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buffer.getvalue()
+
+
+def save(spam_filter: SpamFilter, path: str | Path) -> Path:
+    """Write the model atomically (temp file, fsync, rename, fsync the folder)."""
+    path = Path(path)
+    data = dumps(spam_filter)
+    atomic_write(path, data)
+    return path
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+
+
+def load(path: str | Path) -> SpamFilter:
+    """Read a model file; ModelFormatError names the problem and the fix."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelFormatError(
+            f"no model at '{path}'; train one first with 'textnb train --model {path} "
+            "--spam SRC --ham SRC' (or pass --model)")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelFormatError(f"cannot read model '{path}': {exc.strerror}") from None
+    return loads(data, name=str(path))
+
+
+def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
+    damaged = (f"model file '{name}' is damaged (truncated or corrupted); restore it from a "
+               "backup or train it again")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            meta = json.loads(zf.read(_META))
+            _check_format(meta, name)
+            members = {n: zf.read(n) for n in meta["sha256"]}
+    except ModelFormatError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, KeyError, ValueError,
+            EOFError, OSError):
+        raise ModelFormatError(damaged) from None
+    for member, digest in meta["sha256"].items():
+        if hashlib.sha256(members[member]).hexdigest() != digest:
+            raise ModelFormatError(damaged + f" (checksum mismatch in {member})")
+    try:
+        config = config_from_dict(meta["config"])
+        spam_filter = SpamFilter(config)
+        spam_filter.vocabulary = Vocabulary(json.loads(members["vocabulary.json"]))
+        arrays = {a: np.load(io.BytesIO(members[f"{a}.npy"]), allow_pickle=False)
+                  for a in _ARRAYS}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ModelFormatError(damaged + f" ({exc})") from None
+    m = config.model
+    model = make_model(m.event_model, alpha=m.alpha, fit_prior=m.fit_prior,
+                       class_prior=m.class_prior)
+    n_features = len(spam_filter.vocabulary)
+    if arrays["feature_count"].shape != (2, n_features) or arrays["doc_freq"].shape != (n_features,):
+        raise ModelFormatError(damaged + " (array shapes disagree with the vocabulary)")
+    model._reset(n_features)
+    model.class_count_ = arrays["class_count"].astype(np.float64)
+    model.feature_count_ = arrays["feature_count"].astype(np.float64)
+    model._update()
+    spam_filter.model = model
+    spam_filter.doc_freq_ = arrays["doc_freq"].astype(np.float64)
+    spam_filter._update_mask()
+    spam_filter.threshold = meta.get("threshold")
+    spam_filter.n_learned = {k: int(v) for k, v in meta.get("n_learned", {}).items()}
+    return spam_filter
+
+
+def _check_format(meta: dict, name: str) -> None:
+    if meta.get("format") != FORMAT_NAME:
+        raise ModelFormatError(f"'{name}' is not a textnb model file")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION:
+        newer = isinstance(version, int) and version > FORMAT_VERSION
+        fix = ("upgrade textnb (pip install -U textnb)" if newer
+               else "train it again with this version")
+        raise ModelFormatError(
+            f"model '{name}' has format version {version}, this textnb "
+            f"({__version__}) reads version {FORMAT_VERSION}; {fix}")
