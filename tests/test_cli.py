@@ -118,3 +118,15 @@ def test_every_command_has_help_and_is_in_the_readme():
 def test_version():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("textnb ")
+
+
+def test_evaluate_on_the_training_index(trained):
+    result = runner.invoke(app, ["evaluate", "--model", str(trained), "--json", "--index",
+                                 str(SAMPLE / "index")])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.output)
+    assert metrics["n_messages"] == 100 and metrics["n_spam"] == 40
+    assert metrics["tp"] + metrics["fn"] == 40 and metrics["tn"] + metrics["fp"] == 60
+    assert 0 <= metrics["one_minus_auc_pct"] <= 100
+    text = runner.invoke(app, ["evaluate", "--model", str(trained), "--index", str(SAMPLE / "index")])
+    assert "one_minus_auc_pct" in text.output

@@ -8,7 +8,7 @@ import pytest
 
 from textnb import store
 from textnb.errors import ModelFormatError
-from textnb.sources import iter_index, iter_messages
+from textnb.sources import iter_index
 
 
 def _scores(spam_filter, sample_index):

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,6 @@ def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = 
     y = np.array(is_spam, dtype=bool)
     threshold = spam_filter.cost_model(cost_ratio).log_threshold
     result = metric_summary(y, scores, threshold)
-    result.update(n_messages=len(messages), n_spam=int(y.sum()), n_ham=int((~y).sum()),
+    result.update(n_messages=len(y), n_spam=int(y.sum()), n_ham=int((~y).sum()),
                   threshold=threshold)
     return result

@@ -66,6 +66,9 @@ class SpamFilter:
         self.model = make_model(m.event_model, alpha=m.alpha, fit_prior=m.fit_prior,
                                 class_prior=m.class_prior)
         self.threshold: float | None = None  # learned by `tune`; None means ln(cost ratio)
+        # A map from log-odds to a calibrated P(spam), fitted out of fold by `tune`
+        # (JSON-able; None: the model's own posterior, expit(log-odds)).
+        self.calibration: dict | None = None
         self.n_learned = {"ham": 0, "spam": 0}
         self._tokenizer: EmailTokenizer | None = None
         self.mail_limits = MailLimits()
@@ -164,7 +167,12 @@ class SpamFilter:
         return CostModel(cost_ratio=ratio, threshold=threshold, unsure_band=d.unsure_band)
 
     def p_spam(self, log_odds: np.ndarray) -> np.ndarray:
-        return expit(log_odds)
+        """P(spam) for log-odds: calibrated when the model carries a calibration."""
+        if self.calibration is None:
+            return expit(log_odds)
+        from .calibration import predict_proba  # only tuned models need it
+
+        return predict_proba(self.calibration, log_odds)
 
     def classify(self, messages: Iterable[RawMessage], cost_ratio: float | None = None
                  ) -> Iterator[ScoredMessage]:

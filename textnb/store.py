@@ -73,6 +73,7 @@ def dumps(spam_filter: SpamFilter) -> bytes:
         "config": spam_filter.config.to_dict(),
         "n_learned": spam_filter.n_learned,
         "threshold": spam_filter.threshold,
+        "calibration": spam_filter.calibration,
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
     buffer = io.BytesIO()
@@ -168,6 +169,7 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
     spam_filter.doc_freq_ = arrays["doc_freq"].astype(np.float64)
     spam_filter._update_mask()
     spam_filter.threshold = meta.get("threshold")
+    spam_filter.calibration = meta.get("calibration")
     spam_filter.n_learned = {k: int(v) for k, v in meta.get("n_learned", {}).items()}
     return spam_filter
 

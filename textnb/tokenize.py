@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from email.utils import getaddresses
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .config import TokenizerConfig

@@ -1,0 +1,90 @@
+"""Shared pieces of the command line: the app, common options, error handling, progress.
+
+This package is the only place that prints, exits, or turns domain errors into
+messages and exit codes (1 for an operator error, 2 for bad usage via typer).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .. import __version__
+from ..errors import TextnbError
+
+app = typer.Typer(
+    name="textnb",
+    help="A cost-aware naive Bayes spam filter: train on your spam and ham, classify new mail.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# fmt: off
+ModelOpt = typer.Option(None, "--model", "-m", help="Model file. Default: $TEXTNB_MODEL or ~/.local/share/textnb/model.tnb.")
+SpamOpt = typer.Option(None, "--spam", help="Spam source: a file, directory, mbox, Maildir or '-' (repeatable).")
+HamOpt = typer.Option(None, "--ham", help="Ham source: a file, directory, mbox, Maildir or '-' (repeatable).")
+IndexOpt = typer.Option(None, "--index", help="Index file of 'spam PATH' / 'ham PATH' lines, paths relative to it (repeatable).")
+TsvOpt = typer.Option(None, "--tsv", help="File of 'label<TAB>text' lines, as the SMS Spam Collection (repeatable).")
+CostOpt = typer.Option(None, "--cost-ratio", "-r", help="Cost of losing a ham / cost of letting a spam through (λ): spam when log-odds > ln λ.")
+JsonOpt = typer.Option(False, "--json", help="JSON output, for scripts.")
+# fmt: on
+
+
+@contextmanager
+def operator_errors():
+    """Turn domain errors into a one-line message on stderr and exit code 1."""
+    try:
+        yield
+    except TextnbError as exc:
+        typer.echo(f"textnb: error: {exc}", err=True)
+        raise typer.Exit(1)
+    except BrokenPipeError:  # `textnb classify ... | head` is normal use
+        sys.stderr.close()
+        raise typer.Exit(0)
+
+
+def model_path(model: Optional[Path]) -> Path:
+    from ..store import default_model_path
+
+    return model if model is not None else default_model_path()
+
+
+def check_cost_ratio(cost_ratio: Optional[float]) -> None:
+    if cost_ratio is not None and not cost_ratio > 0:
+        raise typer.BadParameter(f"{cost_ratio} must be > 0 (e.g. 9: losing a ham costs as much "
+                                 "as letting 9 spams through)", param_hint="--cost-ratio")
+
+
+class Progress:
+    """A message counter on stderr, shown only when stderr is a terminal."""
+
+    def __init__(self, verb: str):
+        self.verb, self.count = verb, 0
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, n: int) -> None:
+        self.count += n
+        if self.enabled:
+            sys.stderr.write(f"\r{self.verb} {self.count:,} messages")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.count:
+            sys.stderr.write("\n")
+
+
+def _version_callback(value: bool):
+    if value:
+        typer.echo(f"textnb {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: bool = typer.Option(False, "--version", callback=_version_callback,
+                                      is_eager=True, help="Show the version and exit.")):
+    """textnb: naive Bayes spam filtering with explicit misclassification costs."""

@@ -1,0 +1,36 @@
+"""textnb info: what a model holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
+
+
+@app.command("info")
+def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
+    """Show what a model was trained on, its settings and its size."""
+    from .. import commands
+
+    with operator_errors():
+        summary = commands.info(model_path(model))
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    cfg = summary["config"]
+    n = summary["messages"]
+    threshold = summary["threshold"]
+    typer.echo(f"model:       {summary['model']} ({summary['size_bytes'] / 1e6:.2f} MB, "
+               f"format {summary['format_version']})")
+    typer.echo(f"trained on:  {n.get('spam', 0):,} spam, {n.get('ham', 0):,} ham")
+    typer.echo(f"vocabulary:  {summary['vocabulary_size']:,} tokens ({summary['features_kept']:,} kept)")
+    typer.echo(f"model:       {cfg['model']['event_model']} NB, {cfg['features']['features']} "
+               f"features, alpha={cfg['model']['alpha']}")
+    typer.echo(f"decision:    cost ratio {cfg['decision']['cost_ratio']}, threshold "
+               + (f"{threshold:.3f} (tuned)" if threshold is not None else "ln(cost ratio)"))
+
+

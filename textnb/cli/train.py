@@ -1,0 +1,68 @@
+"""textnb train: a new model from labelled mail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._util import (
+    HamOpt,
+    IndexOpt,
+    JsonOpt,
+    ModelOpt,
+    Progress,
+    SpamOpt,
+    TsvOpt,
+    app,
+    model_path,
+    operator_errors,
+)
+
+
+# fmt: off
+@app.command("train")
+def train_cli(
+    model: Optional[Path] = ModelOpt,
+    spam: Optional[List[str]] = SpamOpt,
+    ham: Optional[List[str]] = HamOpt,
+    index: Optional[List[str]] = IndexOpt,
+    tsv: Optional[List[str]] = TsvOpt,
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="TOML config (default: built-in defaults, see configs/default.toml)."),
+    event_model: Optional[str] = typer.Option(None, "--event-model", help="multinomial or bernoulli."),
+    features: Optional[str] = typer.Option(None, "--features", help="tf (term frequency) or binary."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Lidstone smoothing pseudo-count (> 0; 1 = Laplace)."),
+    setting: Optional[List[str]] = typer.Option(None, "--set", help="Any config value as section.key=value, e.g. --set features.min_df=2 (repeatable)."),
+    as_json: bool = JsonOpt,
+):
+    # fmt: on
+    """Train a new model from labelled mail and save it (replacing any model at that path)."""
+    from .. import commands
+    from ..config import load_config, parse_override_value
+
+    with operator_errors():
+        overrides = {"model.event_model": event_model, "features.features": features,
+                     "model.alpha": alpha}
+        for item in setting or []:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise typer.BadParameter(f"{item!r} is not section.key=value", param_hint="--set")
+            overrides[key.strip()] = parse_override_value(value.strip())
+        cfg = load_config(config, overrides)
+        progress = Progress("trained")
+        try:
+            summary = commands.train(model_path(model), cfg, spam or [], ham or [], index or [],
+                                     tsv or [], progress=progress)
+        finally:
+            progress.close()
+    if as_json:
+        typer.echo(json.dumps(summary))
+    else:
+        n = summary["messages"]
+        typer.echo(f"trained {n['spam']:,} spam and {n['ham']:,} ham in {summary['seconds']:.1f} s; "
+                   f"{summary['vocabulary_size']:,} tokens; model written to {summary['model']} "
+                   f"({summary['size_bytes'] / 1e6:.1f} MB)")
+
+
