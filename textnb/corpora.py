@@ -56,7 +56,8 @@ class Example:
 
     relpath (str): Path below the corpus folder, ``/``-separated; decides the fold.
     label (str): ``"spam"`` or ``"ham"``.
-    raw (bytes): The message as stored (SMS: the text of the line, UTF-8, no label).
+    raw (bytes): The message as stored (SMS: an empty line, then the text of the line, UTF-8:
+        a message with no headers).
     """
 
     relpath: str
@@ -174,7 +175,9 @@ def _iter_sms(root: Path) -> Iterator[Example]:
                     f"{path} line {line_no + 1}: expected 'ham<TAB>text' or 'spam<TAB>text', "
                     f"got {line[:40]!r}"
                 )
-            yield Example(f"{line_no:05d}", label.decode("ascii"), text)
+            # The leading empty line marks "no header section", as textnb.sources.iter_tsv
+            # does: otherwise a text such as 'K:)k:)good' parses as a header field.
+            yield Example(f"{line_no:05d}", label.decode("ascii"), b"\n" + text)
 
 
 _LOADERS = {
