@@ -89,8 +89,8 @@ def test_enron_lingspam_sms_layouts(fake_root):
     assert lingspam["part10/spmsga1.txt"] == "spam" and lingspam["part1/3-1msg1.txt"] == "ham"
     sms = list(iter_corpus("sms", fake_root))
     assert sms == [
-        Example("00000", "ham", b"Ok lar..."),
-        Example("00001", "spam", "WIN £100 now".encode("utf-8")),
+        Example("00000", "ham", b"\nOk lar..."),
+        Example("00001", "spam", "\nWIN £100 now".encode("utf-8")),
     ]
 
 
