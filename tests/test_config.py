@@ -51,3 +51,9 @@ def test_override_values_parse_as_json_or_text():
     assert parse_override_value("0.5") == 0.5
     assert parse_override_value("true") is True
     assert parse_override_value("bernoulli") == "bernoulli"
+
+
+def test_every_shipped_config_loads():
+    for path in sorted((PROJECT / "configs").glob("*.toml")):
+        load_config(path)
+    assert load_config(PROJECT / "configs" / "short-texts.toml").model.event_model == "bernoulli"
