@@ -14,20 +14,27 @@ from textnb.sources import RawMessage
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
-BOGOFILTER_ONE_MINUS_AUC_PCT = {"spamassassin": 0.045, "enron": 0.22}
+# bogofilter 1.2.5 on the same test folds (bench/peers.py): (1-AUC)%, sm% at hm = 0.1%.
+BOGOFILTER = {"spamassassin": (0.042, 8.93), "enron": (0.220, 28.3), "lingspam": (0.101, 4.72),
+              "sms": (1.464, 27.3)}
+# Where textnb does not (yet) beat bogofilter, the guard is textnb's own figure in the
+# README, so a regression still fails: SpamAssassin sm% at hm = 0.1% is 9.69 (one ham).
+SM_AT_HM_GUARD = {"spamassassin": 9.7}
 
 
 def _messages(examples):
     return (RawMessage(e.relpath, e.raw, e.label) for e in examples)
 
 
-@pytest.mark.parametrize("corpus", ["spamassassin", "enron"])
-def test_default_filter_beats_bogofilter_auc(shared_corpora, corpus):
+@pytest.mark.parametrize("corpus", ["spamassassin", "enron", "lingspam", "sms"])
+def test_default_filter_beats_bogofilter(shared_corpora, corpus):
     train, test = split(iter_corpus(corpus, shared_corpora))
     spam_filter = SpamFilter().fit(_messages(train))
     scores = spam_filter.log_odds(e.raw for e in test)
     y = np.array([e.label == "spam" for e in test])
     result = summary(y, scores, threshold=0.0)
     print(corpus, {k: round(float(v), 4) for k, v in result.items()})
-    assert result["one_minus_auc_pct"] <= BOGOFILTER_ONE_MINUS_AUC_PCT[corpus]
-    assert result["hm_pct"] < 1.5 and result["sm_pct"] < 5.0
+    auc_bound, sm_at_hm_bound = BOGOFILTER[corpus]
+    assert result["one_minus_auc_pct"] < auc_bound
+    assert result["sm_pct_at_hm_0.1pct"] < SM_AT_HM_GUARD.get(corpus, sm_at_hm_bound)
+    assert result["hm_pct"] < 1.0 and result["sm_pct"] < 5.0
