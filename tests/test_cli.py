@@ -129,4 +129,4 @@ def test_evaluate_on_the_training_index(trained):
     assert metrics["tp"] + metrics["fn"] == 40 and metrics["tn"] + metrics["fp"] == 60
     assert 0 <= metrics["one_minus_auc_pct"] <= 100
     text = runner.invoke(app, ["evaluate", "--model", str(trained), "--index", str(SAMPLE / "index")])
-    assert "one_minus_auc_pct" in text.output
+    assert "(1-AUC)%" in text.output and "called spam" in text.output

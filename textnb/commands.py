@@ -43,24 +43,36 @@ def unlabelled_messages(sources: Sequence[str] = (), index: Sequence[str] = (),
 
 def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
           ham: Sequence[str] = (), index: Sequence[str] = (), tsv: Sequence[str] = (),
-          progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Train a new model from scratch and save it atomically. Returns a summary."""
+          progress: Callable[[int], None] | None = None, jobs: int = 1) -> dict[str, Any]:
+    """Train a new model from scratch and save it atomically. Returns a summary.
+
+    Trains through the ledger (``textnb.retrain.fit``): a message given twice is
+    learned once, and the model can later be retrained and forgotten from exactly.
+    ``jobs`` processes parse and tokenise; the model does not depend on how many.
+    """
+    from .lock import model_lock
+    from .retrain import fit
+
     start = time.perf_counter()
     spam_filter = SpamFilter(config)
-    spam_filter.fit(labelled_messages(spam, ham, index, tsv), progress=progress)
+    with spam_filter.parallel(jobs):
+        report = fit(spam_filter, labelled_messages(spam, ham, index, tsv), progress=progress)
     elapsed = time.perf_counter() - start
-    store.save(spam_filter, model_path)
+    with model_lock(model_path):  # never interleaved with a retrain of the same file
+        store.save(spam_filter, model_path)
     summary = spam_filter.summary()
     summary.update(model=str(model_path), seconds=round(elapsed, 3),
-                   size_bytes=Path(model_path).stat().st_size)
+                   size_bytes=Path(model_path).stat().st_size, duplicates=report.known)
     return summary
 
 
 def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),
-             tsv: Sequence[str] = (), cost_ratio: float | None = None) -> Iterator[ScoredMessage]:
-    """Score and decide each message, lazily."""
+             tsv: Sequence[str] = (), cost_ratio: float | None = None, jobs: int = 1
+             ) -> Iterator[ScoredMessage]:
+    """Score and decide each message, lazily (``jobs`` processes parse and tokenise)."""
     spam_filter = store.load(model_path)
-    yield from spam_filter.classify(unlabelled_messages(sources, index, tsv), cost_ratio)
+    with spam_filter.parallel(jobs):
+        yield from spam_filter.classify(unlabelled_messages(sources, index, tsv), cost_ratio)
 
 
 def info(model_path: Path) -> dict[str, Any]:
@@ -68,7 +80,8 @@ def info(model_path: Path) -> dict[str, Any]:
     spam_filter = store.load(model_path)
     summary = spam_filter.summary()
     summary.update(model=str(model_path), size_bytes=Path(model_path).stat().st_size,
-                   format_version=store.FORMAT_VERSION)
+                   format_version=store.FORMAT_VERSION,
+                   ledger=spam_filter.ledger.summary(spam_filter.n_learned))
     return summary
 
 
@@ -83,8 +96,6 @@ def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = 
              ham: Sequence[str] = (), tsv: Sequence[str] = (), cost_ratio: float | None = None
              ) -> dict[str, Any]:
     """The field's metrics on held-out labelled messages."""
-    from .metrics import summary as metric_summary
-
     spam_filter = store.load(model_path)
     is_spam: list[bool] = []
 
@@ -94,9 +105,72 @@ def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = 
             yield message.raw
 
     scores = spam_filter.log_odds(raws())
-    y = np.array(is_spam, dtype=bool)
-    threshold = spam_filter.cost_model(cost_ratio).log_threshold
+    return evaluation_summary(spam_filter, np.array(is_spam, dtype=bool), scores, cost_ratio)
+
+
+def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarray,
+                       cost_ratio: float | None = None) -> dict[str, Any]:
+    """The field's metrics from labels (True for spam) and log-odds (shared by the engines)."""
+    from .metrics import summary as metric_summary
+
+    costs = spam_filter.cost_model(cost_ratio)
+    threshold = costs.log_threshold
     result = metric_summary(y, scores, threshold)
     result.update(n_messages=len(y), n_spam=int(y.sum()), n_ham=int((~y).sum()),
-                  threshold=threshold)
+                  threshold=threshold, cost_ratio=costs.cost_ratio)
+    # TCR and weighted accuracy at λ are those of the model's own rule *for that λ*
+    # (ln λ, or where its calibration crosses λ/(1+λ)), as Androutsopoulos et al.
+    # measure them; not those of the one threshold above.
+    from .calibration import brier_score, expected_calibration_error
+    from .tune import DEFAULT_COST_RATIOS, operating_point
+
+    rows = [operating_point(y, scores, spam_filter.cost_model(lam).log_threshold, lam)
+            for lam in DEFAULT_COST_RATIOS]
+    for row in rows:
+        result[f"tcr_lam{row['cost_ratio']:g}"] = row["tcr"]
+        result[f"wacc_lam{row['cost_ratio']:g}"] = row["wacc"]
+    p_spam = spam_filter.p_spam(scores)
+    result.update(cost_ratios=rows, calibration=(spam_filter.calibration or {}).get("method"),
+                  brier=brier_score(y, p_spam), ece=expected_calibration_error(y, p_spam))
+    return result
+
+
+def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = (),
+         spam: Sequence[str] = (), ham: Sequence[str] = (), tsv: Sequence[str] = (),
+         n_folds: int = 5, chronological: bool = False, search: bool = False,
+         write: bool = False, progress: Callable[[int], None] | None = None):
+    """Cross-validate the model's settings on labelled mail and tune its decision.
+
+    With ``write``, the model file is replaced by one trained on that mail (as
+    ``train`` does, through the ledger) with the chosen settings, carrying the
+    calibration: the map was fitted to the scores of models trained on this mail,
+    so it belongs to such a model and to no other. The mail is read a second time
+    for that. An explicit first cost ratio becomes the model's default.
+    Returns a ``textnb.tune.TuneResult``.
+    """
+    from dataclasses import replace
+
+    from .lock import model_lock
+    from .retrain import fit
+    from .tune import DEFAULT_COST_RATIOS
+    from .tune import tune as tune_filter
+
+    if write and "-" in [*spam, *ham]:
+        raise SourceError("tune --write reads the mail twice (to tune, then to train), so "
+                          "it cannot take '-' (standard input); save the mail to a file")
+    config = store.load(model_path).config
+    result = tune_filter(config, labelled_messages(spam, ham, index, tsv),
+                         cost_ratios or DEFAULT_COST_RATIOS, n_folds=n_folds,
+                         chronological=chronological, do_search=search, progress=progress)
+    if write:
+        chosen = result.config
+        if cost_ratios:
+            chosen = replace(chosen, decision=replace(chosen.decision,
+                                                      cost_ratio=float(cost_ratios[0])))
+        spam_filter = SpamFilter(chosen)
+        fit(spam_filter, labelled_messages(spam, ham, index, tsv), progress=progress)
+        spam_filter.calibration = result.calibration
+        spam_filter.threshold = None  # the calibration answers every λ
+        with model_lock(model_path):
+            store.save(spam_filter, model_path)
     return result

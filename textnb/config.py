@@ -50,6 +50,7 @@ class ModelConfig:
     fit_prior: bool = True
     class_prior: tuple[float, float] | None = None
     max_discriminators: int = 15
+    numeric_model: str = "none"
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ class FilterConfig:
                "use alpha > 0 (1 is Laplace smoothing, smaller is Lidstone)")
         _check(m.max_discriminators >= 0, "model.max_discriminators", m.max_discriminators,
                "use 0 (all tokens) or a positive number")
+        _check(m.numeric_model in ("none", "gaussian", "kde"), "model.numeric_model",
+               m.numeric_model, "use 'none', 'gaussian' or 'kde'")
         if m.class_prior is not None:
             ok = len(m.class_prior) == 2 and all(p > 0 for p in m.class_prior)
             ok = ok and abs(sum(m.class_prior) - 1) < 1e-9

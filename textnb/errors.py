@@ -35,3 +35,8 @@ class ModelFormatError(TextnbError):
 
 class ConfigError(TextnbError):
     """A configuration value is out of range or of the wrong type."""
+
+
+class PMMLError(TextnbError):
+    """A PMML document is malformed, uses an element textnb does not support, or a record
+    holds an invalid value."""

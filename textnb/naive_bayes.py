@@ -85,12 +85,27 @@ class _BaseNB:
         if type(other) is not type(self):
             raise TypeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
         other._check_fitted()
+        return self.add_counts(other.class_count_, other.feature_count_)
+
+    def add_counts(self, class_count, feature_count):
+        """Add counts made elsewhere (another model, another process) to this model's.
+
+        class_count : array of shape (n_classes,); feature_count : array of shape
+        (n_classes, n), columns in this model's order (it widens to n if needed).
+        Negative counts remove what was learned; the sums must stay >= 0.
+        """
+        class_count = np.asarray(class_count, dtype=np.float64)
+        feature_count = np.asarray(feature_count, dtype=np.float64)
+        if class_count.shape != (self.n_classes,) or feature_count.shape[:1] != (self.n_classes,):
+            raise ValueError(f"counts of shape {class_count.shape} and {feature_count.shape} do "
+                             f"not fit a model of {self.n_classes} classes")
+        n = feature_count.shape[1]
         if not hasattr(self, "class_count_"):
-            self._reset(other.feature_count_.shape[1])
-        self._grow(other.feature_count_.shape[1])
-        n = other.feature_count_.shape[1]
-        self.class_count_ += other.class_count_
-        self.feature_count_[:, :n] += other.feature_count_
+            self._reset(n)
+        self._grow(n)
+        self.class_count_ += class_count
+        self.feature_count_[:, :n] += feature_count
+        self._check_counts()
         self._update()
         return self
 

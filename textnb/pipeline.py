@@ -6,7 +6,8 @@ mailbox of any size is never held in memory; only the counts grow.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING
@@ -17,12 +18,14 @@ from scipy.special import expit
 from .config import FilterConfig
 from .decision import CostModel, Decision
 from .errors import EmptyTrainingSetError
+from .ledger import Ledger
 from .mail import MailLimits, parse_message
 from .naive_bayes import make_model
 from .tokenize import EmailTokenizer
 from .vectorize import Vocabulary, feature_mask
 
 if TYPE_CHECKING:
+    from .parallel import TokenWorkers
     from .sources import RawMessage
 
 LABEL_CODES = {"ham": 0, "spam": 1}
@@ -58,6 +61,10 @@ class SpamFilter:
     config (FilterConfig): tokenizer, feature, model and decision settings.
     """
 
+    # Worker processes that share the parsing and tokenising (``with self.parallel(jobs)``).
+    # A class-level default, so that fit's re-initialisation keeps a running pool.
+    _workers: TokenWorkers | None = None
+
     def __init__(self, config: FilterConfig | None = None):
         self.config = (config or FilterConfig()).validate()
         self.vocabulary = Vocabulary()
@@ -65,11 +72,17 @@ class SpamFilter:
         m = self.config.model
         self.model = make_model(m.event_model, alpha=m.alpha, fit_prior=m.fit_prior,
                                 class_prior=m.class_prior)
+        from .numeric import make_numeric_model
+
+        # Numeric message features beside the tokens (textnb.numeric); None when off.
+        self.numeric = make_numeric_model(m.numeric_model)
         self.threshold: float | None = None  # learned by `tune`; None means ln(cost ratio)
         # A map from log-odds to a calibrated P(spam), fitted out of fold by `tune`
         # (JSON-able; None: the model's own posterior, expit(log-odds)).
         self.calibration: dict | None = None
         self.n_learned = {"ham": 0, "spam": 0}
+        # Which messages the counts hold (textnb.retrain keeps it; SpamFilter.fit does not).
+        self.ledger = Ledger()
         self._tokenizer: EmailTokenizer | None = None
         self.mail_limits = MailLimits()
 
@@ -83,6 +96,30 @@ class SpamFilter:
     def tokens(self, raw: bytes) -> list[str]:
         """The namespaced tokens of one raw message."""
         return self.tokenizer(parse_message(raw, self.mail_limits))
+
+    def tokens_many(self, raws: Sequence[bytes]) -> list[list[str]]:
+        """The token lists of several raw messages, in order: ``tokens`` of each, shared
+        with worker processes inside ``with self.parallel(jobs)``."""
+        if self._workers is not None:
+            return self._workers.token_lists(raws, self.tokens)
+        return [self.tokens(raw) for raw in raws]
+
+    @contextmanager
+    def parallel(self, jobs: int) -> Iterator["SpamFilter"]:
+        """Inside the block, parse and tokenise batches in ``jobs`` processes (this one and
+        ``jobs - 1`` workers); the results are those of one process (textnb.parallel)."""
+        if jobs <= 1 or self._workers is not None:
+            yield self
+            return
+        from .parallel import TokenWorkers
+
+        self.tokenizer.spacy  # load spaCy before forking: the workers inherit it
+        with TokenWorkers(self.config.tokenizer, self.mail_limits, jobs) as workers:
+            self._workers = workers
+            try:
+                yield self
+            finally:
+                del self._workers
 
     def _matrix(self, token_lists, grow: bool):
         binary = self.config.features.features == "binary"
@@ -108,8 +145,10 @@ class SpamFilter:
         iterator = iter(messages)
         while batch := list(islice(iterator, BATCH_SIZE)):
             y = np.array([_label_code(m) for m in batch])
-            X = self._matrix((self.tokens(m.raw) for m in batch), grow=True)
+            X = self._matrix(self.tokens_many([m.raw for m in batch]), grow=True)
             self._add_counts(X, y, weight)
+            if self.numeric is not None:
+                self._learn_numeric([m.raw for m in batch], y, weight)
             total += len(batch)
             if progress:
                 progress(len(batch))
@@ -123,6 +162,28 @@ class SpamFilter:
         self._add_counts(self._matrix(token_lists, grow=True), y, weight)
         self._update_mask()
 
+    def add_counts(self, tokens: Sequence[str], class_count, feature_count, doc_freq,
+                   weight: float = 1.0) -> None:
+        """Add counts made elsewhere (``textnb.distributed``: on other machines), as if the
+        messages they came from were learned here; weight -1 removes them.
+
+        tokens (Sequence[str]): the counts' columns; unseen ones become new columns in
+            this order (order of first sight keeps the vocabulary as ``learn`` builds it).
+        class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,).
+        """
+        columns = self.vocabulary.add(tokens)
+        n = len(self.vocabulary)
+        fc = np.zeros((2, n))
+        fc[:, columns] = weight * np.asarray(feature_count, dtype=np.float64)
+        if self.doc_freq_.shape[0] < n:
+            self.doc_freq_ = np.concatenate([self.doc_freq_, np.zeros(n - self.doc_freq_.shape[0])])
+        self.doc_freq_[columns] += weight * np.asarray(doc_freq, dtype=np.float64)
+        class_count = weight * np.asarray(class_count, dtype=np.float64)
+        self.model.add_counts(class_count, fc)
+        for code, label in enumerate(("ham", "spam")):
+            self.n_learned[label] += int(class_count[code])
+        self._update_mask()
+
     def _add_counts(self, X, y, weight: float) -> None:
         n = X.shape[1]
         if self.doc_freq_.shape[0] < n:
@@ -131,6 +192,20 @@ class SpamFilter:
         self.model.partial_fit(X, y, np.full(len(y), weight, dtype=np.float64))
         for code, label in enumerate(("ham", "spam")):
             self.n_learned[label] += int(weight * np.sum(y == code))
+
+    def _learn_numeric(self, raws: Sequence[bytes], y, weight: float) -> None:
+        from .numeric import feature_matrix
+
+        Z = feature_matrix(raws, self.mail_limits)
+        self.numeric.partial_fit(Z, y, np.full(len(y), weight, dtype=np.float64))
+
+    def numeric_log_odds(self, raws: Sequence[bytes]) -> np.ndarray:
+        """The numeric features' log-likelihood ratio per message (zeros when off)."""
+        if self.numeric is None:
+            return np.zeros(len(raws))
+        from .numeric import feature_matrix
+
+        return self.numeric.log_odds(feature_matrix(raws, self.mail_limits))
 
     def _update_mask(self) -> None:
         # Always at least df >= 1: a token whose messages were all forgotten must leave
@@ -155,12 +230,19 @@ class SpamFilter:
         out = []
         iterator = iter(raws)
         while batch := list(islice(iterator, BATCH_SIZE)):
-            out.append(self.log_odds_tokens(self.tokens(raw) for raw in batch))
+            out.append(self.log_odds_tokens(self.tokens_many(batch)) + self.numeric_log_odds(batch))
         return np.concatenate(out) if out else np.zeros(0)
 
     def cost_model(self, cost_ratio: float | None = None) -> CostModel:
         d = self.config.decision
         ratio = d.cost_ratio if cost_ratio is None else cost_ratio
+        if self.calibration is not None:
+            # A tuned model answers every λ: spam iff calibrated P(spam) > λ/(1+λ), i.e.
+            # log-odds above the point where the calibration map crosses λ/(1+λ).
+            from .calibration import log_odds_threshold
+
+            return CostModel(cost_ratio=ratio, threshold=log_odds_threshold(self.calibration, ratio),
+                             unsure_band=d.unsure_band)
         # A learned threshold belongs to the cost ratio it was tuned for; an explicit
         # other ratio falls back to the Bayes rule ln(ratio).
         threshold = self.threshold if cost_ratio is None else None
@@ -180,7 +262,8 @@ class SpamFilter:
         costs = self.cost_model(cost_ratio)
         iterator = iter(messages)
         while batch := list(islice(iterator, BATCH_SIZE)):
-            scores = self.log_odds_tokens(self.tokens(m.raw) for m in batch)
+            scores = (self.log_odds_tokens(self.tokens_many([m.raw for m in batch]))
+                      + self.numeric_log_odds([m.raw for m in batch]))
             probs = self.p_spam(scores)
             for message, score, p in zip(batch, scores, probs):
                 yield ScoredMessage(message.source, costs.decide(score, p))
@@ -191,7 +274,7 @@ class SpamFilter:
         tokens = self.tokens(message.raw)
         X = self._matrix([tokens], grow=False)
         model = self.model
-        score = float(self.log_odds_matrix(X)[0])
+        score = float(self.log_odds_matrix(X)[0] + self.numeric_log_odds([message.raw])[0])
         C, baseline = model.log_odds_contributions(X)
         prior = float(model.class_log_prior_[1] - model.class_log_prior_[0])
         cols, contrib = C.indices, C.data
@@ -214,7 +297,10 @@ class SpamFilter:
             "messages": dict(self.n_learned),
             "vocabulary_size": len(self.vocabulary),
             "features_kept": int(mask.sum()) if mask is not None else 0,
-            "threshold": self.threshold,
+            # A tuned model's threshold is where its calibration crosses λ/(1+λ).
+            "threshold": (self.cost_model().log_threshold if self.calibration is not None
+                          else self.threshold),
+            "calibration": self.calibration["method"] if self.calibration is not None else None,
             "config": self.config.to_dict(),
         }
 

@@ -6,7 +6,11 @@ The file is a ZIP archive (readable with any unzip tool) holding:
   training statistics, the learned threshold, and the SHA-256 of every other member;
 - ``vocabulary.json``: the tokens, in column order;
 - ``class_count.npy``, ``feature_count.npy``, ``doc_freq.npy``: the counts
-  (NumPy's format, loaded with ``allow_pickle=False``, so loading runs no code).
+  (NumPy's format, loaded with ``allow_pickle=False``, so loading runs no code);
+- ``ledger_digest.npy``, ``ledger_label.npy``, ``ledger_tokens.npy``: the ledger of
+  learned messages (``textnb.ledger``), present when it has entries. They are
+  optional members of format 1: a file without them loads with an empty ledger,
+  and an older textnb reading a file with them checks and ignores them.
 
 Writes are atomic: the archive goes to a temporary file beside the target,
 is fsync'd, and is renamed over the target; a crash leaves the old file or the
@@ -30,6 +34,7 @@ import numpy as np
 from . import __version__
 from .config import config_from_dict
 from .errors import ModelFormatError
+from .ledger import Ledger
 from .naive_bayes import make_model
 from .pipeline import SpamFilter
 from .vectorize import Vocabulary
@@ -66,6 +71,12 @@ def dumps(spam_filter: SpamFilter) -> bytes:
         "feature_count.npy": _npy_bytes(model.feature_count_),
         "doc_freq.npy": _npy_bytes(spam_filter.doc_freq_),
     }
+    if len(spam_filter.ledger):
+        members.update({f"{name}.npy": _npy_bytes(array)
+                        for name, array in spam_filter.ledger.to_arrays().items()})
+    if getattr(spam_filter, "numeric", None) is not None:  # model.numeric_model (textnb.numeric)
+        members.update({f"numeric_{name}.npy": _npy_bytes(array)
+                        for name, array in spam_filter.numeric.to_arrays().items()})
     meta = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -141,8 +152,11 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
             members = {n: zf.read(n) for n in meta["sha256"]}
     except ModelFormatError:
         raise
+    # A flipped bit in a ZIP header can surface as any of these: NotImplementedError
+    # ("zip file version 8.4") was seen in tests/test_store.py's bit-flip test, and
+    # zipfile raises RuntimeError when a flip sets a member's "encrypted" flag.
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, KeyError, ValueError,
-            EOFError, OSError):
+            EOFError, OSError, NotImplementedError, RuntimeError):
         raise ModelFormatError(damaged) from None
     for member, digest in meta["sha256"].items():
         if hashlib.sha256(members[member]).hexdigest() != digest:
@@ -153,6 +167,16 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
         spam_filter.vocabulary = Vocabulary(json.loads(members["vocabulary.json"]))
         arrays = {a: np.load(io.BytesIO(members[f"{a}.npy"]), allow_pickle=False)
                   for a in _ARRAYS}
+        if "ledger_digest.npy" in members:
+            spam_filter.ledger = Ledger.from_arrays(
+                *(np.load(io.BytesIO(members[f"ledger_{a}.npy"]), allow_pickle=False)
+                  for a in ("digest", "label", "tokens")))
+        numeric = {n[len("numeric_"):-len(".npy")]: np.load(io.BytesIO(data), allow_pickle=False)
+                   for n, data in members.items() if n.startswith("numeric_")}
+        if numeric:
+            from .numeric import from_arrays
+
+            spam_filter.numeric = from_arrays(config.model.numeric_model, numeric)
     except (ValueError, KeyError, TypeError) as exc:
         raise ModelFormatError(damaged + f" ({exc})") from None
     m = config.model

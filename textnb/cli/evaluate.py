@@ -10,14 +10,18 @@ import typer
 
 from ._util import (
     CostOpt,
+    EngineOpt,
     HamOpt,
     IndexOpt,
     JsonOpt,
     ModelOpt,
+    SchedulerOpt,
     SpamOpt,
     TsvOpt,
     app,
+    check_cost_ratio,
     model_path,
+    on_dask,
     operator_errors,
 )
 
@@ -32,18 +36,51 @@ def evaluate_cli(
     tsv: Optional[List[str]] = TsvOpt,
     cost_ratio: Optional[float] = CostOpt,
     as_json: bool = JsonOpt,
+    engine: str = EngineOpt,
+    scheduler: Optional[str] = SchedulerOpt,
 ):
     # fmt: on
     """Measure a model on held-out labelled mail: (1-AUC)%, hm%, sm%, sm% at hm=0.1%, TCR."""
     from .. import commands
 
     with operator_errors():
-        result = commands.evaluate(model_path(model), index or [], spam or [], ham or [],
-                                   tsv or [], cost_ratio)
+        check_cost_ratio(cost_ratio)
+        if on_dask(engine, scheduler):
+            from ..distributed import evaluate as evaluate_on_dask
+
+            result = evaluate_on_dask(model_path(model), index or [], spam or [], ham or [],
+                                      tsv or [], cost_ratio, scheduler)
+        else:
+            result = commands.evaluate(model_path(model), index or [], spam or [], ham or [],
+                                       tsv or [], cost_ratio)
     if as_json:
         typer.echo(json.dumps(result, default=float))
         return
-    for key, value in result.items():
-        typer.echo(f"{key:<24} {value}")
+    for line in report_lines(result):
+        typer.echo(line)
+
+
+def report_lines(r: dict) -> list[str]:
+    """The evaluation as a person reads it: rates, the confusion matrix, costs per λ."""
+    from ._tables import confusion_lines, cost_rows
+
+    rule = f"λ = {r['cost_ratio']:g}, spam iff log-odds > {r['threshold']:.2f}"
+    rule += f" ({r['calibration']} calibration)" if r["calibration"] else " (ln λ)"
+    lines = [
+        f"{r['n_messages']:,} messages: {r['n_spam']:,} spam, {r['n_ham']:,} ham",
+        f"(1-AUC)%          {r['one_minus_auc_pct']:.4f}",
+        f"hm%               {r['hm_pct']:.2f}   ({r['fp']:,} ham called spam; {rule})",
+        f"sm%               {r['sm_pct']:.2f}   ({r['fn']:,} spam called ham)",
+        f"lam%              {r['lam_pct']:.3f}",
+        f"sm% at hm = 0.1%  {r['sm_pct_at_hm_0.1pct']:.2f}",
+        f"hm% at sm = 0.1%  {r['hm_pct_at_sm_0.1pct']:.2f}",
+        f"P(spam)           Brier {r['brier']:.5f}, ECE {r['ece']:.5f}",
+        "",
+        *confusion_lines(r),
+        "",
+        "cost per λ (cost = λ·FP + FN; TCR = n_spam / cost), each at the model's rule for that λ:",
+        *cost_rows(r["cost_ratios"]),
+    ]
+    return lines
 
 

@@ -10,6 +10,38 @@ import typer
 
 from ._util import CostOpt, JsonOpt, ModelOpt, app, model_path, operator_errors
 
+# Ask the model for every token the score is made of (max_discriminators of them, or all
+# when that is 0), so the shares below add up; only --top of them are shown.
+_ALL = 1_000_000
+
+
+def breakdown(e, k: int) -> dict:
+    """Where an Explanation's log-odds come from: prior, shown tokens, the other used ones.
+
+    The prior's share is |prior| / (|prior| + |absence| + Σ|token contributions|): how
+    much of the evidence, in log-odds, the training mix alone supplied.
+    """
+    used = e.clues
+    shown = used[:k]
+    weight = abs(e.prior_log_odds) + abs(e.absence_log_odds) + sum(abs(c[1]) for c in used)
+    return {
+        "shown": shown,
+        "shown_log_odds": sum(c[1] for c in shown),
+        "others": len(used) - len(shown),
+        "others_log_odds": sum(c[1] for c in used[k:]),
+        "prior_share": abs(e.prior_log_odds) / weight if weight else 0.0,
+    }
+
+
+def _verdict_line(e) -> str:
+    d = e.decision
+    if d.label == "unsure":
+        why = f"log-odds {d.log_odds:+.2f} is too close to the threshold {d.threshold:+.2f}"
+    else:
+        side = "above" if d.log_odds > d.threshold else "at or below"
+        why = f"log-odds {d.log_odds:+.2f} is {side} the threshold {d.threshold:+.2f}"
+    return f"{e.source}: {d.label.upper()}: {why}; P(spam) {d.p_spam:.4f}"
+
 
 # fmt: off
 @app.command("explain")
@@ -21,25 +53,34 @@ def explain_cli(
     as_json: bool = JsonOpt,
 ):
     # fmt: on
-    """Explain a decision: the tokens that moved the log-odds most, with their counts."""
+    """Explain a verdict: the threshold, the prior's share and the tokens that moved the score most."""
     from .. import commands
 
     with operator_errors():
-        for e in commands.explain(model_path(model), source, top, cost_ratio):
-            d = e.decision
+        for e in commands.explain(model_path(model), source, _ALL, cost_ratio):
+            d, parts = e.decision, breakdown(e, top)
             if as_json:
                 typer.echo(json.dumps({
                     "source": e.source, "label": d.label, "log_odds": d.log_odds,
-                    "p_spam": d.p_spam, "threshold": d.threshold, "prior_log_odds": e.prior_log_odds,
+                    "p_spam": d.p_spam, "threshold": d.threshold,
+                    "prior_log_odds": e.prior_log_odds, "prior_share": parts["prior_share"],
+                    "absence_log_odds": e.absence_log_odds, "tokens_used": e.tokens_used,
+                    "other_tokens_log_odds": parts["others_log_odds"],
                     "unknown_tokens": e.unknown_tokens,
-                    "clues": [{"token": t, "log_odds": c, "count": n, "spam_count": s, "ham_count": h}
-                              for t, c, n, s, h in e.clues]}))
+                    "clues": [{"token": t, "log_odds": c, "count": n, "llr": c / n if n else c,
+                               "spam_count": s, "ham_count": h}
+                              for t, c, n, s, h in parts["shown"]]}))
                 continue
-            typer.echo(f"{e.source}: {d.label} (log-odds {d.log_odds:.2f}, threshold "
-                       f"{d.threshold:.2f}, P(spam) {d.p_spam:.4f})")
-            typer.echo(f"  prior log-odds {e.prior_log_odds:+.2f}; {e.unknown_tokens} tokens never seen in training")
-            typer.echo(f"  {'contribution':>12}  {'count':>5}  {'in spam':>8}  {'in ham':>8}  token")
-            for token, contrib, count, s, h in e.clues:
-                typer.echo(f"  {contrib:>+12.3f}  {count:>5.0f}  {s:>8.0f}  {h:>8.0f}  {token}")
-
-
+            absent = (f", absent tokens {e.absence_log_odds:+.2f}" if e.absence_log_odds else "")
+            typer.echo(_verdict_line(e))
+            typer.echo(f"  prior log-odds {e.prior_log_odds:+.2f} ({parts['prior_share']:.0%} "
+                       f"of the evidence){absent}; the {len(parts['shown'])} tokens below "
+                       f"{parts['shown_log_odds']:+.2f}, {parts['others']} more "
+                       f"{parts['others_log_odds']:+.2f}; {e.unknown_tokens} tokens never "
+                       "seen in training")
+            typer.echo(f"  {'log-odds':>9} = {'count':>5} x {'LLR':>7}  {'in spam':>7}  "
+                       f"{'in ham':>7}  token")
+            for token, contrib, count, s, h in parts["shown"]:
+                llr = contrib / count if count else contrib
+                typer.echo(f"  {contrib:>+9.3f} = {count:>5.0f} x {llr:>+7.3f}  {s:>7.0f}  "
+                           f"{h:>7.0f}  {token}")

@@ -27,6 +27,10 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
     typer.echo(f"model:       {summary['model']} ({summary['size_bytes'] / 1e6:.2f} MB, "
                f"format {summary['format_version']})")
     typer.echo(f"trained on:  {n.get('spam', 0):,} spam, {n.get('ham', 0):,} ham")
+    ledger = summary["ledger"]
+    typer.echo(f"ledger:      {ledger['messages']:,} messages ({ledger['spam']:,} spam, "
+               f"{ledger['ham']:,} ham)" + (f"; {ledger['untracked']:,} learned messages not "
+                                            "in it (cannot be forgotten)" if ledger["untracked"] else ""))
     typer.echo(f"vocabulary:  {summary['vocabulary_size']:,} tokens ({summary['features_kept']:,} kept)")
     typer.echo(f"model:       {cfg['model']['event_model']} NB, {cfg['features']['features']} "
                f"features, alpha={cfg['model']['alpha']}")

@@ -9,15 +9,19 @@ from typing import List, Optional
 import typer
 
 from ._util import (
+    EngineOpt,
     HamOpt,
     IndexOpt,
+    JobsOpt,
     JsonOpt,
     ModelOpt,
     Progress,
+    SchedulerOpt,
     SpamOpt,
     TsvOpt,
     app,
     model_path,
+    on_dask,
     operator_errors,
 )
 
@@ -36,6 +40,9 @@ def train_cli(
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Lidstone smoothing pseudo-count (> 0; 1 = Laplace)."),
     setting: Optional[List[str]] = typer.Option(None, "--set", help="Any config value as section.key=value, e.g. --set features.min_df=2 (repeatable)."),
     as_json: bool = JsonOpt,
+    engine: str = EngineOpt,
+    scheduler: Optional[str] = SchedulerOpt,
+    jobs: int = JobsOpt,
 ):
     # fmt: on
     """Train a new model from labelled mail and save it (replacing any model at that path)."""
@@ -51,10 +58,17 @@ def train_cli(
                 raise typer.BadParameter(f"{item!r} is not section.key=value", param_hint="--set")
             overrides[key.strip()] = parse_override_value(value.strip())
         cfg = load_config(config, overrides)
+        dask = on_dask(engine, scheduler)
         progress = Progress("trained")
         try:
-            summary = commands.train(model_path(model), cfg, spam or [], ham or [], index or [],
-                                     tsv or [], progress=progress)
+            if dask:
+                from ..distributed import train as train_on_dask
+
+                summary = train_on_dask(model_path(model), cfg, spam or [], ham or [],
+                                        index or [], tsv or [], scheduler, progress=progress)
+            else:
+                summary = commands.train(model_path(model), cfg, spam or [], ham or [],
+                                         index or [], tsv or [], progress=progress, jobs=jobs)
         finally:
             progress.close()
     if as_json:

@@ -1,0 +1,168 @@
+"""The ledger: digests of normalised messages, the entries, and their place in the model file."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from textnb import store
+from textnb.errors import ModelFormatError
+from textnb.ledger import DIGEST_SIZE, Ledger, message_digest, normalise, tokens_hash
+from textnb.pipeline import SpamFilter
+from textnb.retrain import fit
+from textnb.sources import iter_index, iter_messages
+
+MESSAGE = (b"Return-Path: <a@example.com>\n"
+           b"Received: from mx.example.com (mx.example.com [192.0.2.1])\n"
+           b"\tby mail.example.org; Mon, 1 Jan 2024 00:00:00 +0000\n"
+           b"From: a@example.com\n"
+           b"Subject: cheap pills\n"
+           b"\n"
+           b"Buy now.\n")
+
+
+def _with_headers(message: bytes, *fields: bytes) -> bytes:
+    head, _, body = message.partition(b"\n\n")
+    return b"\n".join([head, *fields]) + b"\n\n" + body
+
+
+@pytest.mark.parametrize("copy", [
+    b"From a@example.com Mon Jan  1 00:00:00 2024\n" + MESSAGE,          # mbox envelope line
+    MESSAGE.replace(b"\n", b"\r\n"),                                    # CRLF
+    MESSAGE + b"\n\n",                                                  # mbox's blank line
+    _with_headers(MESSAGE, b"Status: RO", b"X-Mozilla-Status: 0001",
+                  b"X-Keywords: $Junk", b"Content-Length: 9"),          # client state
+    _with_headers(MESSAGE, b"X-Spam-Status: Yes, score=9.1 required=5.0",
+                  b"\ttests=BAYES_99", b"X-TextNB-Status: spam", b"X-Bogosity: Spam"),  # filters
+    _with_headers(MESSAGE, b"Delivered-To: me@example.org", b"X-Original-To: me@example.org"),
+])
+def test_copies_of_one_message_have_one_digest(copy):
+    assert message_digest(copy) == message_digest(MESSAGE)
+    assert len(message_digest(copy)) == DIGEST_SIZE
+
+
+@pytest.mark.parametrize("other", [
+    MESSAGE.replace(b"Buy now.", b"Buy later."),
+    MESSAGE.replace(b"192.0.2.1", b"192.0.2.2"),        # tokenised: received:ip:...
+    MESSAGE.replace(b"<a@example.com>", b"<b@example.com>"),
+    _with_headers(MESSAGE, b"X-Mailer: Mutt"),
+])
+def test_what_the_tokenizer_reads_is_part_of_the_digest(other):
+    assert message_digest(other) != message_digest(MESSAGE)
+
+
+def test_normalise_keeps_kept_fields_byte_for_byte_and_drops_continuations():
+    raw = _with_headers(MESSAGE, b"X-Spam-Report: long", b"  continued", b"X-Mailer: Mutt")
+    out = normalise(raw)
+    assert b"continued" not in out and b"X-Spam" not in out
+    assert b"X-Mailer: Mutt\n" in out
+    assert b"Received: from mx.example.com (mx.example.com [192.0.2.1])\n\tby mail" in out
+    assert out.endswith(b"\n\nBuy now.\n")
+
+
+def test_a_message_without_headers_keeps_its_leading_blank_line():
+    assert normalise(b"\nK:)k:)good\n\n") == b"\nK:)k:)good\n"
+
+
+def test_normalised_message_tokenises_like_the_original(sample_filter):
+    # With the default header selection no dropped field is tokenised: learning the
+    # normalised bytes learns what SpamFilter.fit learns from the raw ones.
+    raw = _with_headers(MESSAGE, b"X-Spam-Flag: YES", b"Status: RO")
+    assert sample_filter.tokens(normalise(raw)) == sample_filter.tokens(raw)
+
+
+def test_tokens_hash_is_order_free_and_counts_repeats():
+    assert tokens_hash(["a", "b", "a"]) == tokens_hash(["b", "a", "a"])
+    assert tokens_hash(["a", "b"]) != tokens_hash(["a", "b", "b"])
+    assert tokens_hash(["ab"]) != tokens_hash(["a", "b"])
+    assert 0 <= tokens_hash(["x"]) < 2**64
+
+
+def test_ledger_entries_relabel_in_place_and_count_per_class():
+    ledger = Ledger()
+    d1, d2, d3 = (bytes([i]) * DIGEST_SIZE for i in (1, 2, 3))
+    ledger.record(d1, "spam", 11)
+    ledger.record(d2, "ham", 22)
+    ledger.record(d3, "ham", 33)
+    ledger.record(d1, "ham", 11)  # a move keeps the entry's place
+    assert list(ledger) == [d1, d2, d3]
+    assert ledger.label(d1) == "ham" and ledger.label(b"\0" * DIGEST_SIZE) is None
+    assert ledger.counts() == {"ham": 3, "spam": 0}
+    ledger.remove(d2)
+    assert len(ledger) == 2 and d2 not in ledger
+    assert ledger.summary({"ham": 5, "spam": 0}) == {"messages": 2, "ham": 2, "spam": 0,
+                                                    "untracked": 3}
+    with pytest.raises(ValueError, match="32 bytes"):
+        ledger.record(b"short", "spam", 0)
+
+
+def test_ledger_arrays_round_trip_and_validate():
+    ledger = Ledger()
+    for i in range(5):
+        ledger.record(bytes([i]) * DIGEST_SIZE, ("ham", "spam")[i % 2], 2**64 - 1 - i)
+    arrays = ledger.to_arrays()
+    assert arrays["ledger_digest"].shape == (5, DIGEST_SIZE)
+    assert arrays["ledger_digest"].dtype == np.uint8 and arrays["ledger_tokens"].dtype == np.uint64
+    again = Ledger.from_arrays(arrays["ledger_digest"], arrays["ledger_label"],
+                               arrays["ledger_tokens"])
+    assert again == ledger and list(again) == list(ledger)
+    with pytest.raises(ValueError, match="disagree"):
+        Ledger.from_arrays(arrays["ledger_digest"][:4], arrays["ledger_label"],
+                           arrays["ledger_tokens"])
+    with pytest.raises(ValueError, match="duplicate"):
+        Ledger.from_arrays(np.zeros((2, DIGEST_SIZE), np.uint8), np.zeros(2, np.uint8),
+                           np.zeros(2, np.uint64))
+    with pytest.raises(ValueError, match="0 \\(ham\\) or 1"):
+        Ledger.from_arrays(arrays["ledger_digest"], arrays["ledger_label"] + 2,
+                           arrays["ledger_tokens"])
+
+
+@pytest.fixture(scope="module")
+def ledger_filter(sample_index):
+    spam_filter = SpamFilter()
+    fit(spam_filter, iter_index(sample_index))
+    return spam_filter
+
+
+def test_model_file_holds_the_ledger_with_checksums(ledger_filter, model_path):
+    store.save(ledger_filter, model_path)
+    with zipfile.ZipFile(model_path) as zf:
+        meta = json.loads(zf.read("textnb-model.json"))
+    assert {"ledger_digest.npy", "ledger_label.npy", "ledger_tokens.npy"} <= set(meta["sha256"])
+    assert meta["format_version"] == 1
+    loaded = store.load(model_path)
+    assert loaded.ledger == ledger_filter.ledger and len(loaded.ledger) == 100
+    assert list(loaded.ledger) == list(ledger_filter.ledger)
+
+
+def test_a_model_without_a_ledger_loads_with_an_empty_one(sample_filter, model_path):
+    store.save(sample_filter, model_path)  # SpamFilter.fit keeps no ledger
+    with zipfile.ZipFile(model_path) as zf:
+        assert not any(name.startswith("ledger") for name in zf.namelist())
+    loaded = store.load(model_path)
+    assert len(loaded.ledger) == 0
+    assert loaded.ledger.summary(loaded.n_learned)["untracked"] == 100
+
+
+def test_an_altered_ledger_is_reported_as_damage(ledger_filter, model_path, tmp_path):
+    store.save(ledger_filter, model_path)
+    altered = tmp_path / "altered.tnb"
+    with zipfile.ZipFile(model_path) as src, zipfile.ZipFile(altered, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "ledger_label.npy":
+                data = data[:-1] + bytes([data[-1] ^ 1])
+            dst.writestr(item, data)
+    with pytest.raises(ModelFormatError, match="checksum mismatch in ledger_label.npy"):
+        store.load(altered)
+
+
+def test_same_message_from_mbox_and_from_a_file_has_one_digest(tmp_path):
+    mbox = tmp_path / "box"
+    mbox.write_bytes(b"From a@example.com Mon Jan  1 00:00:00 2024\n" + MESSAGE
+                     + b"\nFrom b@example.com Mon Jan  1 00:00:00 2024\n" + b"Subject: x\n\ny\n")
+    single = tmp_path / "one.eml"
+    single.write_bytes(MESSAGE.replace(b"\n", b"\r\n"))
+    from_mbox = next(iter_messages(mbox)).raw
+    assert message_digest(from_mbox) == message_digest(single.read_bytes())

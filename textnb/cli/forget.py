@@ -1,0 +1,44 @@
+"""textnb forget: remove messages' contribution from a model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._util import IndexOpt, JsonOpt, ModelOpt, Progress, TsvOpt, app, model_path, operator_errors
+from .retrain import WaitOpt
+
+
+# fmt: off
+@app.command("forget")
+def forget_cli(
+    sources: Optional[List[str]] = typer.Argument(None, help="The messages to forget: files, directories, mbox, Maildir, or '-'."),
+    model: Optional[Path] = ModelOpt,
+    index: Optional[List[str]] = IndexOpt,
+    tsv: Optional[List[str]] = TsvOpt,
+    wait: Optional[float] = WaitOpt,
+    as_json: bool = JsonOpt,
+):
+    # fmt: on
+    """Forget messages: their counts leave the model exactly, as if never learned."""
+    from .. import retrain
+
+    with operator_errors():
+        progress = Progress("read")
+        try:
+            result = retrain.forget(model_path(model), sources or [], index or [], tsv or [],
+                                    progress=progress, lock_timeout=wait)
+        finally:
+            progress.close()
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    gone, n = result["forgotten"], result["messages"]
+    typer.echo(f"forgot {gone['spam']:,} spam and {gone['ham']:,} ham; "
+               f"{result['not_found']:,} not in the ledger")
+    verb = "written" if result["written"] else "unchanged"
+    typer.echo(f"model {verb}: {result['model']} ({n['spam']:,} spam, {n['ham']:,} ham; "
+               f"ledger {result['ledger']['messages']:,})")

@@ -1,0 +1,87 @@
+"""textnb retrain: add labelled mail to a model, through its ledger."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ._util import (
+    EngineOpt,
+    HamOpt,
+    IndexOpt,
+    JsonOpt,
+    ModelOpt,
+    Progress,
+    SchedulerOpt,
+    SpamOpt,
+    TsvOpt,
+    app,
+    model_path,
+    on_dask,
+    operator_errors,
+)
+
+# fmt: off
+WaitOpt = typer.Option(None, "--wait", help="Seconds to wait while another textnb updates the same model (default: until it is done).")
+
+
+@app.command("retrain")
+def retrain_cli(
+    model: Optional[Path] = ModelOpt,
+    spam: Optional[List[str]] = SpamOpt,
+    ham: Optional[List[str]] = HamOpt,
+    index: Optional[List[str]] = IndexOpt,
+    tsv: Optional[List[str]] = TsvOpt,
+    maildir: Optional[Path] = typer.Option(None, "--maildir", help="A Maildir (e.g. ~/Maildir): spam from its spam folder, ham from its inbox."),
+    spam_folder: Optional[List[str]] = typer.Option(None, "--spam-folder", help="With --maildir: the spam folder's name (repeatable; default: the first of Junk, Spam, [Gmail]/Spam, Junk E-mail, Junk Email, Bulk Mail)."),
+    ham_folder: Optional[List[str]] = typer.Option(None, "--ham-folder", help="With --maildir: a ham folder's name (repeatable; default: INBOX)."),
+    regime: str = typer.Option("all", "--regime", help="Which new messages to learn: all, error (only those the model gets wrong or is unsure of) or thick (also those right by less than --margin)."),
+    margin: Optional[float] = typer.Option(None, "--margin", help="Log-odds margin of --regime thick."),
+    wait: Optional[float] = WaitOpt,
+    as_json: bool = JsonOpt,
+    engine: str = EngineOpt,
+    scheduler: Optional[str] = SchedulerOpt,
+):
+    # fmt: on
+    """Add labelled mail to a model: new messages are learned, known ones skipped, relabelled ones moved."""
+    from .. import retrain
+    from ..layouts import maildir_sources
+
+    with operator_errors():
+        spam, ham = list(spam or []), list(ham or [])
+        if maildir is not None:
+            spam_dirs, ham_dirs = maildir_sources(maildir, spam_folder or [], ham_folder or [])
+            spam += [str(p) for p in spam_dirs]
+            ham += [str(p) for p in ham_dirs]
+        elif spam_folder or ham_folder:
+            raise typer.BadParameter("--spam-folder and --ham-folder name folders of a "
+                                     "--maildir; give --maildir DIR too", param_hint="--maildir")
+        dask = on_dask(engine, scheduler)
+        progress = Progress("read")
+        try:
+            if dask:
+                from ..distributed import retrain as retrain_on_dask
+
+                result = retrain_on_dask(model_path(model), spam, ham, index or [], tsv or [],
+                                         regime, progress, lock_timeout=wait, scheduler=scheduler)
+            else:
+                result = retrain.retrain(
+                    model_path(model), spam, ham, index or [], tsv or [], regime=regime,
+                    margin=retrain.DEFAULT_MARGIN if margin is None else margin,
+                    progress=progress, lock_timeout=wait)
+        finally:
+            progress.close()
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    learned, moved, n = result["learned"], result["moved"], result["messages"]
+    typer.echo(f"learned {learned['spam']:,} spam and {learned['ham']:,} ham "
+               f"(regime {result['regime']}); moved {moved['spam']:,} to spam and "
+               f"{moved['ham']:,} to ham; {result['known']:,} already known; "
+               f"{result['passed']:,} passed by the regime")
+    verb = ("created" if result["created"] else "written") if result["written"] else "unchanged"
+    typer.echo(f"model {verb}: {result['model']} ({n['spam']:,} spam, {n['ham']:,} ham; "
+               f"ledger {result['ledger']['messages']:,}) in {result['seconds']:.1f} s")
