@@ -1,0 +1,210 @@
+"""textnb tune: costs by hand, the tuned rule on the sample corpus and through the CLI,
+and, on the SpamAssassin split, the claim of the issue: tuned thresholds cost less
+than ln λ on the test split and calibration improves Brier and ECE there."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from typer.testing import CliRunner
+
+from textnb import calibration as cal
+from textnb import store
+from textnb.cli import app
+from textnb.config import FilterConfig
+from textnb.evaluate import fit_rows
+from textnb.sources import iter_index
+from textnb.tune import (
+    make_folds,
+    min_cost_threshold,
+    operating_point,
+    tokenise,
+    tune,
+    tune_matrix,
+)
+from textnb.pipeline import SpamFilter
+from textnb.vectorize import binarize
+
+from conftest import SAMPLE
+
+runner = CliRunner()
+TINY_GRID = {"alpha": (0.1, 1.0), "max_discriminators": (0, 15),
+             "model": (("multinomial", "binary"), ("bernoulli", "binary"))}
+
+
+def test_operating_point_by_hand():
+    y = np.array([0, 0, 0, 0, 1, 1, 1])
+    s = np.array([-3, -1, 2, 5, 1, 4, 6.0])
+    row = operating_point(y, s, 3.0, 9)
+    assert (row["tp"], row["fp"], row["tn"], row["fn"]) == (2, 1, 3, 1)
+    assert row["cost"] == 9 * 1 + 1
+    assert row["tcr"] == pytest.approx(3 / 10)
+    assert row["wacc"] == pytest.approx((9 * 3 + 2) / (9 * 4 + 3))
+    assert row["hm_pct"] == pytest.approx(25.0) and row["sm_pct"] == pytest.approx(100 / 3)
+
+
+def test_min_cost_threshold_by_hand():
+    y = np.array([0, 0, 0, 0, 1, 1, 1])
+    s = np.array([-3, -1, 2, 5, 1, 4, 6.0])
+    # λ = 1: flag above 3 (FP 1: the ham at 5; FN 1: the spam at 1) or above 0.5 (FP 2, FN 0)...
+    assert min_cost_threshold(y, s, 1.0)[1] == 2
+    # λ = 9: only the spam at 6 is worth it: threshold 5.5, cost FN = 2.
+    assert min_cost_threshold(y, s, 9.0) == (5.5, 2.0)
+    # Flag nothing is a candidate too.
+    assert min_cost_threshold(np.array([1, 0]), np.array([0.0, 1.0]), 5.0) == (math.inf, 1.0)
+
+
+@pytest.fixture(scope="module")
+def sample_tuned():
+    return tune(FilterConfig(), iter_index(SAMPLE / "index"), (1, 9, 999))
+
+
+def test_tuned_thresholds_cost_the_least_out_of_fold(sample_tuned):
+    r = sample_tuned
+    assert [row["cost_ratio"] for row in r.rows] == [1, 9, 999]
+    for row in r.rows:
+        assert row["threshold"] == cal.log_odds_threshold(r.calibration, row["cost_ratio"])
+        assert row["tp"] + row["fn"] == 40 and row["fp"] + row["tn"] == 60
+    for row in r.rows[:2]:  # λ = 999 needs more than 40 spams to flag anything (END_WEIGHT)
+        assert row["cost"] == min_cost_threshold(r.y, r.log_odds, row["cost_ratio"])[1]
+    assert r.rows[2]["threshold"] == math.inf and r.rows[2]["cost"] == 40
+    assert r.calibration["tuning"]["thresholds"]["999"] is None
+    # The honest estimate can only be worse than the in-sample optimum.
+    assert all(row["held_out_cost"] >= row["cost"] for row in r.rows)
+
+
+def test_cross_fitted_calibration_improves_the_sample(sample_tuned):
+    before, after = sample_tuned.quality["before"], sample_tuned.quality["after"]
+    assert after["brier"] < before["brier"] and after["ece"] < before["ece"]
+    assert np.all((sample_tuned.p_cross_fitted > 0) & (sample_tuned.p_cross_fitted < 1))
+
+
+def test_search_ranks_settings_and_tunes_the_best():
+    messages = list(iter_index(SAMPLE / "index"))
+    X, y = tokenise(SpamFilter(), messages)
+    folds = make_folds(y, 4)
+    r = tune_matrix(X, y, FilterConfig(), (1, 9), folds, do_search=True, grid=TINY_GRID)
+    assert len(r.search_rows) == 8
+    criteria = [row["criterion"] for row in r.search_rows]
+    assert criteria == sorted(criteria)
+    assert r.config == r.search_rows[0]["config"]
+    best = r.search_rows[0]["held_out_cost"]
+    assert [row["held_out_cost"] for row in r.rows] == [best[1.0], best[9.0]]
+
+
+def test_chronological_folds_and_a_fold_with_one_class():
+    y = np.array([0] * 6 + [1] * 6)
+    assert [f.tolist() for f in make_folds(y, 3, chronological=True)] == \
+        [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    with pytest.raises(ValueError, match="leaves only one class"):
+        make_folds(y, 2, chronological=True)
+
+
+# -- the command line ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tune") / "model.tnb"
+    result = runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE / "index")])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_tune_reports_without_writing(trained):
+    before = trained.read_bytes()
+    result = runner.invoke(app, ["tune", "--model", str(trained), "--index",
+                                 str(SAMPLE / "index"), "--folds", "4"])
+    assert result.exit_code == 0, result.output
+    assert "held-out" in result.output and "Brier" in result.output
+    assert "nothing written" in result.output
+    assert trained.read_bytes() == before
+
+
+def test_tune_write_then_classify_decides_by_calibrated_probability(trained, tmp_path):
+    path = tmp_path / "tuned.tnb"
+    path.write_bytes(trained.read_bytes())
+    result = runner.invoke(app, ["tune", "--model", str(path), "--index", str(SAMPLE / "index"),
+                                 "-r", "9", "-r", "1", "--write", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["written"] and [r["cost_ratio"] for r in report["cost_ratios"]] == [9, 1]
+    tuned = store.load(path)
+    assert tuned.calibration["method"] == "isotonic" and tuned.config.decision.cost_ratio == 9
+    assert tuned.ledger.counts() == {"ham": 60, "spam": 40}  # trained as `train` trains
+    for ratio, args in ((9, []), (1, ["--cost-ratio", "1"]), (3, ["--cost-ratio", "3"])):
+        out = runner.invoke(app, ["classify", "--model", str(path), "--json", *args,
+                                  str(SAMPLE / "unlabelled")])
+        rows = [json.loads(line) for line in out.output.splitlines()]
+        assert len(rows) == 6
+        for row in rows:
+            assert row["threshold"] == pytest.approx(cal.log_odds_threshold(tuned.calibration, ratio))
+            assert (row["label"] == "spam") == (row["p_spam"] > ratio / (1 + ratio))
+            assert row["p_spam"] == pytest.approx(
+                float(cal.predict_proba(tuned.calibration, [row["log_odds"]])[0]))
+    info = runner.invoke(app, ["info", "--model", str(path), "--json"])
+    assert json.loads(info.output)["calibration"] == "isotonic"
+
+
+def test_evaluate_table_and_json(trained):
+    text = runner.invoke(app, ["evaluate", "--model", str(trained), "--index",
+                               str(SAMPLE / "index")])
+    assert text.exit_code == 0, text.output
+    assert "called spam" in text.output and "(1-AUC)%" in text.output
+    assert len([line for line in text.output.splitlines() if line.split()[:1] in
+                (["1"], ["9"], ["999"])]) == 3
+    data = json.loads(runner.invoke(app, ["evaluate", "--model", str(trained), "--json",
+                                          "--index", str(SAMPLE / "index")]).output)
+    rows = {r["cost_ratio"]: r for r in data["cost_ratios"]}
+    assert set(rows) == {1, 9, 999}
+    # Untuned model: the rule for λ is ln λ, and TCR at λ is that rule's.
+    assert rows[999]["threshold"] == pytest.approx(math.log(999))
+    assert data["tcr_lam999"] == rows[999]["tcr"]
+    assert 0 <= data["brier"] <= 1 and data["calibration"] is None
+
+
+@pytest.mark.parametrize("args,message,code", [
+    (["-r", "0"], "must be > 0", 2),
+    (["--spam", "-", "--ham", str(SAMPLE / "ham"), "--write"], "standard input", 1),
+    ([], "no training messages", 1),
+])
+def test_tune_errors(trained, args, message, code):
+    result = runner.invoke(app, ["tune", "--model", str(trained), *args])
+    assert result.exit_code == code
+    assert message in result.output
+
+
+# -- real data -------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def spamassassin(shared_corpora):
+    from _spamassassin import spamassassin_split
+
+    X, y, n_train = spamassassin_split()
+    cfg = FilterConfig()
+    tr, te = np.arange(n_train), np.arange(n_train, len(y))
+    tuned = tune_matrix(X[tr], y[tr], cfg, (1, 9, 999), make_folds(y[tr], 5))
+    model = fit_rows(X, y, tr, cfg.model, cfg.features)
+    Xf = binarize(X) if cfg.features.features == "binary" else X
+    return tuned, y[te], model.selected_log_odds(Xf[te], cfg.model.max_discriminators)
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_spamassassin_tuned_rule_costs_less_than_ln_lambda_on_the_test_split(spamassassin):
+    tuned, y_test, scores = spamassassin
+    for lam in (9, 999):
+        t = cal.log_odds_threshold(tuned.calibration, lam)
+        assert t > math.log(lam) + 5  # raw naive Bayes log-odds are far too confident
+        cost = operating_point(y_test, scores, t, lam)["cost"]
+        untuned = operating_point(y_test, scores, math.log(lam), lam)["cost"]
+        assert cost < untuned, (lam, cost, untuned)
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_spamassassin_calibration_improves_brier_and_ece_on_the_test_split(spamassassin):
+    tuned, y_test, scores = spamassassin
+    raw, calibrated = expit(scores), cal.predict_proba(tuned.calibration, scores)
+    assert cal.brier_score(y_test, calibrated) < cal.brier_score(y_test, raw)
+    assert cal.expected_calibration_error(y_test, calibrated) < \
+        cal.expected_calibration_error(y_test, raw)
