@@ -1,0 +1,746 @@
+"""Training and scoring on a Dask cluster (``--engine dask``).
+
+Naive Bayes training is counting, and counts add up: the counts of the parts of
+the mail, summed, are the counts of the whole. So the work splits by files.
+
+A training run, step by step
+1. Partitions. The client lists the input's files in the order the single-process
+   path reads them (``textnb.sources``: sorted directory walks, Maildir ``cur/``
+   then ``new/``, index lines) and cuts the list into contiguous runs. It reads
+   no message, only directory listings and index files. The workers must see the
+   same paths (a shared file system, or the same files on every machine).
+2. Digests. Each partition is read and normalised on a worker, which returns each
+   message's ledger digest and label (33 bytes a message). From these the client
+   finds the messages given twice (learned once, with the last label, as
+   ``textnb.retrain`` does) and those the model's ledger already holds. Every
+   digest has to reach the client anyway: the ledger is part of the model file.
+3. Counts. Each partition is read again, and the messages to learn are tokenised
+   and counted on a worker by ``SpamFilter.learn_tokens``, the single process's
+   own code. A partition's counts (``Counts``) are its distinct tokens in order of
+   first sight, their counts per class and document frequencies, and its class counts.
+4. Merge. The counts are merged SPLIT_EVERY at a time, level by level, on the
+   workers: a tree reduction, in which no process receives more than SPLIT_EVERY
+   partials. Only the root reaches the client, which adds it to the model.
+
+The vocabulary: distributed, not hashed
+A merge keeps the left partial's columns and appends the right one's unseen
+tokens in their order. Partitions are contiguous runs of the input and are
+merged in input order, so the result is the single process's order of first
+sight, whatever the shape of the tree (the merge is associative). Feature
+hashing would make the merge trivial, but colliding tokens would share counts,
+so the model would differ from the single-process one, and ``explain`` would
+have no token names to show. What travels up the tree is each partition's
+distinct tokens, not each message's: on SpamAssassin the 6,047 messages hold
+1,348,690 (message, token) pairs; cut into 128 partitions of 47 messages their
+partitions' vocabularies hold 501,509 tokens, into 8 of 756 messages 240,024,
+and the merged vocabulary 152,646 (``bench/dask_scaling.py``).
+
+Identity. Counts are integer-valued floats, whose sums are exact (below 2**53) in
+any order and grouping; the smoothing and logs run once, on those counts, at the
+client. The model file's members equal the single-process ``textnb train``'s
+byte for byte (tests/test_distributed.py, on the sample and SpamAssassin corpora).
+
+Scoring (classify, evaluate) sends the model file's bytes to every worker once
+and maps over partitions; ``classify`` streams the verdicts back in message order,
+or has each worker write its partition's JSON lines (or Parquet) to a folder.
+
+Dask is an optional extra (``pip install 'textnb[dask]'``) and is imported only
+inside these functions, never when textnb is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import store
+from .config import FilterConfig
+from .errors import EmptyTrainingSetError, SourceError, TextnbError
+from .ledger import DIGEST_SIZE, normalise, tokens_hash
+from .pipeline import BATCH_SIZE, LABEL_CODES, ScoredMessage, SpamFilter
+
+# The single-process readers themselves, so a worker reads a file exactly as
+# iter_labelled does (tests/test_distributed.py checks the two streams are equal).
+from .sources import (
+    RawMessage,
+    _existing,
+    _files_below,
+    _index_entries,
+    _is_maildir,
+    _read_file,
+    _read_tsv,
+)
+from .vectorize import Vocabulary
+
+__all__ = ["SourceFile", "Counts", "EngineError", "connect", "labelled_files", "unlabelled_files",
+           "partition", "read_files", "merge_counts", "train", "retrain", "classify",
+           "classify_to_files", "evaluate"]
+
+LABELS = ("ham", "spam")  # label codes 0 and 1 (pipeline.LABEL_CODES)
+
+# Partials merged by one task (Dask's own tree reductions default to 8 too). Merging
+# SpamAssassin's counts costs 0.13 CPU-s in all from 2 partitions, 0.52 from 128 (3 levels),
+# against 18 CPU-s of counting (bench/dask_scaling.py): the fan-in is not worth tuning.
+SPLIT_EVERY = 8
+# Default partitioning: at least this many partitions per worker thread (a slow
+# partition then delays the end by a fraction of a worker's share) ...
+PARTITIONS_PER_THREAD = 4
+# ... and at most this many files in one: about 3 s of tokenising at ~300 messages/s,
+# long enough that Dask's ~1 ms per task is noise, short enough to balance.
+FILES_PER_PARTITION = 1000
+
+
+class EngineError(TextnbError):
+    """The Dask engine is missing, unreachable, or asked for what it cannot do."""
+
+
+# -- the input, as files --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of the input, read on a worker exactly as ``textnb.sources`` reads it.
+
+    path (str): the file. label (str | None): 'spam', 'ham' or None (TSV lines carry
+    their own). form (str): 'mail' (one message, or an mbox when it starts with 'From '),
+    'maildir' (one message, never split) or 'tsv' ('label<TAB>text' lines).
+    vanish_ok (bool): a file gone by the time it is read is skipped (directory walks).
+    """
+
+    path: str
+    label: str | None
+    form: str = "mail"
+    vanish_ok: bool = False
+
+
+def _files_of(spec: str, label: str | None) -> Iterator[SourceFile]:
+    if os.fspath(spec) == "-":
+        raise SourceError("--engine dask reads the mail on the workers, from files; '-' "
+                          "(standard input) cannot be split: save it to a file first")
+    path = _existing(spec)
+    if not path.is_dir():
+        yield SourceFile(str(path), label)
+    elif _is_maildir(path):
+        for sub in ("cur", "new"):
+            for file in _files_below(path / sub):
+                yield SourceFile(str(file), label, "maildir", vanish_ok=True)
+    else:
+        for file in _files_below(path):
+            yield SourceFile(str(file), label, vanish_ok=True)
+
+
+def _index_files(index: str) -> Iterator[SourceFile]:
+    path = _existing(index)
+    for label, target, _ in _index_entries(path, path.parent):
+        yield SourceFile(str(target), label)
+
+
+def labelled_files(spam: Sequence[str] = (), ham: Sequence[str] = (), index: Sequence[str] = (),
+                   tsv: Sequence[str] = ()) -> list[SourceFile]:
+    """The files of labelled sources, in ``iter_labelled``'s order (spam, ham, index, TSV).
+
+    Lists directories and reads index files (for their paths), never a message.
+    RAISES SourceError when no source is given or a path is missing.
+    """
+    if not (spam or ham or index or tsv):
+        raise SourceError("no training messages given; pass --spam SRC and --ham SRC, "
+                          "or --index FILE (lines 'spam PATH' / 'ham PATH')")
+    files = [f for spec in spam for f in _files_of(spec, "spam")]
+    files += [f for spec in ham for f in _files_of(spec, "ham")]
+    files += [f for path in index for f in _index_files(path)]
+    files += [SourceFile(str(_existing(path)), None, "tsv") for path in tsv]
+    return files
+
+
+def unlabelled_files(sources: Sequence[str] = (), index: Sequence[str] = (),
+                     tsv: Sequence[str] = ()) -> list[SourceFile]:
+    """The files of messages to score, in ``commands.unlabelled_messages``' order."""
+    if not (sources or index or tsv):
+        raise SourceError("--engine dask needs files to read: give files, directories, "
+                          "mboxes or Maildirs, or --index FILE (not standard input)")
+    files = [f for spec in sources for f in _files_of(spec, None)]
+    files += [f for path in index for f in _index_files(path)]
+    files += [SourceFile(str(_existing(path)), None, "tsv") for path in tsv]
+    return files
+
+
+def partition(files: Sequence[SourceFile], n_partitions: int) -> list[list[SourceFile]]:
+    """Contiguous runs of files, as equal in length as can be (the first ones longer)."""
+    n = max(1, min(n_partitions, len(files)))
+    size, extra = divmod(len(files), n)
+    parts, start = [], 0
+    for i in range(n):
+        stop = start + size + (i < extra)
+        parts.append(list(files[start:stop]))
+        start = stop
+    return parts
+
+
+def read_files(files: Sequence[SourceFile]) -> Iterator[RawMessage]:
+    """The messages of some files, in order (run on the workers)."""
+    for f in files:
+        if f.form == "tsv":
+            yield from _read_tsv(Path(f.path))
+        else:
+            yield from _read_file(Path(f.path), f.label, mbox=f.form != "maildir",
+                                  vanish_ok=f.vanish_ok)
+
+
+# -- the cluster --------------------------------------------------------------------
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError as exc:
+        raise EngineError("--engine dask needs Dask, an optional extra: "
+                          f"pip install 'textnb[dask]' ({exc})") from None
+    return distributed
+
+
+@contextmanager
+def connect(scheduler=None):
+    """A ``distributed.Client``, closed on exit.
+
+    scheduler (str | Client | None): a scheduler's address ('tcp://10.0.0.5:8786'), a
+        scheduler file (JSON, as ``dask scheduler --scheduler-file`` writes), or a
+        Client to use as it is; None: $DASK_SCHEDULER_ADDRESS if set, else a cluster on
+        this machine with one single-threaded worker process per core (tokenising is
+        pure Python and holds the GIL, so threads would not run it in parallel).
+    """
+    distributed = _distributed()
+    if isinstance(scheduler, distributed.Client):
+        yield scheduler
+        return
+    import dask
+
+    if scheduler is None and not dask.config.get("scheduler-address", None):
+        with distributed.LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1,
+                                      processes=True, dashboard_address=":0") as cluster, \
+                distributed.Client(cluster) as client:
+            yield client
+        return
+    where = {"address": scheduler}
+    if scheduler and str(scheduler).endswith(".json"):
+        if not os.path.isfile(scheduler):
+            raise EngineError(f"no scheduler file '{scheduler}'; give the file that 'dask "
+                              "scheduler --scheduler-file' wrote, or the address tcp://HOST:8786")
+        where = {"scheduler_file": scheduler}
+    try:
+        client = distributed.Client(**where)
+    except (OSError, TimeoutError, ValueError) as exc:
+        shown = scheduler or dask.config.get("scheduler-address")
+        raise EngineError(f"cannot reach the Dask scheduler at '{shown}' ({exc}); check the "
+                          "address (tcp://HOST:8786) and that the scheduler is running") from None
+    with client:
+        yield client
+
+
+def _default_partitions(client, n_files: int) -> int:
+    threads = sum(client.nthreads().values()) or 1
+    return max(PARTITIONS_PER_THREAD * threads, math.ceil(n_files / FILES_PER_PARTITION))
+
+
+def _tree_merge(client, futures: list, merge: Callable):
+    """Merge futures' results SPLIT_EVERY at a time, level by level, in order, on the workers."""
+    level = list(futures)
+    while len(level) > 1:
+        level = [group[0] if len(group) == 1 else client.submit(merge, *group, pure=False)
+                 for group in (level[i:i + SPLIT_EVERY] for i in range(0, len(level), SPLIT_EVERY))]
+    return level[0]
+
+
+# -- counts and their merge ---------------------------------------------------------
+
+
+@dataclass
+class Counts:
+    """The sufficient statistics of some messages, over their own tokens.
+
+    tokens (list[str]): distinct tokens, in order of first sight.
+    class_count (ndarray): shape (2,), messages per class (ham, spam).
+    feature_count (ndarray): shape (2, n_tokens), the model's per-class counts.
+    doc_freq (ndarray): shape (n_tokens,), messages holding each token.
+    """
+
+    tokens: list[str]
+    class_count: np.ndarray
+    feature_count: np.ndarray
+    doc_freq: np.ndarray
+
+    @classmethod
+    def of(cls, spam_filter: SpamFilter) -> Counts:
+        model = spam_filter.model
+        n = len(spam_filter.vocabulary)
+        if not hasattr(model, "class_count_"):  # learned nothing
+            return cls([], np.zeros(2), np.zeros((2, 0)), np.zeros(0))
+        return cls(list(spam_filter.vocabulary.tokens_), model.class_count_.copy(),
+                   model.feature_count_[:, :n].copy(), spam_filter.doc_freq_[:n].copy())
+
+    def add_to(self, spam_filter: SpamFilter, weight: float = 1.0) -> None:
+        spam_filter.add_counts(self.tokens, self.class_count, self.feature_count, self.doc_freq,
+                               weight)
+
+
+def merge_counts(*parts: Counts) -> Counts:
+    """The counts of consecutive runs of messages, given in order, as one.
+
+    Columns: the first part's tokens, then each next part's unseen tokens in their
+    order, which is the order of first sight over the concatenated runs.
+    """
+    vocabulary = Vocabulary()
+    columns = [vocabulary.add(p.tokens) for p in parts]
+    n = len(vocabulary)
+    class_count, feature_count, doc_freq = np.zeros(2), np.zeros((2, n)), np.zeros(n)
+    for p, cols in zip(parts, columns):
+        class_count += p.class_count
+        feature_count[:, cols] += p.feature_count
+        doc_freq[cols] += p.doc_freq
+    return Counts(vocabulary.tokens_, class_count, feature_count, doc_freq)
+
+
+def _merge_partials(*partials: tuple[Counts, Counts]) -> tuple[Counts, Counts]:
+    return (merge_counts(*(p[0] for p in partials)), merge_counts(*(p[1] for p in partials)))
+
+
+# -- training: the worker side ----------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    """What the counting pass does with each message of one partition.
+
+    label (ndarray of int8, (m,)): the label to learn the message under, -1 to skip it.
+    old (ndarray of int8, (m,)): for a message moved from the other class, its old label;
+        -1 for a new one.
+    digest (ndarray of uint8, (k, 32)): the digests of the k messages learned, to check
+        the files did not change between the passes.
+    old_hash (ndarray of uint64, (k,)): the ledger's tokens hash of each moved message
+        (0 for new ones): it must tokenise as it did when it was learned.
+    """
+
+    label: np.ndarray
+    old: np.ndarray
+    digest: np.ndarray
+    old_hash: np.ndarray
+
+
+def _digest_partition(files: Sequence[SourceFile]) -> tuple[np.ndarray, np.ndarray]:
+    """Each message's ledger digest (uint8 (m, 32)) and label code (uint8 (m,))."""
+    digests, labels = bytearray(), []
+    for message in read_files(files):
+        if message.label not in LABEL_CODES:
+            raise EmptyTrainingSetError(
+                f"message {message.source!r} has no label ({message.label!r}); give it as "
+                "--spam or --ham, or through an index file")
+        digests += hashlib.sha256(normalise(message.raw)).digest()
+        labels.append(LABEL_CODES[message.label])
+    return (np.frombuffer(bytes(digests), dtype=np.uint8).reshape(-1, DIGEST_SIZE),
+            np.asarray(labels, dtype=np.uint8))
+
+
+@lru_cache(maxsize=4)
+def _tokenizing_filter(config: FilterConfig) -> SpamFilter:
+    """One filter per worker process and config, only to tokenise (spaCy loads once, ~3 s)."""
+    return SpamFilter(config)
+
+
+def _changed(files: Sequence[SourceFile]) -> SourceError:
+    first, last = files[0].path, files[-1].path
+    return SourceError(f"the mail in {first} .. {last} changed while it was being learned "
+                       "(messages added, removed or edited between the two passes); run "
+                       "the command again")
+
+
+def _count_partition(files: Sequence[SourceFile], config: FilterConfig, plan: _Plan
+                     ) -> tuple[Counts, Counts, np.ndarray]:
+    """Counts to add (new messages, and moved ones under their new label), counts to
+    remove (moved ones under their old label), and the tokens hash of each learned message."""
+    from .retrain import LedgerMismatchError
+
+    tokenizer = _tokenizing_filter(config)
+    plus, minus = SpamFilter(config), SpamFilter(config)
+    hashes = np.zeros(len(plan.digest), dtype=np.uint64)
+    adds: list[tuple[list[str], str]] = []
+    removes: list[tuple[list[str], str]] = []
+
+    def flush() -> None:
+        for target, todo in ((plus, adds), (minus, removes)):
+            if todo:
+                target.learn_tokens([t for t, _ in todo], [label for _, label in todo])
+                todo.clear()
+
+    k = n_read = 0
+    for i, message in enumerate(read_files(files)):
+        n_read += 1
+        if i >= len(plan.label):
+            raise _changed(files)
+        if plan.label[i] < 0:
+            continue
+        norm = normalise(message.raw)
+        if hashlib.sha256(norm).digest() != plan.digest[k].tobytes():
+            raise _changed(files)
+        tokens = tokenizer.tokens(norm)
+        hashes[k] = tokens_hash(tokens)
+        if plan.old[i] >= 0:
+            if hashes[k] != plan.old_hash[k]:
+                raise LedgerMismatchError(
+                    f"message {message.source!r} tokenises differently now than when it was "
+                    "learned (a textnb upgrade changed the tokenizer?), so its counts cannot be "
+                    "removed exactly; train the model again from your mail with 'textnb train'")
+            removes.append((tokens, LABELS[plan.old[i]]))
+        adds.append((tokens, LABELS[plan.label[i]]))
+        k += 1
+        if len(adds) >= BATCH_SIZE:
+            flush()
+    if n_read != len(plan.label):
+        raise _changed(files)
+    flush()
+    return Counts.of(plus), Counts.of(minus), hashes
+
+
+def _pair(partial: tuple[Counts, Counts, np.ndarray]) -> tuple[Counts, Counts]:
+    return partial[0], partial[1]
+
+
+def _hashes(partial: tuple[Counts, Counts, np.ndarray]) -> np.ndarray:
+    return partial[2]
+
+
+# -- training: the client side ----------------------------------------------------------
+
+
+def _plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
+    """Decide what to learn, as ``textnb.retrain``'s regime 'all' does one message at a time.
+
+    A message (digest) is learned once, at its first place in the run, under the last
+    label the run gives it: added when the ledger lacks it, moved when the ledger holds
+    it under the other label, skipped when under the same one. A message counts as
+    known when its label is the one it already had (from the ledger or its previous
+    place in the run). RETURNS (plans, report, learned): a _Plan per partition, the
+    LearnReport, and the learned messages' (digests, labels, is_new) in run order.
+    """
+    from .retrain import LearnReport
+
+    sizes = [len(labels) for _, labels in digested]
+    digests = (np.concatenate([d for d, _ in digested]) if digested
+               else np.zeros((0, DIGEST_SIZE), dtype=np.uint8))
+    labels = (np.concatenate([lab for _, lab in digested]) if digested
+              else np.zeros(0, dtype=np.uint8)).astype(np.int8)
+    n = len(labels)
+    keys = np.ascontiguousarray(digests).view(f"V{DIGEST_SIZE}").ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    last = np.full(len(first), -1)
+    np.maximum.at(last, inverse, np.arange(n))
+    final = labels[last]  # per distinct message: the label it ends with
+    in_ledger = np.full(len(first), -1, dtype=np.int8)
+    if len(ledger):
+        for j, i in enumerate(first):
+            label = ledger.label(digests[i].tobytes())
+            in_ledger[j] = -1 if label is None else LABEL_CODES[label]
+    # The label each message had just before it: its previous place's, else the ledger's.
+    order = np.argsort(inverse, kind="stable")
+    before = np.empty(n, dtype=np.int8)
+    before[first] = in_ledger
+    repeat = inverse[order][1:] == inverse[order][:-1]
+    before[order[1:][repeat]] = labels[order[:-1][repeat]]
+
+    learn = final != in_ledger  # per distinct message
+    label = np.full(n, -1, dtype=np.int8)
+    old = np.full(n, -1, dtype=np.int8)
+    label[first[learn]] = final[learn]
+    old[first[learn]] = in_ledger[learn]
+
+    report = LearnReport(regime="all", read=n, known=int(np.sum(before == labels)))
+    new = learn & (in_ledger < 0)
+    for code, name in enumerate(LABELS):
+        report.learned[name] = int(np.sum(new & (final == code)))
+        report.moved[name] = int(np.sum(learn & ~new & (final == code)))
+
+    plans, start = [], 0
+    for size in sizes:
+        part_label, part_old = label[start:start + size], old[start:start + size]
+        picked = start + np.flatnonzero(part_label >= 0)
+        old_hash = np.array([ledger.tokens_hash(digests[i].tobytes()) if old[i] >= 0 else 0
+                             for i in picked], dtype=np.uint64)
+        plans.append(_Plan(part_label, part_old, digests[picked], old_hash))
+        start += size
+    picked = np.flatnonzero(label >= 0)
+    return plans, report, (digests[picked], label[picked], old[picked] < 0)
+
+
+def _learn(client, spam_filter: SpamFilter, files: list[SourceFile], n_partitions: int | None,
+           progress: Callable[[int], None] | None):
+    """Add labelled files to a filter's counts and ledger on the cluster.
+
+    RETURNS (LearnReport, dict): the report, and how the run went (partitions, workers,
+        seconds of the digest pass and of the counting pass with its merge).
+    """
+    distributed = _distributed()
+    start = time.perf_counter()
+    parts = partition(files, n_partitions or _default_partitions(client, len(files)))
+    digested = client.gather(client.map(_digest_partition, parts, pure=False))
+    plans, report, (digests, labels, is_new) = _plan_run(digested, spam_filter.ledger)
+    digest_seconds = time.perf_counter() - start
+
+    config = spam_filter.config
+    leaves = [client.submit(_count_partition, part, config, plan, pure=False)
+              for part, plan in zip(parts, plans)]
+    root = _tree_merge(client, client.map(_pair, leaves, pure=False), _merge_partials)
+    sizes = {leaf.key: len(plan.label) for leaf, plan in zip(leaves, plans)}
+    for leaf in distributed.as_completed(leaves):
+        leaf.result()  # raises a worker's error here
+        if progress:
+            progress(sizes[leaf.key])
+    hashes = client.gather(client.map(_hashes, leaves, pure=False))
+    del leaves
+    plus, minus = root.result()
+    hashes = np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.uint64)
+
+    if plus.class_count.any():
+        plus.add_to(spam_filter)
+    if minus.class_count.any():
+        minus.add_to(spam_filter, weight=-1.0)
+    ledger = spam_filter.ledger
+    for digest, code, new, tokens in zip(digests, labels, is_new, hashes):
+        key = digest.tobytes()
+        ledger.record(key, LABELS[code], int(tokens) if new else ledger.tokens_hash(key))
+    run = {"partitions": len(parts), "workers": len(client.nthreads()),
+           "digest_seconds": round(digest_seconds, 3),
+           "count_seconds": round(time.perf_counter() - start - digest_seconds, 3)}
+    return report, run
+
+
+def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
+          ham: Sequence[str] = (), index: Sequence[str] = (), tsv: Sequence[str] = (),
+          scheduler=None, n_partitions: int | None = None,
+          progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """``commands.train`` on a Dask cluster: the same model file, the same summary.
+
+    scheduler (str | Client | None): see ``connect``.
+    n_partitions (int | None): default: PARTITIONS_PER_THREAD per worker thread, and no
+        more than FILES_PER_PARTITION files in one.
+    RETURNS (dict): ``commands.train``'s summary, with ``engine``, ``partitions`` and
+        ``workers``.
+    """
+    from .lock import model_lock
+
+    files = labelled_files(spam, ham, index, tsv)
+    spam_filter = SpamFilter(config)
+    with connect(scheduler) as client:
+        start = time.perf_counter()
+        report, run = _learn(client, spam_filter, files, n_partitions, progress)
+        elapsed = time.perf_counter() - start
+    missing = [k for k, v in spam_filter.n_learned.items() if v == 0]
+    if missing:
+        raise EmptyTrainingSetError(
+            f"no {' or '.join(missing)} messages in the training set; textnb needs "
+            "examples of both spam and ham (give --spam and --ham sources, or an index)")
+    with model_lock(model_path):
+        store.save(spam_filter, model_path)
+    summary = spam_filter.summary()
+    summary.update(model=str(model_path), seconds=round(elapsed, 3),
+                   size_bytes=Path(model_path).stat().st_size, duplicates=report.known,
+                   engine="dask", **run)
+    return summary
+
+
+def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
+            index: Sequence[str] = (), tsv: Sequence[str] = (), regime: str = "all",
+            progress: Callable[[int], None] | None = None, lock_timeout: float | None = None,
+            create: bool = True, scheduler=None, n_partitions: int | None = None
+            ) -> dict[str, Any]:
+    """``textnb.retrain.retrain`` on a Dask cluster, regime 'all' only.
+
+    RETURNS (dict): ``retrain.retrain``'s result, with ``engine``, ``partitions``, ``workers``.
+    """
+    from .lock import model_lock, remove_stale_temp_files
+    from .retrain import _load_or_new, _summary
+
+    if regime != "all":
+        raise EngineError(f"--regime {regime} scores each message with the model that all "
+                          "earlier messages made, one at a time, so it cannot be split across "
+                          "workers; use --engine local, or --regime all")
+    if not (spam or ham or index or tsv):
+        raise SourceError("no messages to retrain on; pass --spam SRC and/or --ham SRC, "
+                          "--maildir DIR, or --index FILE")
+    model_path = Path(model_path)
+    files = labelled_files(spam, ham, index, tsv)
+    with connect(scheduler) as client, model_lock(model_path, timeout=lock_timeout):
+        start = time.perf_counter()
+        remove_stale_temp_files(model_path)
+        spam_filter, created = _load_or_new(model_path, create)
+        report, run = _learn(client, spam_filter, files, n_partitions, progress)
+        if report.changed:
+            store.save(spam_filter, model_path)
+        seconds = time.perf_counter() - start
+    return {**asdict(report), "created": created and report.changed,
+            **_summary(spam_filter, model_path, seconds, report.changed), "engine": "dask", **run}
+
+
+# -- scoring ------------------------------------------------------------------------------
+
+_SCORING: dict[str, SpamFilter] = {}  # per worker process: model digest -> loaded filter
+
+
+def _scoring_filter(key: str, data: bytes) -> SpamFilter:
+    """The model, loaded once per worker process (the last two models are kept)."""
+    if key not in _SCORING:
+        while len(_SCORING) >= 2:
+            _SCORING.pop(next(iter(_SCORING)))
+        _SCORING[key] = store.loads(data, name=f"model {key[:12]}")
+    return _SCORING[key]
+
+
+def _load_model(model_path: Path) -> tuple[SpamFilter, bytes]:
+    spam_filter = store.load(model_path)  # names a missing or damaged file before any work
+    return spam_filter, Path(model_path).read_bytes()
+
+
+def _classify_partition(files, key: str, data: bytes, cost_ratio: float | None
+                        ) -> list[ScoredMessage]:
+    return list(_scoring_filter(key, data).classify(read_files(files), cost_ratio))
+
+
+def _score_partition(files, key: str, data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Is each message spam (by its label), and its log-odds."""
+    is_spam: list[bool] = []
+
+    def raws():
+        for message in read_files(files):
+            is_spam.append(message.label == "spam")
+            yield message.raw
+
+    scores = _scoring_filter(key, data).log_odds(raws())
+    return np.asarray(is_spam, dtype=bool), scores
+
+
+def _scatter_model(client, data: bytes):
+    return hashlib.sha256(data).hexdigest(), client.scatter(data, broadcast=True, hash=False)
+
+
+def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),
+             tsv: Sequence[str] = (), cost_ratio: float | None = None, scheduler=None,
+             n_partitions: int | None = None) -> Iterator[ScoredMessage]:
+    """``commands.classify`` on a Dask cluster: the verdicts, in message order.
+
+    The files are listed and the model read now (errors before any work); the
+    partitions are scored on the workers as the iterator is consumed.
+    """
+    files = unlabelled_files(sources, index, tsv)
+    _, data = _load_model(model_path)
+    return _classify_stream(files, data, cost_ratio, scheduler, n_partitions)
+
+
+def _classify_stream(files, data, cost_ratio, scheduler, n_partitions) -> Iterator[ScoredMessage]:
+    with connect(scheduler) as client:
+        key, model = _scatter_model(client, data)
+        parts = partition(files, n_partitions or _default_partitions(client, len(files)))
+        futures = [client.submit(_classify_partition, part, key, model, cost_ratio, pure=False)
+                   for part in parts]
+        for i, future in enumerate(futures):
+            yield from future.result()
+            futures[i] = None  # releases the partition's results on the cluster
+
+
+def decision_row(scored: ScoredMessage) -> dict[str, Any]:
+    """One verdict as ``textnb classify --json`` writes it."""
+    d = scored.decision
+    return {"source": scored.source, "label": d.label, "log_odds": d.log_odds,
+            "p_spam": d.p_spam, "threshold": d.threshold}
+
+
+def _write_partition(files, key: str, data: bytes, cost_ratio: float | None, path: str,
+                     output_format: str) -> dict[str, int]:
+    """Score a partition and write its verdicts to ``path`` (atomically); count the labels."""
+    rows = [decision_row(s) for s in _scoring_filter(key, data).classify(read_files(files),
+                                                                          cost_ratio)]
+    tmp = f"{path}.tmp"
+    if output_format == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        columns = {name: [row[name] for row in rows] for name in
+                   ("source", "label", "log_odds", "p_spam", "threshold")}
+        pq.write_table(pa.table(columns), tmp)
+    else:
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.writelines(json.dumps(row) + "\n" for row in rows)
+    os.replace(tmp, path)
+    counts = {"spam": 0, "ham": 0, "unsure": 0}
+    for row in rows:
+        counts[row["label"]] += 1
+    return counts
+
+
+def classify_to_files(model_path: Path, output: Path, sources: Sequence[str] = (),
+                      index: Sequence[str] = (), tsv: Sequence[str] = (),
+                      cost_ratio: float | None = None, output_format: str = "jsonl",
+                      scheduler=None, n_partitions: int | None = None) -> dict[str, Any]:
+    """Score on the workers and have each write its partition's verdicts to ``output``.
+
+    output (Path): a new or empty folder that the workers can write to; it gets
+        ``part-00000.jsonl`` ... (or ``.parquet``), in message order.
+    output_format (str): 'jsonl' (``classify --json``'s lines) or 'parquet' (needs pyarrow).
+    RETURNS (dict): ``files`` written, ``counts`` per label, ``messages``, ``seconds``.
+    """
+    if output_format not in ("jsonl", "parquet"):
+        raise EngineError(f"unknown output format '{output_format}'; use jsonl or parquet")
+    if output_format == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise EngineError("Parquet output needs pyarrow on the client and the workers: "
+                              "pip install pyarrow (or write jsonl)") from None
+    output = Path(output)
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise SourceError(f"output folder '{output}' is not an empty folder; give a new one "
+                          "(the part files of two runs would mix)")
+    files = unlabelled_files(sources, index, tsv)
+    _, data = _load_model(model_path)
+    output.mkdir(parents=True, exist_ok=True)
+    with connect(scheduler) as client:
+        start = time.perf_counter()
+        key, model = _scatter_model(client, data)
+        parts = partition(files, n_partitions or _default_partitions(client, len(files)))
+        paths = [str(output.resolve() / f"part-{i:05d}.{output_format}") for i in range(len(parts))]
+        futures = [client.submit(_write_partition, part, key, model, cost_ratio, path,
+                                 output_format, pure=False) for part, path in zip(parts, paths)]
+        counts = {"spam": 0, "ham": 0, "unsure": 0}
+        for part_counts in client.gather(futures):
+            for label, n in part_counts.items():
+                counts[label] += n
+        seconds = time.perf_counter() - start
+    return {"files": paths, "counts": counts, "messages": sum(counts.values()),
+            "seconds": round(seconds, 3)}
+
+
+def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = (),
+             ham: Sequence[str] = (), tsv: Sequence[str] = (), cost_ratio: float | None = None,
+             scheduler=None, n_partitions: int | None = None) -> dict[str, Any]:
+    """``commands.evaluate`` on a Dask cluster: messages scored on the workers; only their
+    labels and log-odds (9 bytes a message) come back for the metrics."""
+    from .commands import evaluation_summary
+
+    files = labelled_files(spam, ham, index, tsv)
+    spam_filter, data = _load_model(model_path)
+    with connect(scheduler) as client:
+        key, model = _scatter_model(client, data)
+        parts = partition(files, n_partitions or _default_partitions(client, len(files)))
+        scored = client.gather([client.submit(_score_partition, part, key, model, pure=False)
+                                for part in parts])
+    y = np.concatenate([labels for labels, _ in scored])
+    scores = np.concatenate([s for _, s in scored])
+    return evaluation_summary(spam_filter, y, scores, cost_ratio)
