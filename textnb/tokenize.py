@@ -21,7 +21,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from email.utils import getaddresses
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import is_
 from typing import TYPE_CHECKING
 
 from .config import TokenizerConfig
@@ -174,7 +175,9 @@ class EmailTokenizer:
         chunks = text.split()
         mapped = list(map(cache.get, chunks))
         if None in mapped:
-            self._map_new_chunks(chunks, mapped, cache, namespace)
+            new = dict.fromkeys(compress(chunks, map(is_, mapped, repeat(None))))
+            values = self._map_new_chunks(list(new), cache, namespace)
+            mapped = list(map(values.get, chunks, mapped))  # a new chunk's value, else the cached
         if not self.cfg.bigrams:
             return list(chain.from_iterable(mapped))
         # Bigram mode caches, per chunk, the mapped tuple of each spaCy word.
@@ -189,10 +192,8 @@ class EmailTokenizer:
                 prev = first
         return out
 
-    def _map_new_chunks(self, chunks: list[str], mapped: list, cache: dict,
-                        namespace: str) -> None:
-        """Fill the None entries of ``mapped`` (chunks not in ``cache``) with one spaCy call."""
-        new = list(dict.fromkeys(c for c, m in zip(chunks, mapped) if m is None))
+    def _map_new_chunks(self, new: list[str], cache: dict, namespace: str) -> dict[str, tuple]:
+        """What each of ``new`` (distinct chunks) maps to, from one spaCy call; also cached."""
         # Single spaces between whitespace-free chunks: spaCy sees exactly these
         # chunks, and the SPACY flag (a space follows) marks each one's last word.
         doc = self.spacy(" ".join(new))
@@ -229,9 +230,7 @@ class EmailTokenizer:
         if len(cache) + len(values) > _CACHE_LIMIT:
             cache.clear()  # bounded memory on huge mailboxes; frequent chunks return at once
         cache.update(values)
-        for k, m in enumerate(mapped):
-            if m is None:
-                mapped[k] = values[chunks[k]]
+        return values
 
     def _map_word(self, text: str, lex: LexicalAttributes) -> tuple[str, ...]:
         """The tokens one spaCy word stands for (its text, and its lexical attributes)."""

@@ -1,0 +1,99 @@
+"""Where training time goes: cProfile over SpamFilter.fit, summed by stage.
+
+    python bench/profile_train.py [--corpus spamassassin] [--limit N] [--stats OUT.prof]
+
+Trains a filter on the corpus's train split (the corpora README's md5 split) in
+this process under cProfile, then prints the cumulative time of each stage's
+entry point (parsing, HTML, the stdlib email parser, tokenising, spaCy's
+tokenizer, the matrix, the counts) and the functions with the most own time.
+The profiler's clock is CPU time (the machine is shared), and it inflates
+Python-level work (every call is timed), so read the shares and compare runs with
+each other; the unprofiled CPU throughput of a first, separate run is printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from textnb.corpora import CORPORA, corpora_root, iter_corpus, split  # noqa: E402
+from textnb.pipeline import SpamFilter  # noqa: E402
+from textnb.sources import RawMessage  # noqa: E402
+
+# (label, file name ending, function name): the entry point of each stage.
+STAGES = [
+    ("parse (mail.parse_message)", "textnb/mail.py", "parse_message"),
+    ("  stdlib email parser", "email/parser.py", "parsebytes"),
+    ("  HTML to text", "textnb/html_text.py", "html_to_text"),
+    ("tokenise (EmailTokenizer.__call__)", "textnb/tokenize.py", "__call__"),
+    ("  spaCy Tokenizer.__call__", "spacy/tokenizer.pyx", "__call__"),
+    ("  header fields", "textnb/tokenize.py", "header_tokens"),
+    ("matrix (Vocabulary.transform)*", "textnb/vectorize.py", "transform"),
+    ("counts (model.partial_fit)", "textnb/naive_bayes.py", "partial_fit"),
+]
+
+
+def _keys(stats: pstats.Stats, path: str, name: str) -> list[tuple]:
+    return [key for key in stats.stats
+            if key[2] == name and key[0].replace(os.sep, "/").endswith(path)]
+
+
+def stage_times(stats: pstats.Stats) -> list[tuple[str, float]]:
+    """Cumulative seconds of each stage's entry point (0 when it never ran).
+
+    * Vocabulary.transform once pulled its token lists from a generator, so its
+    cumulative time held the parsing and tokenising; what it spent in generators of
+    textnb/pipeline.py is taken off.
+    """
+    out = []
+    for label, path, name in STAGES:
+        keys = _keys(stats, path, name)
+        total = sum(stats.stats[key][3] for key in keys)
+        if label.endswith("*"):
+            for (file, _, func), (_, _, _, _, callers) in stats.stats.items():
+                if func == "<genexpr>" and file.endswith("pipeline.py"):
+                    total -= sum(callers[key][3] for key in keys if key in callers)
+        out.append((label, total))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", choices=CORPORA, default="spamassassin")
+    parser.add_argument("--limit", type=int, default=0, help="train on the first N messages only")
+    parser.add_argument("--stats", type=Path, help="also save the raw profile here")
+    args = parser.parse_args(argv)
+    if corpora_root() is None:
+        print("error: public corpora not found; set TEXTNB_CORPORA", file=sys.stderr)
+        return 1
+    train, _ = split(iter_corpus(args.corpus))
+    messages = [RawMessage(e.relpath, e.raw, e.label) for e in train[: args.limit or None]]
+    SpamFilter().tokenizer.spacy  # start-up (spaCy's import) is not what is measured
+    start = time.process_time()
+    SpamFilter().fit(messages)
+    cpu = time.process_time() - start
+    profile = cProfile.Profile(time.process_time)
+    profile.runcall(SpamFilter().fit, messages)
+    stats = pstats.Stats(profile)
+    if args.stats:
+        stats.dump_stats(args.stats)
+    total = stats.total_tt
+    print(f"{args.corpus}: {len(messages):,} messages; unprofiled {cpu:.1f} s CPU "
+          f"({len(messages) / cpu:.0f} msgs/s), profiled {total:.1f} s CPU; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for label, seconds in stage_times(stats):
+        print(f"  {label:<38} {seconds:>7.2f} s  {100 * seconds / total:>5.1f}%")
+    print("\nmost own time:")
+    stats.sort_stats("tottime").print_stats(12)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
