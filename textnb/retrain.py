@@ -62,8 +62,22 @@ __all__ = ["REGIMES", "DEFAULT_MARGIN", "LearnReport", "LedgerMismatchError", "f
            "learn_messages", "forget_messages", "retrain", "forget"]
 
 REGIMES = ("all", "error", "thick")
-# XXX placeholder until bench/online.py picks it.
-DEFAULT_MARGIN = 5.0
+# The thick regime's margin, in log-odds beyond the threshold. With 15 discriminators of
+# up to ~±10 each, log-odds run to ±100 and small margins change little. bench/online.py,
+# TREC-style online (1-AUC)% and share of messages learned (SpamAssassin, seeded order /
+# Enron 1-3, corpus order):
+#   margin   SpamAssassin      Enron 1-3       mean
+#   error    1.132   4.0 %     1.300   4.0 %   1.216
+#   20       0.444  10.6 %     0.378  20.2 %   0.411
+#   40       0.172  22.9 %     0.124  44.0 %   0.148
+#   60       0.110  46.8 %     0.125  67.2 %   0.117   <- best mean
+#   80       0.093  77.6 %     0.158  84.9 %   0.125
+#   all      0.096   100 %     0.199  97.1 %   0.148
+# 60 learns half to two thirds of the messages and is within 15 % of 'all' on
+# SpamAssassin and better on Enron. Chosen on the same two corpora it is reported on:
+# there was no third one. XXX why Enron scores better when it learns less is not
+# established (bulk spam repeated with small changes, over-counted by 'all'?).
+DEFAULT_MARGIN = 60.0
 
 
 class LedgerMismatchError(TextnbError):
