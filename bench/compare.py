@@ -24,7 +24,7 @@ process(es) a user would run:
 Reported per filter: training wall time and messages/s, classification messages/s,
 each as the median and min-max over the repeats and as a ratio to bogofilter's
 median; peak RSS (the largest process; textnb with --jobs N also the peak of its
-process tree's summed PSS); model size on disk; and the accuracy figures of
+process tree's summed RSS); model size on disk; and the accuracy figures of
 ``bench/peers.py`` ((1-AUC)%, hm%, sm% at each filter's own threshold, sm% at
 hm = 0.1%) from the first repeat (they do not change between repeats). The load
 average before and after each repeat is recorded: the machine is shared.
@@ -78,17 +78,17 @@ MB = 1024 * 1024
 @dataclass
 class Usage:
     """What a command cost: wall seconds, CPU seconds (user + system, children
-    included), the peak RSS of its largest process and of its tree's summed PSS."""
+    included), the peak RSS of its largest process and of its process tree (sampled)."""
 
     wall_s: float = 0.0
     cpu_s: float = 0.0
     max_rss: int = 0  # bytes
-    tree_pss: int = 0  # bytes; 0 when not sampled
+    tree_rss: int = 0  # bytes; 0 when not sampled
 
     def add(self, other: "Usage") -> "Usage":
         """Two commands run one after the other: times add, peaks take the larger."""
         return Usage(self.wall_s + other.wall_s, self.cpu_s + other.cpu_s,
-                     max(self.max_rss, other.max_rss), max(self.tree_pss, other.tree_pss))
+                     max(self.max_rss, other.max_rss), max(self.tree_rss, other.tree_rss))
 
 
 def _descendants(pid: int) -> list[int]:
@@ -106,11 +106,17 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _pss(pid: int) -> int:
+def _rss(pid: int) -> int:
+    """A process's resident set in bytes (0 once it has ended).
+
+    From /proc/PID/status, which reads counters; /proc/PID/smaps_rollup would give
+    the proportional set (shared pages split) but walks the page tables under the
+    process's memory lock, and sampling it slowed the processes it measured.
+    """
     try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
+        with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("Pss:"):
+                if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
@@ -118,7 +124,8 @@ def _pss(pid: int) -> int:
 
 
 class _TreeSampler(threading.Thread):
-    """Samples the summed PSS of a process tree every ``interval`` seconds."""
+    """Samples the summed RSS of a process tree every ``interval`` seconds (pages the
+    processes share after a fork count once per process: an upper bound)."""
 
     def __init__(self, pid: int, interval: float = 0.1):
         super().__init__(daemon=True)
@@ -127,7 +134,7 @@ class _TreeSampler(threading.Thread):
 
     def run(self) -> None:
         while not self.done.wait(self.interval):
-            self.peak = max(self.peak, sum(_pss(p) for p in _descendants(self.pid)))
+            self.peak = max(self.peak, sum(_rss(p) for p in _descendants(self.pid)))
 
 
 def measured(cmd: list[str], cwd: Path, sample_tree: bool = False) -> tuple[str, Usage]:
@@ -353,8 +360,8 @@ def _row(s: peers.Split, name: str, runs: list[Run], n_train: int) -> dict:
         "classify_msgs_per_s": _spread([n_test / r.classify.wall_s for r in runs]),
         "train_cpu_s": _spread([r.train.cpu_s for r in runs]) if runs[0].train.cpu_s else None,
         "peak_rss_bytes": _spread([max(r.train.max_rss, r.classify.max_rss) for r in runs]),
-        "peak_tree_pss_bytes": (_spread([max(r.train.tree_pss, r.classify.tree_pss) for r in runs])
-                                if runs[0].train.tree_pss else None),
+        "peak_tree_rss_bytes": (_spread([max(r.train.tree_rss, r.classify.tree_rss) for r in runs])
+                                if runs[0].train.tree_rss else None),
         "model_bytes": runs[0].model_bytes,
         "notes": runs[0].notes,
     }
@@ -387,7 +394,7 @@ def format_table(result: dict) -> str:
              f"median (min-max) of {result['repeats']} repeats", head, "-" * len(head)]
     for r in result["rows"]:
         rss = r["peak_rss_bytes"]["median"] / MB
-        tree = r["peak_tree_pss_bytes"]
+        tree = r["peak_tree_rss_bytes"]
         rss_cell = f"{rss:.0f}" + (f"/{tree['median'] / MB:.0f}" if tree else "")
         lines.append(
             f"{r['peer']:<24} {cell(r['train_s'], '.2f'):>17} {cell(r['train_msgs_per_s'], '.0f'):>19} "
@@ -397,7 +404,7 @@ def format_table(result: dict) -> str:
             f"{r['sm_pct']:>5.2f} {r['sm_pct_at_hm_0.1pct']:>9.2f}")
     loads = ", ".join(f"{l['before'][0]:.1f}->{l['after'][0]:.1f}" for l in result["load_average_1_5_15"])
     lines.append(f"load average (1 min) before->after each repeat: {loads} on {os.cpu_count()} CPUs")
-    lines.append("peak RSS: largest process; 'a/b': b is the peak summed PSS of the process tree")
+    lines.append("peak RSS: largest process; 'a/b': b is the peak summed RSS of the process tree")
     lines += [f"note: {n}" for n in result["notes"]]
     lines += [f"error: {e['peer']} (repeat {e['repeat'] + 1}): {e['error']}" for e in result["errors"]]
     return "\n".join(lines)
@@ -453,7 +460,7 @@ def scaling(corpus: str, spec: str, jobs: list[int], log=print) -> dict:
                 _, usage = measured(cmd, Path(tmp), sample_tree=j > 1)
                 row[f"textnb --jobs {j}"] = {"wall_s": usage.wall_s, "msgs_per_s": n / usage.wall_s,
                                              "peak_rss_bytes": usage.max_rss,
-                                             "peak_tree_pss_bytes": usage.tree_pss or None,
+                                             "peak_tree_rss_bytes": usage.tree_rss or None,
                                              "model_bytes": model.stat().st_size}
                 log(f"  {n:,} messages: textnb --jobs {j}: {usage.wall_s:.1f} s, "
                     f"{usage.max_rss / MB:.0f} MB")
@@ -483,8 +490,8 @@ def format_scaling(result: dict) -> str:
         for name in names:
             c = row[name]
             rss = f"{c['peak_rss_bytes'] / MB:.0f}"
-            if c.get("peak_tree_pss_bytes"):
-                rss += f"/{c['peak_tree_pss_bytes'] / MB:.0f}"
+            if c.get("peak_tree_rss_bytes"):
+                rss += f"/{c['peak_tree_rss_bytes'] / MB:.0f}"
             cells.append(f"{c['wall_s']:>10.1f} {c['msgs_per_s']:>8.0f} {rss:>9}".rjust(36))
         lines.append(f"{row['n_messages']:>9,} " + " ".join(cells)
                      + f"   load {row['load_before'][0]:.1f}->{row['load_after'][0]:.1f}")

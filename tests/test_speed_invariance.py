@@ -24,7 +24,7 @@ import pytest
 import scipy.sparse as sp
 from typer.testing import CliRunner
 
-from textnb import store
+from textnb import parallel, pipeline, retrain, store
 from textnb.cli import app
 from textnb.config import FilterConfig, TokenizerConfig
 from textnb.corpora import iter_corpus, split
@@ -189,6 +189,19 @@ def test_transform_counts_as_a_dict_per_document(sample_filter, sample_index):
     _assert_same_csr(fast.transform([]), _dict_counts(simple, [], False))
 
 
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Batches of 16 messages, so that the workers start (the first batch is the calling
+    process's alone); returns how many times a pool was started."""
+    monkeypatch.setattr(pipeline, "BATCH_SIZE", 16)
+    monkeypatch.setattr(retrain, "BATCH_SIZE", 16)
+    started = []
+    start = parallel.TokenWorkers._start
+    monkeypatch.setattr(parallel.TokenWorkers, "_start",
+                        lambda self: started.append(self.jobs) or start(self))
+    return started
+
+
 def _messages(sample_index, shared_root=None) -> list[RawMessage]:
     messages = list(iter_index(sample_index))
     if shared_root is not None:
@@ -214,7 +227,7 @@ def _members(data: bytes) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("features", ["binary", "tf"])
-def test_two_jobs_train_and_score_as_one(sample_index, features):
+def test_two_jobs_train_and_score_as_one(sample_index, features, small_batches):
     config = FilterConfig()
     config = replace(config, features=replace(config.features, features=features))
     messages = _messages(sample_index)
@@ -225,20 +238,23 @@ def test_two_jobs_train_and_score_as_one(sample_index, features):
         scores_two = two.log_odds(m.raw for m in messages)
     _assert_same_model(one, two)
     assert np.array_equal(one.log_odds(m.raw for m in messages), scores_two)
+    assert small_batches == [2]
 
 
 @pytest.mark.corpus
-def test_two_jobs_train_as_one_on_spamassassin(sample_index, shared_corpora):
+def test_three_jobs_train_as_one_on_spamassassin(sample_index, shared_corpora, small_batches):
     messages = _messages(sample_index, shared_corpora)
     one = SpamFilter().fit(messages)
     three = SpamFilter()
     with three.parallel(3):  # more processes than CPUs: still the same model
         three.fit(messages)
     _assert_same_model(one, three)
+    assert small_batches == [3]
 
 
 def test_cli_train_and_classify_with_jobs_give_the_same_model_and_verdicts(tmp_path,
-                                                                          sample_index):
+                                                                          sample_index,
+                                                                          small_batches):
     runner = CliRunner()
     unlabelled = str(sample_index.parent / "unlabelled")
     outputs = {}
@@ -255,3 +271,4 @@ def test_cli_train_and_classify_with_jobs_give_the_same_model_and_verdicts(tmp_p
     meta_one, meta_two = (json.loads(m.pop("textnb-model.json")) for m in (one, two))
     assert one == two and meta_one == meta_two
     assert outputs["1"] == outputs["2"] and len(outputs["1"]) == 6
+    assert small_batches == [2]  # training started workers; 6 messages to classify did not

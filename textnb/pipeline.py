@@ -113,8 +113,7 @@ class SpamFilter:
             return
         from .parallel import TokenWorkers
 
-        self.tokenizer.spacy  # load spaCy before forking: the workers inherit it
-        with TokenWorkers(self.config.tokenizer, self.mail_limits, jobs) as workers:
+        with TokenWorkers(self.tokenizer, self.mail_limits, jobs) as workers:
             self._workers = workers
             try:
                 yield self
