@@ -64,8 +64,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import peers  # noqa: E402
-from textnb.corpora import CORPORA, corpora_root, iter_corpus, split  # noqa: E402
+import peers
+
+from textnb.corpora import CORPORA, corpora_root, iter_corpus, split
 
 DEFAULT_PEERS = ("bogofilter", "spamprobe (spam/good)", "spamprobe (spam/good) +sep",
                  "sklearn MNB", "sklearn BNB")
@@ -85,7 +86,7 @@ class Usage:
     max_rss: int = 0  # bytes
     tree_rss: int = 0  # bytes; 0 when not sampled
 
-    def add(self, other: "Usage") -> "Usage":
+    def add(self, other: Usage) -> Usage:
         """Two commands run one after the other: times add, peaks take the larger."""
         return Usage(self.wall_s + other.wall_s, self.cpu_s + other.cpu_s,
                      max(self.max_rss, other.max_rss), max(self.tree_rss, other.tree_rss))
@@ -217,7 +218,7 @@ def _in_fork(runner, s: peers.Split, conn) -> None:
     try:
         run = runner(s)
         conn.send((run, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, None))
-    except Exception as exc:  # reported by the parent, which skips this peer
+    except Exception as exc:  # noqa: BLE001 - reported by the parent, which skips this peer
         conn.send((None, 0, f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
@@ -242,9 +243,10 @@ def run_isolated(name: str, runner, s: peers.Split) -> Run | None:
     if run is None:  # the variant does not apply to this corpus
         return None
     made = set(s.workdir.iterdir()) - before
-    databases = [p for p in made if p.name != "separated"]
-    databases += [p for p in (s.workdir / "separated").glob("*")
-                  if p.name not in ("train", "test")] if s.workdir.joinpath("separated") in made else []
+    separated = s.workdir / "separated"  # the +sep variant's copies, its database inside
+    databases = [p for p in made if p != separated]
+    if separated in made:
+        databases += [p for p in separated.iterdir() if p.name not in ("train", "test")]
     model_bytes = sum(_dir_size(p) for p in databases)
     for p in made:
         shutil.rmtree(p)
@@ -256,8 +258,6 @@ def run_isolated(name: str, runner, s: peers.Split) -> Run | None:
 
 def _sklearn_child(conn, workdir: str, train_spam, train_ham, test, y_test, bernoulli: bool):
     """In a spawned process: read the split's files, run peers.run_sklearn, report back."""
-    import resource
-
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
@@ -288,8 +288,8 @@ def run_sklearn(name: str, s: peers.Split) -> Run:
     proc.join()
     usage = Usage(run.train_s, 0.0, peak)
     return Run(name, run, usage, Usage(run.classify_s, 0.0, peak), size,
-               notes=["times: fit/predict on bytes in memory (no start-up, no file reading); "
-                      "peak RSS: the whole Python process; model: pickled size"])
+               notes=[("times: fit/predict on bytes in memory (no start-up, no file reading); "
+                       "peak RSS: the whole Python process; model: pickled size")])
 
 
 def _runners(only: list[str] | None) -> tuple[list[tuple[str, object]], list[str]]:
@@ -332,7 +332,7 @@ def compare(corpus: str, repeats: int, jobs: list[int], only: list[str] | None,
             for name, runner in runners[shift:] + runners[:shift]:
                 try:
                     run = runner(s)
-                except Exception as exc:  # one failing peer must not sink the run
+                except Exception as exc:  # noqa: BLE001 - one failing peer must not sink the run
                     errors.append({"corpus": corpus, "peer": name, "repeat": r, "error": str(exc)})
                     log(f"  {name}: FAILED: {exc}")
                     continue
@@ -390,8 +390,9 @@ def format_table(result: dict) -> str:
     head = (f"{'filter':<24} {'train s':>17} {'train msg/s':>19} {'vs bogo':>7} "
             f"{'classify msg/s':>19} {'vs bogo':>7} {'peak RSS MB':>11} {'model MB':>8} "
             f"{'1-AUC%':>7} {'hm%':>5} {'sm%':>5} {'sm%@hm.1%':>9}")
-    lines = [f"{result['corpus']}: train {result['n_train']:,}, test {result['n_test']:,}; "
-             f"median (min-max) of {result['repeats']} repeats", head, "-" * len(head)]
+    title = (f"{result['corpus']}: train {result['n_train']:,}, test {result['n_test']:,}; "
+             f"median (min-max) of {result['repeats']} repeats")
+    lines = [title, head, "-" * len(head)]
     for r in result["rows"]:
         rss = r["peak_rss_bytes"]["median"] / MB
         tree = r["peak_tree_rss_bytes"]
@@ -406,6 +407,7 @@ def format_table(result: dict) -> str:
     lines.append(f"load average (1 min) before->after each repeat: {loads} on {os.cpu_count()} CPUs")
     lines.append("peak RSS: largest process; 'a/b': b is the peak summed RSS of the process tree")
     lines += [f"note: {n}" for n in result["notes"]]
+    lines += [f"note: {r['peer']}: {n}" for r in result["rows"] for n in r["notes"]]
     lines += [f"error: {e['peer']} (repeat {e['repeat'] + 1}): {e['error']}" for e in result["errors"]]
     return "\n".join(lines)
 
@@ -514,7 +516,9 @@ def main(argv: list[str] | None = None) -> int:
         print("error: public corpora not found; set TEXTNB_CORPORA or place them in "
               "../shared/corpora", file=sys.stderr)
         return 1
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
     corpora = args.corpus or ["spamassassin", "enron"]
     results = []
     for corpus in corpora:

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from textnb import parallel, pipeline, retrain, store
 from textnb.cli import app
 from textnb.config import FilterConfig, TokenizerConfig
-from textnb.corpora import iter_corpus, split
+from textnb.corpora import iter_corpus
 from textnb.mail import parse_message
 from textnb.pipeline import SpamFilter
 from textnb.sources import RawMessage, iter_index
@@ -272,3 +272,11 @@ def test_cli_train_and_classify_with_jobs_give_the_same_model_and_verdicts(tmp_p
     assert one == two and meta_one == meta_two
     assert outputs["1"] == outputs["2"] and len(outputs["1"]) == 6
     assert small_batches == [2]  # training started workers; 6 messages to classify did not
+
+
+@pytest.mark.parametrize("command", ["train", "classify"])
+def test_jobs_with_the_dask_engine_is_a_usage_error(command, tmp_path, sample_index):
+    args = ["--index", str(sample_index)] if command == "train" else [str(sample_index)]
+    result = CliRunner().invoke(app, [command, "--model", str(tmp_path / "m.tnb"), *args,
+                                      "--engine", "dask", "--jobs", "2"])
+    assert result.exit_code == 2 and "--jobs goes with --engine local" in result.output

@@ -18,19 +18,22 @@ the workers started: forked where the platform allows it, they start in
 milliseconds with spaCy loaded and the tokenizer's caches as warm as the parent's.
 Each process pays once for every distinct word it meets; with workers started
 cold, two processes spent 12-20% more CPU than one on SpamAssassin's 4,814
-training messages, started warm 2-4%. An input of one batch never starts them.
+training messages, started warm no more. An input of one batch never starts them.
 Where fork is not available they are spawned and build their own tokenizer from
 the (picklable) configuration.
 
 The calling process also does everything else (reading, the ledger, counting)
-while the workers wait, so two processes are not twice as fast: on those 4,814
-messages one process used 14.4 s of CPU, two 10.2 s (calling) and 4.9 s (worker).
+while the workers wait, so two processes are not twice as fast. Training on those
+4,814 messages (``retrain.fit``, a quiet machine): one process 13.3 s of CPU and
+13.3 s wall; two 8.3 s (calling) + 4.1 s (worker), 8.7 s wall. Enron 1-3's 13,260:
+10.1 s wall, and 6.7 s.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 from collections.abc import Callable, Sequence
+from typing import Self
 
 from .config import TokenizerConfig
 from .mail import MailLimits, parse_message
@@ -58,12 +61,13 @@ def _token_lists(raws: list[bytes]) -> list[list[str]]:
 class TokenWorkers:
     """``jobs - 1`` worker processes that, with the calling process, tokenise batches.
 
-    tokenizer (EmailTokenizer), limits (MailLimits): the calling filter's, so a
-        worker's tokens are the ones the filter would produce itself.
+    tokenizer (callable): the calling filter's tokenizer when asked (at the second batch:
+        ``SpamFilter.fit`` replaces it after the workers are set up), and limits
+        (MailLimits): the filter's, so a worker's tokens are the ones the filter makes.
     jobs (int): processes tokenising in all, the calling one included (>= 2).
     """
 
-    def __init__(self, tokenizer: EmailTokenizer, limits: MailLimits, jobs: int):
+    def __init__(self, tokenizer: Callable[[], EmailTokenizer], limits: MailLimits, jobs: int):
         if jobs < 2:
             raise ValueError(f"jobs={jobs}: worker processes are for jobs >= 2")
         self.jobs = jobs
@@ -73,9 +77,9 @@ class TokenWorkers:
 
     def _start(self) -> None:
         if "fork" in multiprocessing.get_all_start_methods():
-            context, state = multiprocessing.get_context("fork"), self._tokenizer
+            context, state = multiprocessing.get_context("fork"), self._tokenizer()
         else:
-            context, state = multiprocessing.get_context(), self._tokenizer.cfg
+            context, state = multiprocessing.get_context(), self._tokenizer().cfg
         self._pool = context.Pool(self.jobs - 1, initializer=_start_worker,
                                   initargs=(state, self._limits))
 
@@ -106,7 +110,7 @@ class TokenWorkers:
             self._pool.terminate()
             self._pool.join()
 
-    def __enter__(self) -> "TokenWorkers":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

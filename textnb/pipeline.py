@@ -113,7 +113,7 @@ class SpamFilter:
             return
         from .parallel import TokenWorkers
 
-        with TokenWorkers(self.tokenizer, self.mail_limits, jobs) as workers:
+        with TokenWorkers(lambda: self.tokenizer, self.mail_limits, jobs) as workers:
             self._workers = workers
             try:
                 yield self

@@ -48,6 +48,9 @@ def classify_cli(
     with operator_errors():
         check_cost_ratio(cost_ratio)
         dask = on_dask(engine, scheduler)
+        if dask and jobs != 1:
+            raise typer.BadParameter("--jobs goes with --engine local (a Dask cluster has "
+                                     "its own workers)", param_hint="--jobs")
         if output is not None:
             if not dask:
                 raise typer.BadParameter("--output goes with --engine dask (the workers write "

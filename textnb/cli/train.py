@@ -59,6 +59,9 @@ def train_cli(
             overrides[key.strip()] = parse_override_value(value.strip())
         cfg = load_config(config, overrides)
         dask = on_dask(engine, scheduler)
+        if dask and jobs != 1:
+            raise typer.BadParameter("--jobs goes with --engine local (a Dask cluster has "
+                                     "its own workers)", param_hint="--jobs")
         progress = Progress("trained")
         try:
             if dask:
