@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .config import FilterConfig
-from .errors import SourceError
+from .errors import EmptyTrainingSetError, SourceError
 from .pipeline import ScoredMessage, SpamFilter
 from .sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
 from . import store
@@ -113,6 +113,11 @@ def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarra
     """The field's metrics from labels (True for spam) and log-odds (shared by the engines)."""
     from .metrics import summary as metric_summary
 
+    missing = [name for name, n in (("spam", int(y.sum())), ("ham", int((~y).sum()))) if not n]
+    if missing:
+        raise EmptyTrainingSetError(
+            f"no {' or '.join(missing)} messages among the {len(y):,} given; evaluation needs "
+            "both (give --spam and --ham sources, or an index that lists both)")
     costs = spam_filter.cost_model(cost_ratio)
     threshold = costs.log_threshold
     result = metric_summary(y, scores, threshold)

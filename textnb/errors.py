@@ -4,6 +4,8 @@ The library raises these; only ``textnb.cli`` turns them into messages and exit
 codes. Every message names the offending value and says how to fix it.
 """
 
+import errno
+
 
 class TextnbError(Exception):
     """Base class of every error textnb raises on purpose."""
@@ -22,7 +24,7 @@ class NotFittedError(TextnbError):
 
 
 class EmptyTrainingSetError(TextnbError):
-    """Training data is empty or holds only one class."""
+    """Labelled mail (to train, tune or evaluate on) is empty or holds only one class."""
 
 
 class EmptyVocabularyError(TextnbError):
@@ -31,6 +33,20 @@ class EmptyVocabularyError(TextnbError):
 
 class ModelFormatError(TextnbError):
     """A model file is missing, damaged, or of another format version."""
+
+
+class WriteError(TextnbError, OSError):
+    """A file cannot be written (read-only or full disk, no permission); any old file
+    at that path is left as it was. Also an OSError, which callers caught before."""
+
+
+def write_fix(err: OSError) -> str:
+    """What to do about a failed write, by its errno."""
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "free some space there (or choose another path)"
+    if err.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return "choose a writable location (e.g. --model PATH) or fix the permissions"
+    return "check the path and the disk"
 
 
 class ConfigError(TextnbError):

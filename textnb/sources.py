@@ -7,6 +7,9 @@ standard input ('-'), a TREC/bogofilter index ('spam PATH' lines) and
 Nothing here holds more than two messages in memory: a 100,000-message mbox or
 directory streams through. Paths are checked when an iterator is created, so a
 typo fails before any work; file contents are read only as the iterator advances.
+An input that cannot be read (permission denied, gone, a folder where a file was
+listed) raises SourceError, or inside ``textnb.skipped.collecting()`` is skipped
+and counted.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import MailboxFormatError, SourceError
+from .skipped import lenient, unreadable
 
 __all__ = ["RawMessage", "iter_messages", "iter_index", "iter_tsv", "iter_labelled"]
 
@@ -57,6 +61,12 @@ def _missing(path: PathSpec) -> SourceError:
 def _unreadable(path: PathSpec, err: OSError) -> SourceError:
     reason = (err.strerror or str(err)).lower()
     return SourceError(f"cannot read '{os.fspath(path)}': {reason}; check that it exists and is readable")
+
+
+def _skip(error: SourceError, where: PathSpec, err: OSError | None = None, why: str = "") -> None:
+    """Skip an input that cannot be read, counted (textnb.skipped), or raise ``error``."""
+    error.__cause__ = err
+    unreadable(error, os.fspath(where), why or (err.strerror or str(err)).lower())
 
 
 def _existing(path: PathSpec) -> Path:
@@ -141,9 +151,9 @@ def _read_file(path: Path, label: str | None, *, mbox: bool = True,
         # A mail client may move a Maildir message from new/ to cur/ while we
         # walk; the message will be seen (or was seen) under its new name.
         if not vanish_ok:
-            raise _missing(path) from err
+            _skip(_missing(path), path, err)
     except OSError as err:
-        raise _unreadable(path, err) from err
+        _skip(_unreadable(path, err), path, err)
 
 
 # -- files, directories, Maildir, stdin ----------------------------------------------
@@ -159,7 +169,8 @@ def _files_below(folder: Path) -> Iterator[Path]:
         with os.scandir(folder) as entries:
             ordered = sorted(entries, key=lambda entry: entry.name)
     except OSError as err:
-        raise _unreadable(folder, err) from err
+        _skip(_unreadable(folder, err), folder, err)
+        return
     for entry in ordered:
         if entry.name.startswith("."):
             continue
@@ -170,7 +181,10 @@ def _files_below(folder: Path) -> Iterator[Path]:
 
 
 def _is_maildir(folder: Path) -> bool:
-    return (folder / "cur").is_dir() and (folder / "new").is_dir()
+    try:
+        return (folder / "cur").is_dir() and (folder / "new").is_dir()
+    except PermissionError:  # a folder we may not enter: reading it will say so (or skip it)
+        return False
 
 
 def _read_maildir(folder: Path, label: str | None) -> Iterator[RawMessage]:
@@ -220,8 +234,13 @@ def iter_messages(spec: PathSpec, label: str | None = None) -> Iterator[RawMessa
 # -- labelled lists ---------------------------------------------------------------
 
 
-def _index_entries(index: Path, base: Path) -> Iterator[tuple[str, Path, str]]:
-    """(label, message path, 'INDEX:LINE') per entry; MailboxFormatError on a bad line."""
+def _index_entries(index: Path, base: Path, checking: bool = False
+                   ) -> Iterator[tuple[str, Path, str]]:
+    """(label, message path, 'INDEX:LINE') per entry; MailboxFormatError on a bad line.
+
+    An entry whose file is missing is skipped (textnb.skipped) or raised; when
+    ``checking`` and skipping, it is left for the reading pass to record, once.
+    """
     try:
         with open(index, "rb") as stream:
             for lineno, line in enumerate(stream, start=1):
@@ -237,13 +256,19 @@ def _index_entries(index: Path, base: Path) -> Iterator[tuple[str, Path, str]]:
                 label = _check_label(fields[0], where)
                 target = base / fields[1].strip()
                 if not target.is_file():
-                    raise MailboxFormatError(
-                        f"{where}: no such message file '{target}'; paths are relative to "
-                        f"'{base}' unless absolute - fix the line or move the index"
-                    )
+                    if not (checking and lenient()):
+                        folder = target.is_dir()
+                        kind = "a directory" if folder else "no such file"
+                        _skip(MailboxFormatError(
+                            f"{where}: no such message file '{target}'{' (a directory)' * folder}; "
+                            f"paths are relative to '{base}' unless absolute - fix the line or "
+                            "move the index"
+                        ), target, why=f"{kind}, listed at {where}")
+                    continue
                 yield label, target, where
     except OSError as err:
-        raise _unreadable(index, err) from err
+        if not (checking and lenient()):
+            _skip(_unreadable(index, err), index, err)
 
 
 def _read_index(index: Path, base: Path) -> Iterator[RawMessage]:
@@ -259,11 +284,13 @@ def iter_index(path: PathSpec, base: Path | None = None) -> Iterator[RawMessage]
     base (Path | None): folder that relative PATHs start from; default the index's folder.
     YIELDS (RawMessage): in index order. The whole index is checked first (labels
         and that every file exists; it holds paths, not messages), so a bad line
-        70,000 fails with MailboxFormatError before any message is read.
+        70,000 fails with MailboxFormatError before any message is read. A missing
+        file fails there too, unless unreadable inputs are being skipped
+        (textnb.skipped): then it is counted when the reading reaches it.
     """
     index = _existing(path)
     base = index.parent if base is None else Path(base)
-    for _ in _index_entries(index, base):
+    for _ in _index_entries(index, base, checking=True):
         pass
     return _read_index(index, base)
 
@@ -288,7 +315,7 @@ def _read_tsv(path: Path) -> Iterator[RawMessage]:
                 yield RawMessage(where, b"\n" + text,
                                  _check_label(label.decode("utf-8", "replace"), where))
     except OSError as err:
-        raise _unreadable(path, err) from err
+        _skip(_unreadable(path, err), path, err)
 
 
 def iter_tsv(path: PathSpec) -> Iterator[RawMessage]:

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import __version__
 from .config import config_from_dict
-from .errors import ModelFormatError
+from .errors import ModelFormatError, WriteError, write_fix
 from .ledger import Ledger
 from .naive_bayes import make_model
 from .pipeline import SpamFilter
@@ -104,19 +104,26 @@ def save(spam_filter: SpamFilter, path: str | Path) -> Path:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Replace ``path`` by ``data`` or leave it as it was: WriteError names ``path`` and the
+    fix when the folder is read-only or the disk full, and no temporary file remains."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise _write_error(path, exc) from exc
         raise
     try:  # make the rename itself durable
         dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -126,6 +133,12 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.close(dir_fd)
     except OSError:
         pass
+
+
+def _write_error(path: Path, exc: OSError) -> WriteError:
+    reason = (exc.strerror or str(exc)).lower()
+    return WriteError(f"cannot write '{path}': {reason}; {write_fix(exc)}; the file "
+                      "there, if any, is unchanged")
 
 
 def load(path: str | Path) -> SpamFilter:
@@ -138,17 +151,30 @@ def load(path: str | Path) -> SpamFilter:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ModelFormatError(f"cannot read model '{path}': {exc.strerror}") from None
+        raise ModelFormatError(f"cannot read model '{path}': {(exc.strerror or str(exc)).lower()}; "
+                               "give --model the path of a readable model file") from None
     return loads(data, name=str(path))
 
 
 def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
     damaged = (f"model file '{name}' is damaged (truncated or corrupted); restore it from a "
                "backup or train it again")
+    if not data.startswith(b"PK\x03\x04"):  # every model file starts as a ZIP archive
+        raise ModelFormatError(
+            f"model file '{name}' is damaged or not a model file ("
+            + ("it is empty" if not data else "it is not a ZIP archive")
+            + "); check the --model path, restore it from a backup or train it again")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            if _META not in zf.namelist():
+                raise ModelFormatError(f"'{name}' is a ZIP archive but not a textnb model file "
+                                       f"(it has no {_META}); check the --model path")
             meta = json.loads(zf.read(_META))
+            if not isinstance(meta, dict):
+                raise ModelFormatError(damaged + f" ({_META} is not a JSON object)")
             _check_format(meta, name)
+            if not isinstance(meta.get("sha256"), dict):
+                raise ModelFormatError(damaged + f" ({_META} lists no checksums)")
             members = {n: zf.read(n) for n in meta["sha256"]}
     except ModelFormatError:
         raise
@@ -162,6 +188,7 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
         if hashlib.sha256(members[member]).hexdigest() != digest:
             raise ModelFormatError(damaged + f" (checksum mismatch in {member})")
     try:
+        n_learned = {str(k): int(v) for k, v in meta.get("n_learned", {}).items()}
         config = config_from_dict(meta["config"])
         spam_filter = SpamFilter(config)
         spam_filter.vocabulary = Vocabulary(json.loads(members["vocabulary.json"]))
@@ -177,7 +204,7 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
             from .numeric import from_arrays
 
             spam_filter.numeric = from_arrays(config.model.numeric_model, numeric)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelFormatError(damaged + f" ({exc})") from None
     m = config.model
     model = make_model(m.event_model, alpha=m.alpha, fit_prior=m.fit_prior,
@@ -194,13 +221,14 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
     spam_filter._update_mask()
     spam_filter.threshold = meta.get("threshold")
     spam_filter.calibration = meta.get("calibration")
-    spam_filter.n_learned = {k: int(v) for k, v in meta.get("n_learned", {}).items()}
+    spam_filter.n_learned = n_learned
     return spam_filter
 
 
 def _check_format(meta: dict, name: str) -> None:
     if meta.get("format") != FORMAT_NAME:
-        raise ModelFormatError(f"'{name}' is not a textnb model file")
+        raise ModelFormatError(f"'{name}' is not a textnb model file (its {_META} names "
+                               f"format {meta.get('format')!r}); check the --model path")
     version = meta.get("format_version")
     if version != FORMAT_VERSION:
         newer = isinstance(version, int) and version > FORMAT_VERSION

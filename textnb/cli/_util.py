@@ -1,7 +1,11 @@
 """Shared pieces of the command line: the app, common options, error handling, progress.
 
 This package is the only place that prints, exits, or turns domain errors into
-messages and exit codes (1 for an operator error, 2 for bad usage via typer).
+messages and exit codes: 1 for an operator error (a missing or damaged model, an
+unreadable or badly formed source, a bad config value, a read-only or full disk),
+2 for bad usage (an option's value out of range, via typer). Batch commands skip
+inputs that cannot be read and report them on stderr at the end, exit 0 when
+something was done; ``--strict`` makes the first one an operator error.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Optional
 import typer
 
 from .. import __version__
-from ..errors import TextnbError
+from ..errors import TextnbError, write_fix
 
 app = typer.Typer(
     name="textnb",
@@ -32,6 +36,7 @@ IndexOpt = typer.Option(None, "--index", help="Index file of 'spam PATH' / 'ham 
 TsvOpt = typer.Option(None, "--tsv", help="File of 'label<TAB>text' lines, as the SMS Spam Collection (repeatable).")
 CostOpt = typer.Option(None, "--cost-ratio", "-r", help="Cost of losing a ham / cost of letting a spam through (λ): spam when log-odds > ln λ.")
 JsonOpt = typer.Option(False, "--json", help="JSON output, for scripts.")
+StrictOpt = typer.Option(False, "--strict", help="Stop at the first input that cannot be read (exit 1, the model untouched). Default: skip such inputs and list them on stderr at the end (with --engine dask, a file a worker cannot read still stops the run).")
 JobsOpt = typer.Option(1, "--jobs", "-j", min=1, help="Processes that parse and tokenise mail (this one and N-1 workers); results do not depend on N.")
 EngineOpt = typer.Option("local", "--engine", help="Where the work runs: local (this process) or dask (a Dask cluster; pip install 'textnb\\[dask]').")
 SchedulerOpt = typer.Option(None, "--scheduler", help="With --engine dask: the scheduler's address (tcp://HOST:8786) or scheduler file. Default: $DASK_SCHEDULER_ADDRESS, else a cluster of this machine's cores.")
@@ -49,6 +54,37 @@ def operator_errors():
     except BrokenPipeError:  # `textnb classify ... | head` is normal use
         sys.stderr.close()
         raise typer.Exit(0)
+    except OSError as exc:  # e.g. the lock file beside a model on a read-only disk
+        if exc.errno is None:
+            raise
+        where = f" '{exc.filename}'" if exc.filename else ""
+        typer.echo(f"textnb: error: cannot use{where}: {(exc.strerror or str(exc)).lower()}; "
+                   f"{write_fix(exc)}", err=True)
+        raise typer.Exit(1)
+
+
+@contextmanager
+def skipping_unreadable(strict: bool):
+    """Skip inputs that cannot be read (``textnb.skipped``), and list them on stderr at
+    the end, whether the command then succeeds or fails; with ``strict``, stop at the first.
+
+    YIELDS (Skipped): the inputs skipped so far; falsy when none.
+    """
+    from ..skipped import collecting
+
+    with collecting(strict) as skipped:
+        try:
+            yield skipped
+        finally:
+            if skipped:
+                typer.echo(f"textnb: warning: {skipped.summary()}", err=True)
+
+
+def nothing_done(skipped, done: int) -> None:
+    """Exit 1 when every input was skipped: a run that did nothing must not look fine."""
+    if skipped and not done:
+        typer.echo("textnb: error: no input could be read", err=True)
+        raise typer.Exit(1)
 
 
 def model_path(model: Optional[Path]) -> Path:
@@ -58,9 +94,12 @@ def model_path(model: Optional[Path]) -> Path:
 
 
 def check_cost_ratio(cost_ratio: Optional[float]) -> None:
-    if cost_ratio is not None and not cost_ratio > 0:
-        raise typer.BadParameter(f"{cost_ratio} must be > 0 (e.g. 9: losing a ham costs as much "
-                                 "as letting 9 spams through)", param_hint="--cost-ratio")
+    # inf would be "never call anything spam": a threshold no score passes, which is
+    # what a typo looks like; a very large finite λ says it on purpose.
+    if cost_ratio is not None and not 0 < cost_ratio < float("inf"):
+        raise typer.BadParameter(f"{cost_ratio} must be > 0 and finite (e.g. 9: "
+                                 "losing a ham costs as much as letting 9 spams through)",
+                                 param_hint="--cost-ratio")
 
 
 def on_dask(engine: str, scheduler: Optional[str]) -> bool:

@@ -17,12 +17,15 @@ from ._util import (
     JsonOpt,
     ModelOpt,
     SchedulerOpt,
+    StrictOpt,
     TsvOpt,
     app,
     check_cost_ratio,
     model_path,
+    nothing_done,
     on_dask,
     operator_errors,
+    skipping_unreadable,
 )
 
 
@@ -40,12 +43,17 @@ def classify_cli(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="With --engine dask: a new folder where each worker writes its partition's verdicts (part-00000.jsonl ...), instead of sending them back."),
     output_format: str = typer.Option("jsonl", "--output-format", help="With --output: jsonl (as --json prints) or parquet (needs pyarrow)."),
     jobs: int = JobsOpt,
+    strict: bool = StrictOpt,
 ):
     # fmt: on
-    """Classify messages: one line each with the label, log-odds, P(spam) and the source."""
+    """Classify messages: one line each with the label, log-odds, P(spam) and the source.
+
+    Inputs that cannot be read are skipped and listed on stderr (exit 0 if any message
+    was classified); with --strict the first one stops the run (exit 1).
+    """
     from .. import commands
 
-    with operator_errors():
+    with operator_errors(), skipping_unreadable(strict) as skipped:
         check_cost_ratio(cost_ratio)
         dask = on_dask(engine, scheduler)
         if dask and jobs != 1:
@@ -81,6 +89,7 @@ def classify_cli(
                                        "threshold": d.threshold}))
             else:
                 typer.echo(f"{d.label:<6} {d.log_odds:>10.2f} {d.p_spam:>8.6f}  {scored.source}")
+    nothing_done(skipped, sum(counts.values()))
     if not as_json and sys.stderr.isatty():
         typer.echo(", ".join(f"{v} {k}" for k, v in counts.items()), err=True)
 

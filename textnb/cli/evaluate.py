@@ -17,12 +17,14 @@ from ._util import (
     ModelOpt,
     SchedulerOpt,
     SpamOpt,
+    StrictOpt,
     TsvOpt,
     app,
     check_cost_ratio,
     model_path,
     on_dask,
     operator_errors,
+    skipping_unreadable,
 )
 
 
@@ -38,12 +40,17 @@ def evaluate_cli(
     as_json: bool = JsonOpt,
     engine: str = EngineOpt,
     scheduler: Optional[str] = SchedulerOpt,
+    strict: bool = StrictOpt,
 ):
     # fmt: on
-    """Measure a model on held-out labelled mail: (1-AUC)%, hm%, sm%, sm% at hm=0.1%, TCR."""
+    """Measure a model on held-out labelled mail: (1-AUC)%, hm%, sm%, sm% at hm=0.1%, TCR.
+
+    Inputs that cannot be read are skipped and listed on stderr, the figures are those
+    of the rest; with --strict the first one stops the run (exit 1).
+    """
     from .. import commands
 
-    with operator_errors():
+    with operator_errors(), skipping_unreadable(strict):
         check_cost_ratio(cost_ratio)
         if on_dask(engine, scheduler):
             from ..distributed import evaluate as evaluate_on_dask

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ._util import CostOpt, JsonOpt, ModelOpt, app, model_path, operator_errors
+from ._util import CostOpt, JsonOpt, ModelOpt, app, check_cost_ratio, model_path, operator_errors
 
 # Ask the model for every token the score is made of (max_discriminators of them, or all
 # when that is 0), so the shares below add up; only --top of them are shown.
@@ -48,7 +48,7 @@ def _verdict_line(e) -> str:
 def explain_cli(
     source: str = typer.Argument(..., help="A message file, mbox, directory or '-'."),
     model: Optional[Path] = ModelOpt,
-    top: int = typer.Option(15, "--top", "-k", help="How many tokens to show."),
+    top: int = typer.Option(15, "--top", "-k", min=0, help="How many tokens to show."),
     cost_ratio: Optional[float] = CostOpt,
     as_json: bool = JsonOpt,
 ):
@@ -57,6 +57,7 @@ def explain_cli(
     from .. import commands
 
     with operator_errors():
+        check_cost_ratio(cost_ratio)
         for e in commands.explain(model_path(model), source, _ALL, cost_ratio):
             d, parts = e.decision, breakdown(e, top)
             if as_json:

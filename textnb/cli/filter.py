@@ -32,10 +32,10 @@ def filter_cli(
 
     path = model_path(model)
     notes: list[str] = []
-    if cost_ratio is not None and not cost_ratio > 0:
+    if cost_ratio is not None and not 0 < cost_ratio < float("inf"):
         # Not a usage error (exit 2 means "unsure" here, and would drop the message).
         def score(raw):
-            raise ValueError(f"--cost-ratio {cost_ratio} must be > 0")
+            raise ValueError(f"--cost-ratio {cost_ratio} must be > 0 and finite")
     elif server:
         score = client_scorer(parse_address(server), path, cost_ratio, timeout, notes=notes)
     else:

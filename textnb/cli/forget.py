@@ -8,7 +8,19 @@ from typing import List, Optional
 
 import typer
 
-from ._util import IndexOpt, JsonOpt, ModelOpt, Progress, TsvOpt, app, model_path, operator_errors
+from ._util import (
+    IndexOpt,
+    JsonOpt,
+    ModelOpt,
+    Progress,
+    StrictOpt,
+    TsvOpt,
+    app,
+    model_path,
+    nothing_done,
+    operator_errors,
+    skipping_unreadable,
+)
 from .retrain import WaitOpt
 
 
@@ -21,18 +33,24 @@ def forget_cli(
     tsv: Optional[List[str]] = TsvOpt,
     wait: Optional[float] = WaitOpt,
     as_json: bool = JsonOpt,
+    strict: bool = StrictOpt,
 ):
     # fmt: on
-    """Forget messages: their counts leave the model exactly, as if never learned."""
+    """Forget messages: their counts leave the model exactly, as if never learned.
+
+    Inputs that cannot be read are skipped and listed on stderr (exit 0 if any message
+    was read); with --strict the first one stops the run (exit 1) and the model stays.
+    """
     from .. import retrain
 
-    with operator_errors():
+    with operator_errors(), skipping_unreadable(strict) as skipped:
         progress = Progress("read")
         try:
             result = retrain.forget(model_path(model), sources or [], index or [], tsv or [],
                                     progress=progress, lock_timeout=wait)
         finally:
             progress.close()
+    nothing_done(skipped, result["read"])
     if as_json:
         typer.echo(json.dumps(result))
         return

@@ -17,11 +17,14 @@ from ._util import (
     Progress,
     SchedulerOpt,
     SpamOpt,
+    StrictOpt,
     TsvOpt,
     app,
     model_path,
+    nothing_done,
     on_dask,
     operator_errors,
+    skipping_unreadable,
 )
 
 # fmt: off
@@ -44,13 +47,18 @@ def retrain_cli(
     as_json: bool = JsonOpt,
     engine: str = EngineOpt,
     scheduler: Optional[str] = SchedulerOpt,
+    strict: bool = StrictOpt,
 ):
     # fmt: on
-    """Add labelled mail to a model: new messages are learned, known ones skipped, relabelled ones moved."""
+    """Add labelled mail to a model: new messages are learned, known ones skipped, relabelled ones moved.
+
+    Inputs that cannot be read are skipped and listed on stderr (exit 0 if any message
+    was read); with --strict the first one stops the run (exit 1) and the model stays.
+    """
     from .. import retrain
     from ..layouts import maildir_sources
 
-    with operator_errors():
+    with operator_errors(), skipping_unreadable(strict) as skipped:
         spam, ham = list(spam or []), list(ham or [])
         if maildir is not None:
             spam_dirs, ham_dirs = maildir_sources(maildir, spam_folder or [], ham_folder or [])
@@ -74,6 +82,7 @@ def retrain_cli(
                     progress=progress, lock_timeout=wait)
         finally:
             progress.close()
+    nothing_done(skipped, result["read"])
     if as_json:
         typer.echo(json.dumps(result))
         return

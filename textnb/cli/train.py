@@ -18,11 +18,13 @@ from ._util import (
     Progress,
     SchedulerOpt,
     SpamOpt,
+    StrictOpt,
     TsvOpt,
     app,
     model_path,
     on_dask,
     operator_errors,
+    skipping_unreadable,
 )
 
 
@@ -43,13 +45,18 @@ def train_cli(
     engine: str = EngineOpt,
     scheduler: Optional[str] = SchedulerOpt,
     jobs: int = JobsOpt,
+    strict: bool = StrictOpt,
 ):
     # fmt: on
-    """Train a new model from labelled mail and save it (replacing any model at that path)."""
+    """Train a new model from labelled mail and save it (replacing any model at that path).
+
+    Inputs that cannot be read are skipped and listed on stderr (exit 0); with
+    --strict the first one stops the run (exit 1) and the old model stays.
+    """
     from .. import commands
     from ..config import load_config, parse_override_value
 
-    with operator_errors():
+    with operator_errors(), skipping_unreadable(strict):
         overrides = {"model.event_model": event_model, "features.features": features,
                      "model.alpha": alpha}
         for item in setting or []:

@@ -16,11 +16,13 @@ from ._util import (
     ModelOpt,
     Progress,
     SpamOpt,
+    StrictOpt,
     TsvOpt,
     app,
     check_cost_ratio,
     model_path,
     operator_errors,
+    skipping_unreadable,
 )
 
 
@@ -39,13 +41,18 @@ def tune_cli(
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the ROC, cost and reliability plots to this PNG (needs matplotlib: pip install 'textnb[plots]')."),
     write: bool = typer.Option(False, "--write", help="Replace the model with one trained on this mail with the chosen settings, carrying the calibration; classify then decides by P(spam) > λ/(1+λ)."),
     as_json: bool = JsonOpt,
+    strict: bool = StrictOpt,
 ):
     # fmt: on
     """Tune the decision on labelled mail: for each λ the threshold of least cost λ·FP + FN,
-    and a P(spam) calibrated out of fold, so that spam iff P(spam) > λ/(1+λ)."""
+    and a P(spam) calibrated out of fold, so that spam iff P(spam) > λ/(1+λ).
+
+    Inputs that cannot be read are skipped and listed on stderr; with --strict the
+    first one stops the run (exit 1) and the model stays as it was.
+    """
     from .. import commands
 
-    with operator_errors():
+    with operator_errors(), skipping_unreadable(strict):
         for r in cost_ratio or []:
             check_cost_ratio(r)
         progress = Progress("read")
