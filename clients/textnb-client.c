@@ -1,0 +1,1101 @@
+/* textnb-client: the compiled thin client of `textnb serve`, as spamc is to spamd.
+ *
+ * It does what the Python `textnb-client` (textnb/client.py) does, with the same
+ * options, exit codes and output, byte for byte: read one message on stdin, ask the
+ * resident scorer for its verdict, and write the message to stdout with the verdict
+ * headers inserted exactly where and how textnb/filter.py inserts them. What it saves
+ * is the Python interpreter's start-up on every message (20 ms bare, more with
+ * site-packages), which is most of the Python client's time.
+ *
+ * When the scorer is down, too slow or refuses the message, the message is scored in
+ * process by `textnb filter`, run as a child and fed the message on its stdin:
+ * - a child, not exec: this process keeps the message and checks what comes back, so
+ *   a fallback that cannot start or dies (exit 127, a traceback, no verdict header)
+ *   still delivers the message unchanged, with exit 3;
+ * - `textnb filter`, not the Python client: the scorer was just found unavailable,
+ *   and the Python client would ask it again (and wait out a timeout a second time).
+ *
+ * The protocol is documented at the top of textnb/client.py. Build with
+ * `make -C clients`: it sets TEXTNB_VERSION from textnb/__init__.py (the
+ * X-TextNB-Score header carries it) and TEXTNB_COMMAND to the `textnb` found at
+ * build time. C99 and POSIX only.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TEXTNB_VERSION
+#error "TEXTNB_VERSION is not set: build with 'make -C clients', which reads it from textnb/__init__.py"
+#endif
+#ifndef TEXTNB_COMMAND
+#define TEXTNB_COMMAND "textnb"
+#endif
+
+#define EXIT_ERROR 3
+/* The same bounds as textnb/client.py (MAX_LINE, MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT):
+ * the client sends at most one byte more than the parser keeps, so the scorer sees
+ * exactly what an in-process filter would. */
+#define MAX_LINE 1024
+#define MAX_MESSAGE_BYTES 10000001
+#define DEFAULT_TIMEOUT 10.0
+#define PROTOCOL "TEXTNB/1"
+#define ERR_SIZE 600
+
+static const char USAGE[] =
+    "usage: textnb-client [--server ADDR] [--model PATH] [--cost-ratio R] [--spamassassin]\n"
+    "                     [--always-exit-0] [--no-fallback] [--timeout SECONDS] [--ping]\n"
+    "\n"
+    "Filter one message (stdin -> stdout, verdict headers added) through a running\n"
+    "'textnb serve'; score in process when it is down. Exit 0 spam, 1 ham, 2 unsure,\n"
+    "3 error (the message is still written, unchanged).\n"
+    "\n"
+    "  --server ADDR      Unix socket path, or HOST:PORT (default: $TEXTNB_SOCKET or\n"
+    "                     ~/.local/share/textnb/scorer.sock)\n"
+    "  --model PATH       model for the in-process fallback (default: $TEXTNB_MODEL or\n"
+    "                     ~/.local/share/textnb/model.tnb)\n"
+    "  --cost-ratio R     cost of losing a ham / cost of letting a spam through\n"
+    "  --spamassassin     also write X-Spam-Flag / X-Spam-Status\n"
+    "  --always-exit-0    exit 0 whatever the verdict (for agents that treat non-zero\n"
+    "                     as failure); a failure to write the message still exits 3\n"
+    "  --no-fallback      never score in process: pass the message through, exit 3\n"
+    "  --timeout SECONDS  give up on the scorer after this long (default 10)\n"
+    "  --ping             print the scorer's status instead of filtering\n"
+    "\n"
+    "This is the compiled client (textnb " TEXTNB_VERSION "). The in-process fallback runs\n"
+    "'$TEXTNB_COMMAND filter' (default: " TEXTNB_COMMAND ").\n";
+
+/* -- growing byte buffers -------------------------------------------------------- */
+
+struct buffer {
+    char *data;
+    size_t len, cap;
+};
+
+static int buffer_reserve(struct buffer *b, size_t extra)
+{
+    size_t cap = b->cap ? b->cap : 65536;
+    char *data;
+    while (cap - b->len < extra) {
+        if (cap > SIZE_MAX / 2)
+            return -1;
+        cap *= 2;
+    }
+    if (cap == b->cap)
+        return 0;
+    data = realloc(b->data, cap);
+    if (data == NULL)
+        return -1;
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+/* All of fd into b; -1 with errno on a read error or ENOMEM (b keeps what was read). */
+static int read_all(int fd, struct buffer *b)
+{
+    for (;;) {
+        ssize_t got;
+        if (buffer_reserve(b, 65536) != 0) {
+            errno = ENOMEM;
+            return -1;
+        }
+        got = read(fd, b->data + b->len, b->cap - b->len);
+        if (got == 0)
+            return 0;
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        b->len += (size_t)got;
+    }
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t put = write(fd, data, len);
+        if (put < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        data += put;
+        len -= (size_t)put;
+    }
+    return 0;
+}
+
+/* Copy the rest of stdin to stdout: the last resort that still delivers the message. */
+static void copy_through(void)
+{
+    char chunk[65536];
+    ssize_t got;
+    while ((got = read(0, chunk, sizeof chunk)) != 0) {
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        if (write_all(1, chunk, (size_t)got) != 0)
+            return;
+    }
+}
+
+/* -- options (parsed as textnb.client.parse_args does) ------------------------------ */
+
+struct options {
+    const char *server, *model, *cost_text, *timeout_text;
+    double cost_ratio, timeout;
+    int spamassassin, always_exit_0, no_fallback, ping, help;
+};
+
+/* Python's float() for the numbers a user types; strtod's hexadecimal and nan(...)
+ * forms are refused so that both clients accept the same values. */
+static int parse_float(const char *text, double *out)
+{
+    char *end;
+    if (text[0] == '\0' || strpbrk(text, "xX(") != NULL)
+        return -1;
+    errno = 0;
+    *out = strtod(text, &end);
+    if (end == text)
+        return -1;
+    while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r' || *end == '\v' ||
+           *end == '\f')
+        end++;
+    return *end == '\0' ? 0 : -1;
+}
+
+static int parse_args(int argc, char **argv, struct options *o, char *err)
+{
+    static const char *const flags[] = {"--spamassassin", "--always-exit-0", "--no-fallback",
+                                        "--ping"};
+    static const char *const valued[] = {"--server", "--model", "--cost-ratio", "--timeout"};
+    const char **slots[4];
+    int flag_hit = -1, valued_hit = -1;
+    int i, k;
+
+    slots[0] = &o->server;
+    slots[1] = &o->model;
+    slots[2] = &o->cost_text;
+    slots[3] = &o->timeout_text;
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        flag_hit = valued_hit = -1;
+        for (k = 0; k < 4; k++) {
+            if (strlen(flags[k]) == name_len && strncmp(arg, flags[k], name_len) == 0)
+                flag_hit = k;
+            if (strlen(valued[k]) == name_len && strncmp(arg, valued[k], name_len) == 0)
+                valued_hit = k;
+        }
+        if (flag_hit >= 0 && eq == NULL) {
+            int *fields[4];
+            fields[0] = &o->spamassassin;
+            fields[1] = &o->always_exit_0;
+            fields[2] = &o->no_fallback;
+            fields[3] = &o->ping;
+            *fields[flag_hit] = 1;
+        } else if (valued_hit >= 0) {
+            const char *value = eq ? eq + 1 : NULL;
+            if (value == NULL) {
+                if (i + 1 >= argc) {
+                    snprintf(err, ERR_SIZE, "%s needs a value", valued[valued_hit]);
+                    return -1;
+                }
+                value = argv[++i];
+            }
+            *slots[valued_hit] = value;
+        } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            o->help = 1;
+        } else {
+            snprintf(err, ERR_SIZE, "unknown option '%s'", arg);
+            return -1;
+        }
+    }
+    o->timeout = DEFAULT_TIMEOUT;
+    if (o->cost_text != NULL &&
+        (parse_float(o->cost_text, &o->cost_ratio) != 0 || !(o->cost_ratio > 0))) {
+        snprintf(err, ERR_SIZE, "--cost-ratio '%s' must be a number > 0", o->cost_text);
+        return -1;
+    }
+    if (o->timeout_text != NULL &&
+        (parse_float(o->timeout_text, &o->timeout) != 0 || !(o->timeout > 0))) {
+        snprintf(err, ERR_SIZE, "--timeout '%s' must be a number > 0", o->timeout_text);
+        return -1;
+    }
+    return 0;
+}
+
+/* -- addresses ------------------------------------------------------------------------ */
+
+static char *concat(const char *a, const char *b, const char *c)
+{
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    char *out = malloc(la + lb + lc + 1);
+    if (out == NULL) {
+        fputs("textnb-client: out of memory\n", stderr);
+        exit(EXIT_ERROR);
+    }
+    memcpy(out, a, la);
+    memcpy(out + la, b, lb);
+    memcpy(out + la + lb, c, lc + 1);
+    return out;
+}
+
+/* Python's os.path.expanduser: "~" and "~user" at the start; else the path unchanged. */
+static char *expand_user(const char *path)
+{
+    const char *slash, *home = NULL;
+    char *name, *out;
+    size_t len;
+    struct passwd *pw;
+
+    if (path[0] != '~')
+        return concat(path, "", "");
+    slash = strchr(path, '/');
+    if (slash == NULL)
+        slash = path + strlen(path);
+    if (slash == path + 1) {
+        home = getenv("HOME");
+        if (home == NULL) {
+            pw = getpwuid(getuid());
+            home = pw ? pw->pw_dir : NULL;
+        }
+    } else {
+        name = malloc((size_t)(slash - path));
+        if (name == NULL)
+            return concat(path, "", "");
+        memcpy(name, path + 1, (size_t)(slash - path - 1));
+        name[slash - path - 1] = '\0';
+        pw = getpwnam(name);
+        free(name);
+        home = pw ? pw->pw_dir : NULL;
+    }
+    if (home == NULL)
+        return concat(path, "", "");
+    len = strlen(home);
+    while (len > 0 && home[len - 1] == '/')
+        len--;
+    out = malloc(len + strlen(slash) + 2);
+    if (out == NULL)
+        return concat(path, "", "");
+    memcpy(out, home, len);
+    strcpy(out + len, slash);
+    if (out[0] == '\0')
+        strcpy(out, "/");
+    return out;
+}
+
+/* $TEXTNB_SOCKET, else scorer.sock beside the default model (XDG data dir). */
+static char *default_socket(void)
+{
+    const char *env = getenv("TEXTNB_SOCKET"), *xdg = getenv("XDG_DATA_HOME");
+    char *home, *base, *out;
+    if (env != NULL && env[0] != '\0')
+        return expand_user(env);
+    home = expand_user("~");
+    if (xdg != NULL && xdg[0] != '\0')
+        base = concat(xdg, "", "");
+    else
+        base = concat(home, home[strlen(home) - 1] == '/' ? "" : "/", ".local/share");
+    out = concat(base, base[strlen(base) - 1] == '/' ? "" : "/", "textnb/scorer.sock");
+    free(home);
+    free(base);
+    return out;
+}
+
+struct address {
+    int tcp;
+    char *path;       /* Unix socket */
+    char *host, *port; /* TCP */
+    char *shown;      /* for messages, as textnb.client.show_address writes it */
+};
+
+/* A Unix socket path, or HOST:PORT, :PORT, [::1]:PORT (textnb.client.parse_address). */
+static void parse_address(const char *spec, struct address *a)
+{
+    const char *colon = strrchr(spec, ':');
+    const char *p;
+    int digits = colon != NULL && colon[1] != '\0';
+    memset(a, 0, sizeof *a);
+    for (p = colon ? colon + 1 : ""; *p; p++)
+        if (*p < '0' || *p > '9')
+            digits = 0;
+    if (!digits || strchr(spec, '/') != NULL) {
+        a->path = concat(spec, "", "");
+        a->shown = a->path;
+        return;
+    }
+    a->tcp = 1;
+    a->host = concat(spec, "", "");
+    a->host[colon - spec] = '\0';
+    if (a->host[0] == '[' && strlen(a->host) >= 2 && a->host[strlen(a->host) - 1] == ']') {
+        memmove(a->host, a->host + 1, strlen(a->host));
+        a->host[strlen(a->host) - 1] = '\0';
+    }
+    if (a->host[0] == '\0') {
+        free(a->host);
+        a->host = concat("127.0.0.1", "", "");
+    }
+    a->port = concat(colon + 1, "", "");
+    a->shown = malloc(strlen(a->host) + strlen(a->port) + 4);
+    if (a->shown == NULL)
+        a->shown = a->host;
+    else if (strchr(a->host, ':') != NULL)
+        sprintf(a->shown, "[%s]:%s", a->host, a->port);
+    else
+        sprintf(a->shown, "%s:%s", a->host, a->port);
+}
+
+/* -- the exchange with the scorer ------------------------------------------------------ */
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Wait until fd is ready for events or the deadline passes (-1, errno ETIMEDOUT). */
+static int wait_fd(int fd, short events, double deadline)
+{
+    struct pollfd pfd;
+    pfd.fd = fd;
+    pfd.events = events;
+    for (;;) {
+        int ms = -1, ready;
+        if (!isinf(deadline)) {
+            double left = deadline - now_seconds();
+            if (left <= 0) {
+                errno = ETIMEDOUT;
+                return -1;
+            }
+            ms = left * 1000 >= INT_MAX - 1 ? INT_MAX : (int)(left * 1000) + 1;
+        }
+        ready = poll(&pfd, 1, ms);
+        if (ready > 0)
+            return 0;
+        if (ready < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Fill err with "<address>: <reason>" as textnb.client._exchange words it. */
+static int fail(char *err, const struct address *a, const char *reason)
+{
+    snprintf(err, ERR_SIZE, "%s: %s", a->shown, reason);
+    return -1;
+}
+
+static const char *reason_of(int error)
+{
+    return error == ETIMEDOUT ? "timed out" : strerror(error);
+}
+
+static int connect_scorer(const struct address *a, double timeout, char *err)
+{
+    struct sockaddr_un un;
+    struct addrinfo hints, *infos = NULL;
+    const struct sockaddr *target;
+    socklen_t target_len;
+    int fd, family, proto = 0, soerr = 0;
+    socklen_t soerr_len = sizeof soerr;
+
+    if (a->tcp) {
+        int gai;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        gai = getaddrinfo(a->host, a->port, &hints, &infos);
+        if (gai != 0)
+            return fail(err, a, gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
+        family = infos->ai_family;
+        proto = infos->ai_protocol;
+        target = infos->ai_addr;
+        target_len = infos->ai_addrlen;
+    } else {
+        struct stat st;
+        if (stat(a->path, &st) != 0)
+            return fail(err, a, strerror(errno));
+        /* Only a socket of our own user: anyone can create one in a shared directory,
+         * and a scorer that answers "ham" to everything would be an easy way in. */
+        if (st.st_uid != getuid()) {
+            snprintf(err, ERR_SIZE, "socket %s belongs to uid %ld, not to this user", a->path,
+                     (long)st.st_uid);
+            return -1;
+        }
+        if (strlen(a->path) >= sizeof un.sun_path)
+            return fail(err, a, "AF_UNIX path too long");
+        memset(&un, 0, sizeof un);
+        un.sun_family = AF_UNIX;
+        strcpy(un.sun_path, a->path);
+        family = AF_UNIX;
+        target = (const struct sockaddr *)&un;
+        target_len = sizeof un;
+    }
+    fd = socket(family, SOCK_STREAM, proto);
+    if (fd < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) != 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+        int saved = errno;
+        if (fd >= 0)
+            close(fd);
+        if (infos)
+            freeaddrinfo(infos);
+        return fail(err, a, strerror(saved));
+    }
+    if (connect(fd, target, target_len) != 0) {
+        int saved = errno;
+        if (saved == EINPROGRESS || saved == EINTR) {
+            if (wait_fd(fd, POLLOUT, now_seconds() + timeout) != 0)
+                saved = errno;
+            else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &soerr_len) != 0)
+                saved = errno;
+            else
+                saved = soerr;
+        }
+        if (saved != 0) {
+            close(fd);
+            if (infos)
+                freeaddrinfo(infos);
+            return fail(err, a, reason_of(saved));
+        }
+    }
+    if (infos)
+        freeaddrinfo(infos);
+    return fd;
+}
+
+/* Send head and body within timeout (in all, as Python's sendall), then read the
+ * reply's first line (each read within timeout). RETURNS 0 with the line in reply. */
+static int exchange(const struct address *a, const char *head, size_t head_len,
+                    const char *body, size_t body_len, double timeout, char *reply,
+                    size_t reply_size, char *err)
+{
+    struct iovec iov[2];
+    int n_iov = 2, fd;
+    size_t got = 0;
+    double deadline;
+    char *newline;
+
+    fd = connect_scorer(a, timeout, err);
+    if (fd < 0)
+        return -1;
+    iov[0].iov_base = (void *)head;
+    iov[0].iov_len = head_len;
+    iov[1].iov_base = (void *)body;
+    iov[1].iov_len = body_len;
+    deadline = now_seconds() + timeout;
+    while (n_iov > 0) {
+        struct iovec *first = iov + (2 - n_iov);
+        ssize_t put = writev(fd, first, n_iov);
+        if (put < 0) {
+            int saved = errno;
+            if (saved == EINTR)
+                continue;
+            if ((saved == EAGAIN || saved == EWOULDBLOCK) && wait_fd(fd, POLLOUT, deadline) == 0)
+                continue;
+            close(fd);
+            return fail(err, a, reason_of(saved == EAGAIN || saved == EWOULDBLOCK ? errno : saved));
+        }
+        while (n_iov > 0 && (size_t)put >= iov[2 - n_iov].iov_len) {
+            put -= (ssize_t)iov[2 - n_iov].iov_len;
+            iov[2 - n_iov].iov_len = 0;
+            n_iov--;
+        }
+        if (n_iov > 0) {
+            iov[2 - n_iov].iov_base = (char *)iov[2 - n_iov].iov_base + put;
+            iov[2 - n_iov].iov_len -= (size_t)put;
+        }
+    }
+    for (;;) {
+        ssize_t chunk;
+        if (wait_fd(fd, POLLIN, now_seconds() + timeout) != 0) {
+            int saved = errno;
+            close(fd);
+            return fail(err, a, reason_of(saved));
+        }
+        chunk = read(fd, reply + got, reply_size - 1 - got);
+        if (chunk < 0) {
+            int saved = errno;
+            if (saved == EINTR || saved == EAGAIN || saved == EWOULDBLOCK)
+                continue;
+            close(fd);
+            return fail(err, a, reason_of(saved));
+        }
+        if (chunk == 0)
+            break;
+        newline = memchr(reply + got, '\n', (size_t)chunk);
+        got += (size_t)chunk;
+        if (newline != NULL || got > MAX_LINE || got == reply_size - 1)
+            break;
+    }
+    close(fd);
+    reply[got] = '\0';
+    newline = memchr(reply, '\n', got);
+    if (newline != NULL)
+        *newline = '\0';
+    return 0;
+}
+
+/* The first 80 bytes of a reply line, printable, for an error message. */
+static void show_bytes(const char *text, char *out, size_t size)
+{
+    size_t o = 0, i;
+    for (i = 0; text[i] != '\0' && i < 80 && o + 5 < size; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c >= 32 && c < 127 && c != '\\')
+            out[o++] = (char)c;
+        else
+            o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
+    }
+    out[o] = '\0';
+}
+
+struct verdict {
+    const char *label; /* "spam", "ham" or "unsure" */
+    int exit_code;
+    double log_odds, p_spam, threshold;
+};
+
+static const char *const LABELS[3] = {"spam", "ham", "unsure"}; /* in exit-code order */
+
+/* The resident scorer's verdict on raw (its first MAX_MESSAGE_BYTES bytes). */
+static int score_remote(const struct address *a, const struct options *o, const char *raw,
+                        size_t raw_len, struct verdict *v, char *err)
+{
+    char head[128], reply[MAX_LINE + 4096 + 1], shown[400];
+    char *rest, *kind_end, *fields[5], *save = NULL, *field;
+    size_t sent = raw_len < MAX_MESSAGE_BYTES ? raw_len : MAX_MESSAGE_BYTES;
+    int head_len, n = 0, k;
+
+    if (o->cost_text != NULL)  /* %.17g reads back as the same double, as repr does */
+        head_len = snprintf(head, sizeof head, PROTOCOL " SCORE %lu %.17g\n",
+                            (unsigned long)sent, o->cost_ratio);
+    else
+        head_len = snprintf(head, sizeof head, PROTOCOL " SCORE %lu\n", (unsigned long)sent);
+    if (exchange(a, head, (size_t)head_len, raw, sent, o->timeout, reply, sizeof reply, err) != 0)
+        return -1;
+    if (strncmp(reply, PROTOCOL " ", sizeof PROTOCOL) != 0) {
+        show_bytes(reply, shown, sizeof shown);
+        snprintf(err, ERR_SIZE, "not a textnb scorer reply: '%s'", shown);
+        return -1;
+    }
+    rest = reply + sizeof PROTOCOL;
+    kind_end = strchr(rest, ' ');
+    if (kind_end != NULL)
+        *kind_end = '\0';
+    if (strcmp(rest, "OK") == 0 && kind_end != NULL) {
+        for (field = strtok_r(kind_end + 1, " \t\r\v\f", &save); field != NULL && n < 5;
+             field = strtok_r(NULL, " \t\r\v\f", &save))
+            fields[n++] = field;
+        for (k = 0; n == 4 && k < 3; k++) {
+            if (strcmp(fields[0], LABELS[k]) == 0 && parse_float(fields[1], &v->log_odds) == 0 &&
+                parse_float(fields[2], &v->p_spam) == 0 &&
+                parse_float(fields[3], &v->threshold) == 0) {
+                v->label = LABELS[k];
+                v->exit_code = k;
+                return 0;
+            }
+        }
+        *kind_end = ' ';
+    } else if (strcmp(rest, "ERROR") == 0) {
+        show_bytes(kind_end ? kind_end + 1 : "", shown, sizeof shown);
+        snprintf(err, ERR_SIZE, "the scorer at %s said: %s", a->shown, shown);
+        return -1;
+    } else if (kind_end != NULL) {
+        *kind_end = ' ';
+    }
+    show_bytes(rest, shown, sizeof shown);
+    snprintf(err, ERR_SIZE, "malformed scorer reply: '%s'", shown);
+    return -1;
+}
+
+static int ping(const struct address *a, double timeout)
+{
+    char reply[MAX_LINE + 4096 + 1], err[ERR_SIZE], *item, *save = NULL;
+    const char *sep = "";
+    if (exchange(a, PROTOCOL " PING\n", sizeof PROTOCOL + 5, "", 0, timeout, reply, sizeof reply,
+                 err) != 0) {
+        fprintf(stderr, "textnb-client: %s\n", err);
+        return 1;
+    }
+    if (strncmp(reply, PROTOCOL " PONG", sizeof PROTOCOL + 4) != 0 ||
+        (reply[sizeof PROTOCOL + 4] != ' ' && reply[sizeof PROTOCOL + 4] != '\0')) {
+        show_bytes(reply, err, sizeof err);
+        fprintf(stderr, "textnb-client: unexpected reply to PING: '%s'\n", err);
+        return 1;
+    }
+    for (item = strtok_r(reply + sizeof PROTOCOL + 4, " \t\r\v\f", &save); item != NULL;
+         item = strtok_r(NULL, " \t\r\v\f", &save)) {
+        printf("%s%s%s", sep, item, strchr(item, '=') ? "" : "=");
+        sep = " ";
+    }
+    printf("\n");
+    return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
+}
+
+/* -- the verdict headers, inserted as textnb/filter.py inserts them -------------------- */
+
+enum line_kind { FIELD, MORE, END };
+
+struct header_line {
+    size_t start, text_end, stop; /* the line, its text's end, its end with line ending */
+    enum line_kind kind;
+    size_t name_len;               /* FIELD: the name is raw[start:start + name_len] */
+};
+
+/* One line of the header section from start (filter._header_lines): a field (a name of
+ * printable ASCII without a colon, then a colon), a continuation or mbox 'From ' line,
+ * or the end (a blank line, a line that cannot be a header, or the end of raw). */
+static void header_line_at(const unsigned char *raw, size_t n, size_t start,
+                           struct header_line *ln)
+{
+    const unsigned char *nl, *colon;
+    size_t len, i;
+    ln->start = start;
+    ln->kind = END;
+    ln->name_len = 0;
+    if (start >= n) {
+        ln->text_end = ln->stop = n;
+        return;
+    }
+    nl = memchr(raw + start, '\n', n - start);
+    if (nl == NULL) {
+        ln->text_end = ln->stop = n;
+    } else {
+        size_t newline = (size_t)(nl - raw);
+        ln->stop = newline + 1;
+        ln->text_end = newline > start && raw[newline - 1] == '\r' ? newline - 1 : newline;
+    }
+    len = ln->text_end - start;
+    if (len == 0)
+        return;
+    if (raw[start] == ' ' || raw[start] == '\t' ||
+        (len >= 5 && memcmp(raw + start, "From ", 5) == 0)) {
+        ln->kind = MORE;
+        return;
+    }
+    colon = memchr(raw + start, ':', len);
+    if (colon == NULL)
+        return;
+    for (i = start; raw + i < colon; i++)
+        if (raw[i] < 33 || raw[i] > 126)
+            return;
+    ln->kind = FIELD;
+    ln->name_len = (size_t)(colon - (raw + start));
+}
+
+static int same_name(const unsigned char *name, size_t len, const char *wanted)
+{
+    size_t i;
+    if (strlen(wanted) != len)
+        return 0;
+    for (i = 0; i < len; i++) {
+        unsigned char c = name[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c - 'A' + 'a');
+        if (c != (unsigned char)wanted[i])
+            return 0;
+    }
+    return 1;
+}
+
+static int replaced(const unsigned char *name, size_t len, int spamassassin)
+{
+    return same_name(name, len, "x-textnb-status") || same_name(name, len, "x-textnb-score") ||
+           (spamassassin &&
+            (same_name(name, len, "x-spam-flag") || same_name(name, len, "x-spam-status")));
+}
+
+/* %.Nf as Python's format writes it (both round the exact binary value; Python
+ * writes every NaN as "nan", C may write "-nan"). */
+static const char *fixed(char *out, size_t size, double x, int digits)
+{
+    if (isnan(x))
+        snprintf(out, size, "nan");
+    else
+        snprintf(out, size, "%.*f", digits, x);
+    return out;
+}
+
+#define MAX_FIELDS 4
+#define FIELD_SIZE 1400 /* three numbers of up to 320 characters (%.3f of 1e308) and text */
+
+/* The header lines that carry a verdict, without line endings (filter.verdict_fields). */
+static size_t verdict_fields(const struct verdict *v, int spamassassin,
+                             char fields[MAX_FIELDS][FIELD_SIZE])
+{
+    char a[400], b[400], c[400];
+    size_t n = 0;
+    int is_spam = v->exit_code == 0;
+    snprintf(fields[n++], FIELD_SIZE, "X-TextNB-Status: %s", v->label);
+    snprintf(fields[n++], FIELD_SIZE,
+             "X-TextNB-Score: log-odds=%s; p=%s; threshold=%s; version=" TEXTNB_VERSION,
+             fixed(a, sizeof a, v->log_odds, 3), fixed(b, sizeof b, v->p_spam, 6),
+             fixed(c, sizeof c, v->threshold, 3));
+    if (spamassassin) {
+        if (is_spam)
+            snprintf(fields[n++], FIELD_SIZE, "X-Spam-Flag: YES");
+        snprintf(fields[n++], FIELD_SIZE,
+                 "X-Spam-Status: %s, score=%s required=%s tests=TEXTNB version=textnb-"
+                 TEXTNB_VERSION, is_spam ? "Yes" : "No", fixed(a, sizeof a, v->log_odds, 1),
+                 fixed(b, sizeof b, v->threshold, 1));
+    }
+    return n;
+}
+
+/* The message with fields added at the end of its header section and earlier fields of
+ * textnb's names dropped (filter.add_verdict / add_headers), written to out. */
+static void write_with_fields(FILE *out, const char *message, size_t n,
+                              char fields[MAX_FIELDS][FIELD_SIZE], size_t n_fields,
+                              int spamassassin)
+{
+    const unsigned char *raw = (const unsigned char *)message;
+    struct header_line ln;
+    const char *eol = "";
+    size_t eol_len = 0, pos = 0, copy_from = 0, head_len = 0, end, i;
+    char last_byte = 0;
+    int dropping = 0;
+
+    for (;;) {
+        header_line_at(raw, n, pos, &ln);
+        if (ln.kind == END)
+            break;
+        if (ln.stop > ln.text_end) { /* the last header line's ending, for the new fields */
+            eol = message + ln.text_end;
+            eol_len = ln.stop - ln.text_end;
+        }
+        if (ln.kind == FIELD)
+            dropping = replaced(raw + ln.start, ln.name_len, spamassassin);
+        else if (ln.text_end - ln.start >= 5 && memcmp(raw + ln.start, "From ", 5) == 0)
+            dropping = 0;
+        if (dropping) {
+            if (ln.start > copy_from) {
+                fwrite(message + copy_from, 1, ln.start - copy_from, out);
+                head_len += ln.start - copy_from;
+                last_byte = message[ln.start - 1];
+            }
+            copy_from = ln.stop;
+        }
+        pos = ln.stop;
+    }
+    end = ln.start;
+    if (eol_len == 0 && ln.stop > ln.text_end) { /* else the ending of the line at end */
+        eol = message + ln.text_end;
+        eol_len = ln.stop - ln.text_end;
+    }
+    if (eol_len == 0) { /* else that of the message's first line */
+        const char *nl = memchr(message, '\n', n);
+        int crlf = nl != NULL && nl > message && nl[-1] == '\r';
+        eol = crlf ? "\r\n" : "\n";
+        eol_len = crlf ? 2 : 1;
+    }
+    if (end > copy_from) {
+        fwrite(message + copy_from, 1, end - copy_from, out);
+        head_len += end - copy_from;
+        last_byte = message[end - 1];
+    }
+    if (head_len > 0 && last_byte != '\n') /* the message stopped inside its header */
+        fwrite(eol, 1, eol_len, out);
+    for (i = 0; i < n_fields; i++) {
+        fputs(fields[i], out);
+        fwrite(eol, 1, eol_len, out);
+    }
+    fwrite(message + end, 1, n - end, out);
+}
+
+/* -- the in-process fallback: `textnb filter` as a child ------------------------------- */
+
+/* Run `$TEXTNB_COMMAND filter ...` with raw on its stdin and its stdout in out.
+ * RETURNS the wait status, or -1 (err filled) when it could not be run at all. */
+static int run_fallback(const struct options *o, const char *raw, size_t raw_len,
+                        struct buffer *out, const char *command, char *err)
+{
+    char cost[64];
+    const char *argv[8];
+    int to_child[2], from_child[2], argc = 0, status;
+    size_t fed = 0;
+    pid_t pid;
+
+    argv[argc++] = command;
+    argv[argc++] = "filter";
+    if (o->model != NULL) {
+        argv[argc++] = "--model";
+        argv[argc++] = o->model;
+    }
+    if (o->cost_text != NULL) {
+        snprintf(cost, sizeof cost, "%.17g", o->cost_ratio);
+        argv[argc++] = "--cost-ratio";
+        argv[argc++] = cost;
+    }
+    if (o->spamassassin)
+        argv[argc++] = "--spamassassin";
+    argv[argc] = NULL;
+
+    if (pipe(to_child) != 0) {
+        snprintf(err, ERR_SIZE, "cannot run '%s filter': %s", command, strerror(errno));
+        return -1;
+    }
+    if (pipe(from_child) != 0) {
+        snprintf(err, ERR_SIZE, "cannot run '%s filter': %s", command, strerror(errno));
+        close(to_child[0]);
+        close(to_child[1]);
+        return -1;
+    }
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        snprintf(err, ERR_SIZE, "cannot run '%s filter': %s", command, strerror(errno));
+        close(to_child[0]);
+        close(to_child[1]);
+        close(from_child[0]);
+        close(from_child[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(to_child[0], 0);
+        dup2(from_child[1], 1);
+        close(to_child[0]);
+        close(to_child[1]);
+        close(from_child[0]);
+        close(from_child[1]);
+        signal(SIGPIPE, SIG_DFL);
+        execvp(command, (char *const *)argv);
+        fprintf(stderr, "textnb-client: cannot run '%s': %s\n", command, strerror(errno));
+        _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    fcntl(to_child[1], F_SETFL, O_NONBLOCK);
+    if (raw_len == 0) {
+        close(to_child[1]);
+        to_child[1] = -1;
+    }
+    /* Feed and drain at once: either pipe filling up must not block the other. */
+    for (;;) {
+        struct pollfd pfd[2];
+        int n_fd = 0;
+        pfd[n_fd].fd = from_child[0];
+        pfd[n_fd++].events = POLLIN;
+        if (to_child[1] >= 0) {
+            pfd[n_fd].fd = to_child[1];
+            pfd[n_fd++].events = POLLOUT;
+        }
+        if (poll(pfd, (nfds_t)n_fd, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (n_fd == 2 && pfd[1].revents) {
+            ssize_t put = write(to_child[1], raw + fed, raw_len - fed);
+            if (put > 0)
+                fed += (size_t)put;
+            if ((put < 0 && errno != EAGAIN && errno != EINTR) || fed == raw_len) {
+                close(to_child[1]); /* all fed, or the child stopped reading */
+                to_child[1] = -1;
+            }
+        }
+        if (pfd[0].revents) {
+            ssize_t got;
+            if (buffer_reserve(out, 65536) != 0)
+                break;
+            got = read(from_child[0], out->data + out->len, out->cap - out->len);
+            if (got > 0)
+                out->len += (size_t)got;
+            else if (got == 0 || errno != EINTR)
+                break;
+        }
+    }
+    if (to_child[1] >= 0)
+        close(to_child[1]);
+    close(from_child[0]);
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            snprintf(err, ERR_SIZE, "lost the '%s filter' child: %s", command, strerror(errno));
+            return -1;
+        }
+    return status;
+}
+
+/* Whether the fallback's output is the message with a verdict for exit code `code`:
+ * its verdict lines (the first X-TextNB-Status line and those after it), inserted into
+ * raw here, must give its output exactly. Anything else (a traceback's empty output, a
+ * message cut short) is not trusted. */
+static int verdict_output(const char *raw, size_t raw_len, const struct buffer *out, int code,
+                          int spamassassin)
+{
+    static char fields[MAX_FIELDS][FIELD_SIZE];
+    char *rendered = NULL;
+    size_t rendered_len = 0, n_fields, i, k, at = 0;
+    int found = 0, same;
+    FILE *memory;
+
+    if (code < 0 || code > 2)
+        return 0;
+    n_fields = 2 + (spamassassin ? (code == 0 ? 2 : 1) : 0);
+    for (i = 0; i + 17 <= out->len && !found; i++)
+        if ((i == 0 || out->data[i - 1] == '\n') &&
+            memcmp(out->data + i, "X-TextNB-Status: ", 17) == 0) {
+            found = 1;
+            at = i;
+        }
+    if (!found)
+        return 0;
+    for (k = 0; k < n_fields; k++) {
+        const char *nl = memchr(out->data + at, '\n', out->len - at);
+        size_t len;
+        if (nl == NULL)
+            return 0;
+        len = (size_t)(nl - (out->data + at));
+        if (len > 0 && nl[-1] == '\r')
+            len--;
+        if (len >= FIELD_SIZE)
+            return 0;
+        memcpy(fields[k], out->data + at, len);
+        fields[k][len] = '\0';
+        at = (size_t)(nl - out->data) + 1;
+    }
+    if (strcmp(fields[0] + 17, LABELS[code]) != 0)
+        return 0;
+    memory = open_memstream(&rendered, &rendered_len);
+    if (memory == NULL)
+        return 0;
+    write_with_fields(memory, raw, raw_len, fields, n_fields, spamassassin);
+    if (fclose(memory) != 0) {
+        free(rendered);
+        return 0;
+    }
+    same = rendered_len == out->len && memcmp(rendered, out->data, out->len) == 0;
+    free(rendered);
+    return same;
+}
+
+/* -- the filter ------------------------------------------------------------------------- */
+
+static int write_message(const char *data, size_t len)
+{
+    if (write_all(1, data, len) != 0) {
+        fprintf(stderr, "textnb: error: cannot write the message: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Deliver the message unchanged after a fault; exit 3, or 0 with --always-exit-0. */
+static int pass_through(const struct options *o, const struct buffer *raw)
+{
+    if (write_message(raw->data, raw->len) != 0)
+        return EXIT_ERROR;
+    return o->always_exit_0 ? 0 : EXIT_ERROR;
+}
+
+static int filter(const struct options *o, const struct address *a)
+{
+    static char empty[1];
+    struct buffer raw = {NULL, 0, 0}, out = {NULL, 0, 0};
+    struct verdict v;
+    char err[ERR_SIZE], why[ERR_SIZE + 64];
+    const char *command = getenv("TEXTNB_COMMAND");
+    int status;
+
+    if (read_all(0, &raw) != 0) {
+        int saved = errno;
+        fprintf(stderr, "textnb: error: cannot read the message: %s\n", strerror(saved));
+        if (saved == ENOMEM) { /* deliver what was read and the rest unchanged */
+            if (write_all(1, raw.data, raw.len) == 0)
+                copy_through();
+        }
+        return EXIT_ERROR;
+    }
+    if (raw.data == NULL)
+        raw.data = empty;
+    if (score_remote(a, o, raw.data, raw.len, &v, err) == 0) {
+        static char fields[MAX_FIELDS][FIELD_SIZE];
+        size_t n_fields = verdict_fields(&v, o->spamassassin, fields);
+        write_with_fields(stdout, raw.data, raw.len, fields, n_fields, o->spamassassin);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "textnb: error: cannot write the message: %s\n", strerror(errno));
+            return EXIT_ERROR;
+        }
+        return o->always_exit_0 ? 0 : v.exit_code;
+    }
+    if (o->no_fallback) {
+        fprintf(stderr, "textnb: error: %s; message passed through unchanged\n", err);
+        return pass_through(o, &raw);
+    }
+    fprintf(stderr, "textnb: warning: resident scorer unavailable (%s); scoring in process\n", err);
+    if (command == NULL || command[0] == '\0')
+        command = TEXTNB_COMMAND;
+    status = run_fallback(o, raw.data, raw.len, &out, command, err);
+    if (status != -1 && WIFEXITED(status) &&
+        verdict_output(raw.data, raw.len, &out, WEXITSTATUS(status), o->spamassassin)) {
+        if (write_message(out.data, out.len) != 0)
+            return EXIT_ERROR;
+        return o->always_exit_0 ? 0 : WEXITSTATUS(status);
+    }
+    if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == EXIT_ERROR)
+        return pass_through(o, &raw); /* textnb filter has said why on stderr */
+    if (status == -1)
+        snprintf(why, sizeof why, "%s", err);
+    else if (WIFSIGNALED(status))
+        snprintf(why, sizeof why, "'%s filter' was killed by signal %d", command,
+                 WTERMSIG(status));
+    else if (WIFEXITED(status) && WEXITSTATUS(status) <= 2)
+        snprintf(why, sizeof why, "'%s filter' exited %d without a verdict", command,
+                 WEXITSTATUS(status));
+    else
+        snprintf(why, sizeof why, "'%s filter' failed (exit %d)", command,
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    fprintf(stderr, "textnb: error: in-process scoring: %s; message passed through unchanged\n",
+            why);
+    return pass_through(o, &raw);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    struct address a;
+    char err[ERR_SIZE];
+    char *spec;
+
+    /* A closed stdout or a scorer that hung up is an error to report, not a death. */
+    signal(SIGPIPE, SIG_IGN);
+    memset(&o, 0, sizeof o);
+    if (parse_args(argc, argv, &o, err) != 0) {
+        fprintf(stderr, "textnb-client: error: %s\n%s", err, USAGE);
+        /* Still a filter: a bad option must not eat the message either. */
+        if (!isatty(0))
+            copy_through();
+        return EXIT_ERROR;
+    }
+    if (o.help) {
+        fputs(USAGE, stdout);
+        return 0;
+    }
+    spec = o.server != NULL && o.server[0] != '\0' ? concat(o.server, "", "") : default_socket();
+    parse_address(spec, &a);
+    if (o.ping)
+        return ping(&a, o.timeout);
+    return filter(&o, &a);
+}
