@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from textnb.config import load_config, parse_override_value  # noqa: E402
 from textnb.corpora import CORPORA, corpora_root, iter_corpus, split  # noqa: E402
-from textnb.evaluate import fit_rows, out_of_fold_log_odds, stratified_folds  # noqa: E402
+from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds  # noqa: E402
+from textnb.evidence import pair_columns  # noqa: E402
 from textnb.metrics import summary  # noqa: E402
 from textnb.pipeline import SpamFilter  # noqa: E402
 from textnb.vectorize import Vocabulary, binarize  # noqa: E402
@@ -49,14 +50,16 @@ def run(name: str, cfg, cv: int) -> dict:
     test_rows = np.arange(n_train, len(y))
     model = fit_rows(X, y, train_rows, cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
-    scores = model.selected_log_odds(Xf[test_rows], cfg.model.max_discriminators)
+    pairs = pair_columns(vocab.tokens_)
+    scores = score_rows(model, Xf[test_rows], cfg.model, pairs)
     result = {"corpus": name, "n_train": n_train, "n_test": len(test_rows),
               "tokenise_msgs_per_s": round(len(y) / tok_seconds, 1),
               "test": {k: summary(y[test_rows], scores, np.log(cfg.decision.cost_ratio))[k]
                        for k in KEYS}}
     if cv:
         folds = stratified_folds(y[train_rows], cv)
-        oof = out_of_fold_log_odds(X[train_rows], y[train_rows], cfg.model, cfg.features, folds)
+        oof = out_of_fold_log_odds(X[train_rows], y[train_rows], cfg.model, cfg.features, folds,
+                                   pairs)
         result["cv"] = {k: summary(y[train_rows], oof, 0.0)[k] for k in KEYS}
     return result
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from textnb import calibration as cal  # noqa: E402
 from textnb.config import load_config  # noqa: E402
 from textnb.corpora import corpora_root, iter_corpus, split  # noqa: E402
-from textnb.evaluate import fit_rows, out_of_fold_log_odds  # noqa: E402
+from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows  # noqa: E402
 from textnb.metrics import one_minus_auc_pct  # noqa: E402
 from textnb.pipeline import SpamFilter  # noqa: E402
 from textnb.tune import (  # noqa: E402
@@ -56,10 +56,13 @@ DEFAULT_OUT = ROOT / "bench" / "results" / "tune-costs.json"
 
 
 def tokenised(name: str, spam_filter: SpamFilter):
-    """(X, y, n_train, train Examples, test Examples): train rows first."""
+    """(X, y, n_train, train Examples, test Examples): train rows first.
+
+    Also sets ``spam_filter.vocabulary`` to X's, so ``spam_filter.pair_columns()``
+    names X's word-pair columns."""
     train, test = split(iter_corpus(name))
     tokens = [spam_filter.tokens(e.raw) for e in train + test]
-    X = Vocabulary().transform(tokens, grow=True)
+    X = spam_filter.vocabulary.transform(tokens, grow=True)
     y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
     return X, y, len(train), train, test
 
@@ -93,7 +96,9 @@ def quality(y, p) -> dict:
 
 def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
     start = time.perf_counter()
-    X, y, n_train, _, _ = tokenised(name, SpamFilter(cfg))
+    spam_filter = SpamFilter(cfg)
+    X, y, n_train, _, _ = tokenised(name, spam_filter)
+    pairs = spam_filter.pair_columns()
     log(f"{name}: tokenised {len(y):,} messages in {time.perf_counter() - start:.0f} s")
     tr, te = np.arange(n_train), np.arange(n_train, len(y))
     y_tr, y_te = y[tr], y[te]
@@ -102,11 +107,11 @@ def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
     search_rows = []
     if do_search:
         start = time.perf_counter()
-        search_rows = search(X[tr], y_tr, cfg, folds, lambdas)
+        search_rows = search(X[tr], y_tr, cfg, folds, lambdas, pair_columns=pairs)
         cfg = search_rows[0]["config"]
         log(f"  search: {len(search_rows)} settings in {time.perf_counter() - start:.0f} s; "
             f"chose {describe(cfg)}")
-    oof = out_of_fold_log_odds(X[tr], y_tr, cfg.model, cfg.features, folds)
+    oof = out_of_fold_log_odds(X[tr], y_tr, cfg.model, cfg.features, folds, pairs)
     maps = {m: cal.fit(oof, y_tr, m) for m in cal.METHODS}
     # The evidence the method was chosen on: training split only, each fold's scores
     # mapped (and thresholded) by a map fitted on the other folds' scores.
@@ -120,7 +125,7 @@ def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
             for lam, f in flagged.items()}}
     model = fit_rows(X, y, tr, cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
-    test = model.selected_log_odds(Xf[te], cfg.model.max_discriminators)
+    test = score_rows(model, Xf[te], cfg.model, pairs)
 
     bogo, note = bogofilter_test_verdicts(name)
     if bogo is not None and not np.array_equal(bogo["y"], y_te.astype(bool)):

@@ -11,13 +11,14 @@ import numpy as np
 
 @lru_cache(maxsize=1)
 def spamassassin_split():
-    """(X, y, n_train): term counts of the train then test messages, y 1 = spam."""
+    """(X, y, n_train, pairs): term counts of the train then test messages, y 1 = spam,
+    and which of X's columns are word pairs (for the evidence selection)."""
     from textnb.corpora import iter_corpus, split
     from textnb.pipeline import SpamFilter
-    from textnb.vectorize import Vocabulary
 
     train, test = split(iter_corpus("spamassassin"))
     spam_filter = SpamFilter()
-    X = Vocabulary().transform((spam_filter.tokens(e.raw) for e in train + test), grow=True)
+    X = spam_filter.vocabulary.transform((spam_filter.tokens(e.raw) for e in train + test),
+                                         grow=True)
     y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
-    return X, y, len(train)
+    return X, y, len(train), spam_filter.pair_columns()

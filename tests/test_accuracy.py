@@ -18,8 +18,9 @@ pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 BOGOFILTER = {"spamassassin": (0.042, 8.93), "enron": (0.220, 28.3), "lingspam": (0.101, 4.72),
               "sms": (1.464, 27.3)}
 # Where textnb does not (yet) beat bogofilter, the guard is textnb's own figure in the
-# README, so a regression still fails: SpamAssassin sm% at hm = 0.1% is 9.69 (one ham).
-SM_AT_HM_GUARD = {"spamassassin": 9.7}
+# README, so a regression still fails: Enron's sm% at hm = 0.1% is 30.96 (2 of 2,383
+# test hams may be lost; the third, a newsletter, sits above 31% of the spam).
+SM_AT_HM_GUARD = {"enron": 31.0}
 
 
 def _messages(examples):

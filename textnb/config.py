@@ -32,7 +32,7 @@ class TokenizerConfig:
     received_subnets: bool = True
     url_parts: bool = True
     number_shapes: bool = True
-    bigrams: bool = False
+    bigrams: bool = True
     max_tokens: int = 50_000
 
 
@@ -49,7 +49,8 @@ class ModelConfig:
     alpha: float = 0.1
     fit_prior: bool = True
     class_prior: tuple[float, float] | None = None
-    max_discriminators: int = 15
+    max_discriminators: int = 20
+    max_pair_discriminators: int = 4
     numeric_model: str = "none"
 
 
@@ -88,6 +89,9 @@ class FilterConfig:
                "use alpha > 0 (1 is Laplace smoothing, smaller is Lidstone)")
         _check(m.max_discriminators >= 0, "model.max_discriminators", m.max_discriminators,
                "use 0 (all tokens) or a positive number")
+        _check(m.max_pair_discriminators >= 0, "model.max_pair_discriminators",
+               m.max_pair_discriminators,
+               "use 0 (word pairs never count) or a positive number")
         _check(m.numeric_model in ("none", "gaussian", "kde"), "model.numeric_model",
                m.numeric_model, "use 'none', 'gaussian' or 'kde'")
         if m.class_prior is not None:

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .config import FeatureConfig, ModelConfig
+from .evidence import selected_log_odds
 from .naive_bayes import make_model
 from .vectorize import binarize, feature_mask
 
@@ -56,9 +57,22 @@ def fit_rows(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, model_cfg: Model
     return model
 
 
+def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None = None
+               ) -> np.ndarray:
+    """Log-odds of rows of X (features as the model was fit on) with the configured
+    evidence selection: what a filter with ``model_cfg`` would score."""
+    return selected_log_odds(model, X, model_cfg.max_discriminators, pair_columns,
+                             model_cfg.max_pair_discriminators)
+
+
 def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig,
-                         feature_cfg: FeatureConfig, folds: Sequence[np.ndarray]) -> np.ndarray:
-    """Log-odds of every document from the model trained on the other folds."""
+                         feature_cfg: FeatureConfig, folds: Sequence[np.ndarray],
+                         pair_columns: np.ndarray | None = None) -> np.ndarray:
+    """Log-odds of every document from the model trained on the other folds.
+
+    pair_columns: which columns of X are word pairs (capped in the evidence selection,
+        see :mod:`textnb.evidence`); None when the tokens hold none.
+    """
     X = sp.csr_matrix(X)
     y = np.asarray(y, dtype=np.int64)
     scores = np.full(X.shape[0], np.nan)
@@ -67,5 +81,5 @@ def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig
     for test in folds:
         train = np.setdiff1d(all_rows, test, assume_unique=True)
         model = fit_rows(X, y, train, model_cfg, feature_cfg)
-        scores[test] = model.selected_log_odds(Xf[test], model_cfg.max_discriminators)
+        scores[test] = score_rows(model, Xf[test], model_cfg, pair_columns)
     return scores

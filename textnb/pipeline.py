@@ -13,8 +13,10 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit
 
+from . import evidence
 from .config import FilterConfig
 from .decision import CostModel, Decision
 from .errors import EmptyTrainingSetError
@@ -222,7 +224,22 @@ class SpamFilter:
 
     def log_odds_matrix(self, X) -> np.ndarray:
         """Spam log-odds of a document-term matrix, with the configured evidence selection."""
-        return self.model.selected_log_odds(X, self.config.model.max_discriminators)
+        m = self.config.model
+        return evidence.selected_log_odds(self.model, X, m.max_discriminators,
+                                          self.pair_columns(), m.max_pair_discriminators)
+
+    def pair_columns(self) -> np.ndarray | None:
+        """Which vocabulary columns are word pairs (None when the tokenizer makes none)."""
+        if not self.config.tokenizer.bigrams:
+            return None
+        vocabulary, known = getattr(self, "_pairs", (None, None))
+        if vocabulary is not self.vocabulary:  # a new or loaded model: start again
+            known = np.zeros(0, bool)
+        if known.size < len(self.vocabulary):  # a vocabulary only grows: extend the mask
+            new = evidence.pair_columns(self.vocabulary.tokens_[known.size:])
+            known = np.concatenate([known, new])
+            self._pairs = (self.vocabulary, known)
+        return known
 
     def log_odds(self, raws: Iterable[bytes]) -> np.ndarray:
         """Spam log-odds of raw messages (streamed in batches)."""
@@ -276,18 +293,26 @@ class SpamFilter:
         score = float(self.log_odds_matrix(X)[0] + self.numeric_log_odds([message.raw])[0])
         C, baseline = model.log_odds_contributions(X)
         prior = float(model.class_log_prior_[1] - model.class_log_prior_[0])
+        C = sp.csr_matrix(C)
+        C.sort_indices()
         cols, contrib = C.indices, C.data
         counts = dict(zip(X.indices.tolist(), X.data.tolist()))
-        order = np.argsort(-np.abs(contrib), kind="stable")
-        used = self.config.model.max_discriminators or len(order)
+        # The tokens the score is made of, strongest first: the same selection as scoring.
+        m = self.config.model
+        pairs = self.pair_columns()
+        if pairs is not None and pairs.size < C.shape[1]:
+            pairs = np.concatenate([pairs, np.zeros(C.shape[1] - pairs.size, bool)])
+        order = evidence.strongest(C, m.max_discriminators, pairs,
+                                   m.max_pair_discriminators if pairs is not None else None)
+        used = len(order)
         clues = [(self.vocabulary.tokens_[cols[i]], float(contrib[i]), float(counts[cols[i]]),
                   float(model.feature_count_[1, cols[i]]), float(model.feature_count_[0, cols[i]]))
-                 for i in order[:min(k, used)]]
+                 for i in order[:k]]
         costs = self.cost_model(cost_ratio)
         decision = costs.decide(score, float(self.p_spam(np.array([score]))[0]))
         unknown = sum(1 for t in tokens if t not in self.vocabulary)
         return Explanation(message.source, decision, prior, baseline - prior, clues, unknown,
-                           tokens_used=min(used, len(order)))
+                           tokens_used=used)
 
     def summary(self) -> dict:
         """What the model was trained on and its settings (for `textnb info`)."""

@@ -239,7 +239,8 @@ def describe(config: FilterConfig) -> str:
 
 def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
            cost_ratios: Sequence[float], grid: dict | None = None, method: str = "isotonic",
-           progress: Callable[[int], None] | None = None) -> list[dict]:
+           progress: Callable[[int], None] | None = None,
+           pair_columns: np.ndarray | None = None) -> list[dict]:
     """Every setting of the grid, judged by its held-out cost; best first.
 
     The criterion is the mean over λ of ln(1 + held-out cost): a 10% saving counts
@@ -251,7 +252,7 @@ def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
     grid = grid or SEARCH_GRID
     rows = []
     for config in _settings(base, grid):
-        scores = out_of_fold_log_odds(X, y, config.model, config.features, folds)
+        scores = out_of_fold_log_odds(X, y, config.model, config.features, folds, pair_columns)
         _, flagged = cross_fitted(y, scores, folds, cost_ratios, method)
         costs = _held_out_costs(y, flagged)
         rows.append({
@@ -279,26 +280,30 @@ def tune(config: FilterConfig, messages: Iterable, cost_ratios: Sequence[float] 
     The map belongs to a model trained on *this* mail with ``result.config``: it was
     fitted to such models' scores. `textnb tune --write` trains that model.
     """
-    X, y = tokenise(SpamFilter(config), messages, progress)
+    spam_filter = SpamFilter(config)
+    X, y = tokenise(spam_filter, messages, progress)
     return tune_matrix(X, y, config, cost_ratios, make_folds(y, n_folds, chronological),
                        chronological=chronological, do_search=do_search, method=method,
-                       grid=grid)
+                       grid=grid, pair_columns=spam_filter.pair_columns())
 
 
 def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
                 folds: Sequence[np.ndarray], chronological: bool = False,
                 do_search: bool = False, method: str = "isotonic",
-                grid: dict | None = None) -> TuneResult:
-    """`tune` on messages already counted (X raw term counts, y 1 = spam)."""
+                grid: dict | None = None, pair_columns: np.ndarray | None = None
+                ) -> TuneResult:
+    """`tune` on messages already counted (X raw term counts, y 1 = spam; pair_columns:
+    which columns are word pairs, see :mod:`textnb.evidence`)."""
     cost_ratios = tuple(float(r) for r in cost_ratios)
     if not cost_ratios or min(cost_ratios) <= 0:
         raise ValueError(f"cost ratios {cost_ratios} must be positive (e.g. 1, 9, 999)")
     y = np.asarray(y, dtype=np.int64)
     search_rows = []
     if do_search:
-        search_rows = search(X, y, config, folds, cost_ratios, grid, method)
+        search_rows = search(X, y, config, folds, cost_ratios, grid, method,
+                             pair_columns=pair_columns)
         config = search_rows[0]["config"]
-    scores = out_of_fold_log_odds(X, y, config.model, config.features, folds)
+    scores = out_of_fold_log_odds(X, y, config.model, config.features, folds, pair_columns)
     calibration = cal.fit(scores, y, method)
     p_cf, flagged = cross_fitted(y, scores, folds, cost_ratios, method)
     held_out = _held_out_costs(y, flagged)

@@ -1,0 +1,105 @@
+"""Evidence selection with word pairs capped (textnb.evidence)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from textnb import evidence
+from textnb.config import FilterConfig, ModelConfig, TokenizerConfig
+from textnb.naive_bayes import MultinomialNB
+from textnb.pipeline import SpamFilter
+from textnb.sources import iter_index
+
+RNG = np.random.default_rng(7)
+X_TRAIN = sp.csr_matrix((RNG.random((60, 30)) < 0.3).astype(float))
+Y_TRAIN = np.r_[np.zeros(30, int), np.ones(30, int)]
+X_TEST = sp.csr_matrix((RNG.random((12, 30)) < 0.5).astype(float))
+PAIRS = np.zeros(30, bool)
+PAIRS[::3] = True  # every third column is a "pair"
+
+
+def model():
+    return MultinomialNB(alpha=0.5).fit(X_TRAIN, Y_TRAIN)
+
+
+def test_pair_columns_marks_the_pair_namespace():
+    mask = evidence.pair_columns(["viagra", "bi:cheap viagra", "subject:bi", "bi:a b"])
+    assert mask.tolist() == [False, True, False, True]
+
+
+def by_hand(m, x_row, k, cap):
+    """The selection spelled out for one document: strongest first, pairs capped."""
+    w = m.feature_log_prob_[1] - m.feature_log_prob_[0]
+    cols = x_row.indices
+    contrib = x_row.data * w[cols]
+    kept, pairs = [], 0
+    for i in sorted(range(len(cols)), key=lambda i: (-abs(contrib[i]), cols[i])):
+        if PAIRS[cols[i]]:
+            if pairs >= cap:
+                continue
+            pairs += 1
+        kept.append(contrib[i])
+    if not k:  # all tokens: plain naive Bayes, nothing capped
+        kept = [x * 1.0 for x in contrib]
+    kept = kept[:k] if k else kept
+    return m.class_log_prior_[1] - m.class_log_prior_[0] + sum(kept)
+
+
+@pytest.mark.parametrize("k,cap", [(5, 0), (5, 1), (5, 2), (8, 3), (0, 2), (4, 10)])
+def test_selection_matches_a_hand_written_loop(k, cap):
+    m = model()
+    got = evidence.selected_log_odds(m, X_TEST, k, PAIRS, cap)
+    want = [by_hand(m, X_TEST[i], k, cap) for i in range(X_TEST.shape[0])]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+
+
+def test_without_pairs_or_with_a_loose_cap_it_is_the_models_own_selection():
+    m = model()
+    plain = m.selected_log_odds(X_TEST, 6)
+    assert np.array_equal(evidence.selected_log_odds(m, X_TEST, 6, None, 2), plain)
+    assert np.array_equal(evidence.selected_log_odds(m, X_TEST, 6, np.zeros(30, bool), 2), plain)
+    assert np.array_equal(evidence.selected_log_odds(m, X_TEST, 6, PAIRS, 6), plain)
+    # A cap at k cannot bind: the general path gives the same numbers.
+    C, base = m.log_odds_contributions(X_TEST)
+    C = sp.csr_matrix(C)
+    C.sort_indices()
+    keep = evidence.strongest(C, 6, PAIRS, 6)
+    rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+    np.testing.assert_allclose(base + np.bincount(rows[keep], C.data[keep], C.shape[0]), plain,
+                               atol=1e-12)
+
+
+def test_strongest_orders_each_row_strongest_first_and_respects_the_cap():
+    m = model()
+    C, _ = m.log_odds_contributions(X_TEST)
+    C = sp.csr_matrix(C)
+    C.sort_indices()
+    keep = evidence.strongest(C, 7, PAIRS, 2)
+    rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))[keep]
+    assert np.all(np.diff(rows) >= 0)
+    for r in np.unique(rows):
+        mine = keep[rows == r]
+        assert len(mine) <= 7
+        assert PAIRS[C.indices[mine]].sum() <= 2
+        assert np.all(np.diff(np.abs(C.data[mine])) <= 0)
+
+
+def test_the_filter_caps_pairs_when_the_tokenizer_makes_them(sample_index):
+    sample_messages = list(iter_index(sample_index))
+    cfg = FilterConfig(tokenizer=TokenizerConfig(bigrams=True),
+                       model=ModelConfig(max_discriminators=12, max_pair_discriminators=3))
+    f = SpamFilter(cfg).fit(sample_messages)
+    msg = sample_messages[0]
+    explained = f.explain(msg, k=50)
+    pairs = [c for c in explained.clues if c[0].startswith("bi:")]
+    assert explained.tokens_used == len(explained.clues) == 12 and len(pairs) <= 3
+    # The explanation's clues are exactly what the score is made of.
+    total = explained.prior_log_odds + explained.absence_log_odds
+    assert f.log_odds([msg.raw])[0] == pytest.approx(total + sum(c[1] for c in explained.clues),
+                                                     abs=1e-9)
+    # Without a cap the same model lets more pairs in (the sample mail is full of them).
+    loose = SpamFilter(FilterConfig(tokenizer=TokenizerConfig(bigrams=True),
+                                    model=ModelConfig(max_discriminators=12,
+                                                      max_pair_discriminators=12)))
+    loose.fit(sample_messages)
+    assert sum(c[0].startswith("bi:") for c in loose.explain(msg, k=50).clues) > 3
