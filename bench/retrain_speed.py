@@ -18,6 +18,13 @@ To show what the time is proportional to, the in-process learn step is also time
 for 100 new messages into models of 1,000, 3,000 and 5,947 messages, and for 25,
 50 and 100 new messages into the full model. Every figure is the median of
 --repeats runs, each on a fresh copy of the model.
+
+One message at a time: ``--regime thick``, ``textnb filter --learn`` and the online
+benchmark score a message and then learn it before the next one. The same 100
+messages go through ``retrain.learn_messages`` that way (``on_score``), into the
+full model, and the cost per message is reported twice: with tokenising, and
+without it (the tokens computed beforehand, as bench/online.py does), which leaves
+the score-then-update step alone.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from textnb import retrain, store  # noqa: E402
 from textnb.corpora import corpora_root, iter_corpus  # noqa: E402
+from textnb.ledger import normalise  # noqa: E402
 from textnb.lock import model_lock  # noqa: E402
 from textnb.pipeline import SpamFilter  # noqa: E402
 from textnb.sources import RawMessage, iter_index  # noqa: E402
@@ -105,6 +113,22 @@ def _in_process(model: Path, work: Path, new_index: Path) -> dict[str, float]:
     return times
 
 
+def _one_by_one(model: Path, work: Path, new_index: Path, tokens=None) -> float:
+    """Milliseconds per message to score, then learn, each new message in turn."""
+    spam_filter = store.load(model)
+    messages = list(iter_index(new_index))
+    original = SpamFilter.tokens
+    if tokens is not None:
+        SpamFilter.tokens = lambda self, raw: list(tokens[raw])
+    try:
+        start = time.perf_counter()
+        retrain.learn_messages(spam_filter, messages, on_score=lambda message, score: None)
+        seconds = time.perf_counter() - start
+    finally:
+        SpamFilter.tokens = original
+    return round(1000 * seconds / len(messages), 2)
+
+
 def _median_phases(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: round(statistics.median(r[k] for r in runs), 4) for k in runs[0]}
 
@@ -164,6 +188,15 @@ def main(argv=None):
                            "--index", str(new_index)], cwd=PROJECT)
 
         result["textnb_command_s"] = round(_median(cli, args.repeats), 4)
+
+        tokeniser = SpamFilter()
+        tokens = {}
+        for m in iter_index(new_index):
+            tokens[normalise(m.raw)] = tokeniser.tokens(normalise(m.raw))
+        result["one_by_one_ms_per_message"] = {
+            "with_tokenising": _median(lambda: _one_by_one(full, work, new_index), args.repeats),
+            "tokens_given": _median(lambda: _one_by_one(full, work, new_index, tokens),
+                                    args.repeats)}
 
         scaling_history = {}
         for size, model in models.items():

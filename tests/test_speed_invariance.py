@@ -8,6 +8,9 @@ Each fast path is checked against the simple path it replaced:
 - ``Vocabulary.transform`` against counting in a dict per document;
 - training and scoring with worker processes (``--jobs 2``) against one process:
   the same vocabulary in the same order, the same counts, the same model file.
+- learning one message at a time (the model's running sums, on-demand
+  log-probabilities and column-wise mask updates) against a refit on the same
+  messages, and its scores against every log-probability computed from the counts.
 
 On the project's sample corpus always, and on a slice of SpamAssassin and Enron
 when the public corpora are present.
@@ -74,7 +77,8 @@ class ReferenceTokenizer(EmailTokenizer):
             like_num=lambda t: vocab[t].like_num, is_currency=lambda t: vocab[t].is_currency,
             is_space=lambda t: vocab[t].is_space)
 
-    def text_tokens(self, text: str, namespace: str = "") -> list[str]:
+    def text_tokens(self, text: str, namespace: str = "", limit: int | None = None) -> list[str]:
+        # ``limit`` is ignored: the whole text, of which the production path's is a prefix.
         if not text:
             return []
         out: list[str] = []
@@ -280,3 +284,97 @@ def test_jobs_with_the_dask_engine_is_a_usage_error(command, tmp_path, sample_in
     result = CliRunner().invoke(app, [command, "--model", str(tmp_path / "m.tnb"), *args,
                                       "--engine", "dask", "--jobs", "2"])
     assert result.exit_code == 2 and "--jobs goes with --engine local" in result.output
+
+
+# -- per-message learning: O(tokens) updates score as a full refit -------------------------
+
+LEARNING_CONFIGS = {
+    "default": {},  # binary multinomial, min_df 1: the column-by-column mask path
+    "tf-all-tokens": {"features": {"features": "tf"}, "model": {"max_discriminators": 0}},
+    "max-features": {"features": {"min_df": 2, "max_features": 300}},  # the whole-mask path
+    "bernoulli": {"model": {"event_model": "bernoulli"}},
+}
+
+
+def _config(overrides: dict) -> FilterConfig:
+    config = FilterConfig()
+    return replace(config, **{section: replace(getattr(config, section), **values)
+                              for section, values in overrides.items()})
+
+
+def _reference_log_odds(spam_filter: SpamFilter, token_lists) -> np.ndarray:
+    """The simple path: every log-probability of the vocabulary from the counts (the
+    normaliser summed exactly with math.fsum), then the plain sparse product."""
+    import math
+
+    from textnb.vectorize import feature_mask
+
+    model, f = spam_filter.model, spam_filter.config.features
+    mask = feature_mask(spam_filter.doc_freq_, max(f.min_df, 1), f.max_features)
+    fc, a = model.feature_count_, model.alpha
+    X = spam_filter._matrix(token_lists, grow=False)
+    prior = np.log(model.class_count_) - np.log(model.class_count_.sum())
+    if model.event_model == "multinomial":
+        flp = np.zeros_like(fc)
+        for c in range(2):
+            flp[c, mask] = (np.log(fc[c, mask] + a)
+                            - np.log(math.fsum(fc[c, mask]) + a * int(mask.sum())))
+        jll = X @ flp.T + prior
+    else:
+        cc = model.class_count_.reshape(-1, 1)
+        presence = np.where(mask, np.log(fc + a) - np.log(cc + 2 * a), 0.0)
+        absence = np.where(mask, np.log(cc - fc + a) - np.log(cc + 2 * a), 0.0)
+        X.data.fill(1.0)
+        jll = X @ (presence - absence).T + absence.sum(axis=1) + prior
+    return jll[:, 1] - jll[:, 0]
+
+
+def _learning_stream(sample_index, shared_root=None) -> list[RawMessage]:
+    messages = list(iter_index(sample_index))
+    if shared_root is not None:  # 200 SpamAssassin messages, every 30th, in corpus order
+        messages += _corpus_slice(shared_root, "spamassassin", 30)[:200]
+    return messages
+
+
+def _assert_learning_one_by_one_scores_as_a_refit(messages: list[RawMessage],
+                                                  config: FilterConfig) -> None:
+    tokens = SpamFilter(config).tokens
+    token_lists = [tokens(m.raw) for m in messages]
+    labels = [m.label for m in messages]
+    stepwise = SpamFilter(config)
+    for toks, label in zip(token_lists, labels):  # as `retrain --regime thick`, online
+        stepwise.learn_tokens([toks], [label])
+        if min(stepwise.n_learned.values()):
+            stepwise.log_odds_tokens([toks])  # scoring between updates must not go stale
+    refit = SpamFilter(config)
+    refit.learn_tokens(token_lists, labels)
+    _assert_same_model(stepwise, refit)
+    scores = stepwise.log_odds_tokens(token_lists)
+    assert np.array_equal(scores, refit.log_odds_tokens(token_lists))
+    if not config.model.max_discriminators:
+        np.testing.assert_allclose(scores, _reference_log_odds(stepwise, token_lists),
+                                   rtol=1e-12, atol=1e-9)
+    # Forget the second half one message at a time: the scores are those of a model
+    # that only ever saw the first half (its vocabulary has fewer columns, so the sums
+    # run in another order: equal to rounding, not bit for bit).
+    half = len(messages) // 2
+    for toks, label in zip(token_lists[half:], labels[half:]):
+        stepwise.learn_tokens([toks], [label], weight=-1.0)
+    first_half = SpamFilter(config)
+    first_half.learn_tokens(token_lists[:half], labels[:half])
+    np.testing.assert_allclose(stepwise.log_odds_tokens(token_lists),
+                               first_half.log_odds_tokens(token_lists), rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", LEARNING_CONFIGS)
+def test_learning_one_message_at_a_time_scores_as_a_refit(sample_index, name):
+    _assert_learning_one_by_one_scores_as_a_refit(_learning_stream(sample_index),
+                                                  _config(LEARNING_CONFIGS[name]))
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", LEARNING_CONFIGS)
+def test_learning_200_spamassassin_messages_one_by_one_scores_as_a_refit(
+        sample_index, shared_corpora, name):
+    _assert_learning_one_by_one_scores_as_a_refit(
+        _learning_stream(sample_index, shared_corpora), _config(LEARNING_CONFIGS[name]))

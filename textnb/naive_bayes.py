@@ -2,11 +2,23 @@
 
 Both models share one skeleton (``_BaseNB``): ``partial_fit`` adds to the
 counts, which are the sufficient statistics (``class_count_``,
-``feature_count_``); ``_update_feature_log_prob`` is the only place that
-smooths and takes logs. Because the counts are all the state there is, a model
+``feature_count_``); ``_column_log_probs`` is the only place that smooths and
+takes logs. Because the counts are all the state there is, a model
 can be updated, merged with another and unlearned exactly, and training on A
 then B equals training on A and B at once (up to float addition order, which
 is exact while counts stay below 2**53).
+
+Learning one message costs time in proportion to its tokens, not to the
+vocabulary: the log-probabilities are not stored but computed, for the
+columns a document holds, when it is scored (``_column_log_probs``). Only the
+multinomial's per-class normaliser N_c + α n depends on every column, and it is
+kept as two running sums (the kept columns' counts and their number). With
+whole-number counts those sums are exact, so the on-demand values are bit for
+bit those of a full refresh. (The normaliser was once summed as Σ (N_cj + α),
+which rounds: 3e-6 off on SpamAssassin, 4e-12 in its log.) ``feature_log_prob_``
+is still there, computed in full on first use after a change (PMML export and
+tests read it). The Bernoulli model's absence term sums over every kept column
+and is recomputed once per change, on the next score (``BernoulliNB``).
 
 The formulas are the encyclopedia seed's (``../shared/seeds/003_…``):
 
@@ -46,7 +58,8 @@ class _BaseNB:
     feature_count_ : ndarray of shape (n_classes, n_features), the per-class counts.
     feature_mask_ : ndarray of bool, shape (n_features,), columns kept by pruning.
     feature_log_prob_ : ndarray of shape (n_classes, n_features), smoothed log-probabilities
-        (0 in pruned columns, so they contribute nothing).
+        (0 in pruned columns, so they contribute nothing); computed on first use after
+        the counts change (scoring does not need it).
     class_log_prior_ : ndarray of shape (n_classes,).
     """
 
@@ -56,6 +69,44 @@ class _BaseNB:
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.n_classes = n_classes
+
+    # -- storage -------------------------------------------------------------
+    # Counts and mask live in buffers with spare columns: most learned messages add a
+    # few tokens to the vocabulary, and widening a (n_classes, n) array by copying it
+    # would make learning one message cost O(vocabulary). Spare columns hold zero
+    # counts and are kept (True), as new columns start.
+    @property
+    def feature_count_(self) -> np.ndarray:
+        return self._fc[:, :self._n]
+
+    @feature_count_.setter
+    def feature_count_(self, value) -> None:
+        value = np.array(value, dtype=np.float64, order="C")
+        if value.ndim != 2 or value.shape[0] != self.n_classes:
+            raise ValueError(f"feature counts of shape {value.shape} do not fit a model of "
+                             f"{self.n_classes} classes")
+        mask = self._mask[:value.shape[1]] if hasattr(self, "_mask") else np.ones(0, bool)
+        self._fc, self._n = value, value.shape[1]
+        self._mask = np.concatenate([mask, np.ones(self._n - mask.size, bool)])
+        self._sums()
+
+    @property
+    def feature_mask_(self) -> np.ndarray:
+        return self._mask[:self._n]
+
+    @feature_mask_.setter
+    def feature_mask_(self, mask) -> None:
+        self.set_feature_mask(mask)
+
+    @property
+    def feature_log_prob_(self) -> np.ndarray:
+        return self._full_log_probs()[0]
+
+    def _full_log_probs(self) -> tuple[np.ndarray, ...]:
+        full = self._full
+        if full is None:  # the counts or the mask changed since the last full refresh
+            full = self._full = self._column_log_probs(slice(0, self._n))
+        return full
 
     # -- counting ------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
@@ -70,8 +121,7 @@ class _BaseNB:
             self._reset(X.shape[1])
         self._grow(X.shape[1])
         self._count(X, Y)
-        self._check_counts()
-        self._update()
+        self._update_class_log_prior()
         return self
 
     def unlearn(self, X, y, sample_weight=None):
@@ -103,24 +153,39 @@ class _BaseNB:
         if not hasattr(self, "class_count_"):
             self._reset(n)
         self._grow(n)
-        self.class_count_ += class_count
-        self.feature_count_[:, :n] += feature_count
-        self._check_counts()
-        self._update()
+        cols = np.flatnonzero((feature_count != 0).any(axis=0))
+        self._add(class_count, cols, feature_count[:, cols])
+        self._update_class_log_prior()
         return self
 
     def _reset(self, n_features: int) -> None:
         self.class_count_ = np.zeros(self.n_classes)
-        self.feature_count_ = np.zeros((self.n_classes, n_features))
-        self.feature_mask_ = np.ones(n_features, dtype=bool)
+        self._fc = np.zeros((self.n_classes, n_features))
+        self._mask = np.ones(n_features, dtype=bool)
+        self._n = n_features
+        self._sums()
 
     def _grow(self, n_features: int) -> None:
         """Widen the counts to n_features columns (the vocabulary only grows)."""
-        extra = n_features - self.feature_count_.shape[1]
-        if extra > 0:
-            self.feature_count_ = np.hstack([self.feature_count_,
-                                             np.zeros((self.n_classes, extra))])
-            self.feature_mask_ = np.concatenate([self.feature_mask_, np.ones(extra, bool)])
+        extra = n_features - self._n
+        if extra <= 0:
+            return
+        if n_features > self._fc.shape[1]:  # out of spare columns: double (amortised O(1))
+            capacity = max(n_features, 2 * self._fc.shape[1])
+            fc = np.zeros((self.n_classes, capacity))
+            fc[:, :self._n] = self.feature_count_
+            mask = np.ones(capacity, dtype=bool)
+            mask[:self._n] = self.feature_mask_
+            self._fc, self._mask = fc, mask
+        self._n = n_features
+        self._n_kept += extra  # new columns: no counts yet, kept until a mask says otherwise
+        self._full = None
+
+    def _sums(self) -> None:
+        """Recompute the running sums from the counts and the mask (after loading)."""
+        self._kept_count = self.feature_count_[:, self.feature_mask_].sum(axis=1)
+        self._n_kept = int(self.feature_mask_.sum())
+        self._full = None
 
     def _check_X_y(self, X, y, sample_weight):
         X = sp.csr_matrix(X, dtype=np.float64)
@@ -138,29 +203,60 @@ class _BaseNB:
             Y *= np.asarray(sample_weight, dtype=np.float64).reshape(-1, 1)
         return X, Y
 
-    def _check_counts(self) -> None:
-        # Unlearning more than was learned would make counts negative: refuse loudly.
-        if self.class_count_.min() < -1e-9 or self.feature_count_.min() < -1e-9:
+    def _count(self, X, Y) -> None:
+        """Add class counts and per-class feature counts (no smoothing here), touching
+        only the columns the documents hold."""
+        cols, Xc = _touched_columns(X)
+        self._add(Y.sum(axis=0), cols, np.asarray((sp.csr_matrix(Y.T) @ Xc).todense()))
+
+    def _add(self, class_count: np.ndarray, cols: np.ndarray, feature_count: np.ndarray) -> None:
+        """Add counts to the given (distinct) columns and keep the running sums in step."""
+        classes = self.class_count_ + class_count
+        counts = self._fc[:, cols] + feature_count
+        # Unlearning more than was learned would make counts negative: refuse loudly,
+        # before anything changes.
+        if classes.min() < -1e-9 or (counts.size and counts.min() < -1e-9):
             raise ValueError("counts went negative: a message was forgotten that was never "
                              "learned (or twice)")
+        self.class_count_ = classes
+        self._fc[:, cols] = counts
+        self._kept_count = self._kept_count + feature_count[:, self._mask[cols]].sum(axis=1)
+        self._full = None
 
-    def _count(self, X, Y) -> None:
-        """Add class counts and per-class feature counts (no smoothing here)."""
-        self.class_count_ += Y.sum(axis=0)
-        self.feature_count_ += np.asarray((sp.csr_matrix(Y.T) @ X).todense())
+    # -- smoothing and priors ------------------------------------------------
+    def set_feature_mask(self, mask: np.ndarray, columns=None) -> None:
+        """Keep only the columns where mask is True (pruning); counts are untouched.
 
-    # -- smoothing and priors (the one place) --------------------------------
-    def set_feature_mask(self, mask: np.ndarray) -> None:
-        """Keep only the columns where mask is True (pruning); counts are untouched."""
+        columns : None, or distinct column numbers: then mask holds the new values of
+            those columns only, and the others keep theirs (O(len(columns))).
+        """
         mask = np.asarray(mask, dtype=bool)
-        if mask.shape != self.feature_mask_.shape:
-            raise ValueError(f"mask has {mask.shape[0]} entries, model has "
-                             f"{self.feature_mask_.shape[0]} features")
-        self.feature_mask_ = mask
-        self._update()
+        if columns is None:
+            if mask.shape != (self._n,):
+                raise ValueError(f"mask has {mask.shape[0]} entries, model has "
+                                 f"{self._n} features")
+            columns = np.flatnonzero(mask != self.feature_mask_)
+            mask = mask[columns]
+        else:
+            columns = np.asarray(columns, dtype=np.int64)
+            if mask.shape != columns.shape:
+                raise ValueError(f"mask has {mask.shape[0]} entries for {columns.shape[0]} columns")
+            if columns.size and (columns.min() < 0 or columns.max() >= self._n):
+                raise ValueError(f"columns must be 0..{self._n - 1}, got {columns.min()}.."
+                                 f"{columns.max()}")
+        changed = self._mask[columns] != mask
+        columns, mask = columns[changed], mask[changed]
+        if not columns.size:
+            return
+        sign = np.where(mask, 1.0, -1.0)
+        self._kept_count = self._kept_count + (self._fc[:, columns] * sign).sum(axis=1)
+        self._n_kept += int(sign.sum())
+        self._mask[columns] = mask
+        self._full = None
 
     def _update(self) -> None:
-        self._update_feature_log_prob(self.alpha)
+        """Full refresh after the counts were set directly (loading a model)."""
+        self._sums()
         self._update_class_log_prior()
 
     def _update_class_log_prior(self) -> None:
@@ -206,8 +302,10 @@ class _BaseNB:
         """
         self._check_fitted()
         X = self._check_X(X)
-        weights, baseline = self._token_weights()
-        C = sp.csr_matrix(self._presence(X).multiply(weights.reshape(1, -1)))
+        cols, Xc = _touched_columns(self._presence(X))
+        weights, baseline = self._token_weights(cols)
+        C = sp.csr_matrix(Xc.multiply(weights.reshape(1, -1)))
+        C = sp.csr_matrix((C.data, cols[C.indices], C.indptr), shape=X.shape)
         C.sort_indices()
         return C, float(self.class_log_prior_[1] - self.class_log_prior_[0] + baseline)
 
@@ -235,7 +333,7 @@ class _BaseNB:
 
     def _check_X(self, X) -> sp.csr_matrix:
         X = sp.csr_matrix(X, dtype=np.float64)
-        n_model = self.feature_count_.shape[1]
+        n_model = self._n
         if X.shape[1] > n_model:
             raise ValueError(f"X has {X.shape[1]} features, the model was fit with {n_model}")
         if X.shape[1] < n_model:  # columns added to the vocabulary after X was built
@@ -252,25 +350,37 @@ class _BaseNB:
                 f"no training documents for class {missing}; train on both spam and ham")
 
 
+def _touched_columns(X: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The distinct columns X holds (sorted) and X re-indexed onto them: products with
+    the model then read and write those columns only, not the whole vocabulary."""
+    cols = np.unique(X.indices)
+    Xc = sp.csr_matrix((X.data, np.searchsorted(cols, X.indices), X.indptr),
+                       shape=(X.shape[0], cols.size))
+    return cols, Xc
+
+
 class MultinomialNB(_BaseNB):
     """Multinomial event model: term counts (or 0/1, the "Boolean multinomial")."""
 
     event_model = "multinomial"
 
-    def _update_feature_log_prob(self, alpha: float) -> None:
-        mask = self.feature_mask_
-        smoothed_fc = self.feature_count_[:, mask] + alpha
-        smoothed_cc = smoothed_fc.sum(axis=1, keepdims=True)
-        flp = np.zeros_like(self.feature_count_)
-        flp[:, mask] = np.log(smoothed_fc) - np.log(smoothed_cc)
-        self.feature_log_prob_ = flp
+    def _column_log_probs(self, cols) -> tuple[np.ndarray]:
+        # log θ_cj = log(N_cj + α) - log(N_c + α n), N_c and n over the kept columns
+        # (the running sums), 0 in pruned columns.
+        normaliser = np.log(self._kept_count + self.alpha * self._n_kept).reshape(-1, 1)
+        flp = np.log(self._fc[:, cols] + self.alpha) - normaliser
+        flp[:, ~self._mask[cols]] = 0.0
+        return (flp,)
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
-        return np.asarray(X @ self.feature_log_prob_.T) + self.class_log_prior_
+        cols, Xc = _touched_columns(X)
+        (flp,) = self._column_log_probs(cols)
+        return np.asarray(Xc @ flp.T) + self.class_log_prior_
 
-    def _token_weights(self) -> tuple[np.ndarray, float]:
+    def _token_weights(self, cols) -> tuple[np.ndarray, float]:
         # Each occurrence of token j adds log θ_spam,j - log θ_ham,j.
-        return self.feature_log_prob_[1] - self.feature_log_prob_[0], 0.0
+        (flp,) = self._column_log_probs(cols)
+        return flp[1] - flp[0], 0.0
 
 
 class BernoulliNB(_BaseNB):
@@ -279,38 +389,55 @@ class BernoulliNB(_BaseNB):
     X is binarised (any count > 0 is 1) when counting and when scoring.
     Absence is modelled without densifying 1 - X:
     Σ_j (1 - b_j) log(1 - p_cj) = Σ_j log(1 - p_cj) - b · log(1 - p_c).
+    The first sum runs over every kept term and changes with every learned document
+    (D_c is in each term), so scoring after an update pays one pass over the
+    vocabulary for it; learning itself touches only the document's columns.
     """
 
     event_model = "bernoulli"
 
+    @property
+    def neg_log_prob_(self) -> np.ndarray:
+        return self._full_log_probs()[1]
+
     def _count(self, X, Y) -> None:
         super()._count(self._presence(X), Y)
 
-    def _update_feature_log_prob(self, alpha: float) -> None:
-        mask = self.feature_mask_
-        fc = self.feature_count_[:, mask]
+    def _column_log_probs(self, cols) -> tuple[np.ndarray, np.ndarray]:
+        alpha = self.alpha
+        fc = self._fc[:, cols]
         denominator = np.log(self.class_count_ + 2.0 * alpha).reshape(-1, 1)
-        flp = np.zeros_like(self.feature_count_)
-        neg = np.zeros_like(self.feature_count_)
-        flp[:, mask] = np.log(fc + alpha) - denominator
+        flp = np.log(fc + alpha) - denominator
         # log(1 - p) computed from counts, not as log1p(-exp(flp)): exact, no cancellation.
-        neg[:, mask] = np.log(self.class_count_.reshape(-1, 1) - fc + alpha) - denominator
-        self.feature_log_prob_ = flp
-        self.neg_log_prob_ = neg
+        neg = np.log(self.class_count_.reshape(-1, 1) - fc + alpha) - denominator
+        pruned = ~self._mask[cols]
+        flp[:, pruned] = 0.0
+        neg[:, pruned] = 0.0
+        return flp, neg
+
+    def _absent_log_prob(self) -> np.ndarray:
+        """Σ_j log(1 - p_cj) over the kept terms, per class (from the full refresh)."""
+        full = self._full_log_probs()
+        if len(full) == 2:
+            full = self._full = (*full, full[1].sum(axis=1))
+        return full[2]
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
-        jll = np.asarray(self._presence(X) @ (self.feature_log_prob_ - self.neg_log_prob_).T)
-        return jll + self.neg_log_prob_.sum(axis=1) + self.class_log_prior_
+        cols, Xc = _touched_columns(self._presence(X))
+        flp, neg = self._column_log_probs(cols)
+        jll = np.asarray(Xc @ (flp - neg).T)
+        return jll + self._absent_log_prob() + self.class_log_prior_
 
     def _presence(self, X):
         X = X.copy()
         X.data = (X.data > 0).astype(np.float64)
         return X
 
-    def _token_weights(self) -> tuple[np.ndarray, float]:
+    def _token_weights(self, cols) -> tuple[np.ndarray, float]:
         # A present token swaps its absence term for its presence term.
-        flp, neg = self.feature_log_prob_, self.neg_log_prob_
-        return (flp[1] - neg[1]) - (flp[0] - neg[0]), float(neg[1].sum() - neg[0].sum())
+        flp, neg = self._column_log_probs(cols)
+        absent = self._absent_log_prob()
+        return (flp[1] - neg[1]) - (flp[0] - neg[0]), float(absent[1] - absent[0])
 
 
 def make_model(event_model: str, **params) -> _BaseNB:

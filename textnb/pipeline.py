@@ -160,8 +160,8 @@ class SpamFilter:
                      weight: float = 1.0) -> None:
         """Add already tokenised documents (used by cross-validation and tests)."""
         y = np.array([LABEL_CODES[label] for label in labels])
-        self._add_counts(self._matrix(token_lists, grow=True), y, weight)
-        self._update_mask()
+        columns = self._add_counts(self._matrix(token_lists, grow=True), y, weight)
+        self._update_mask(columns)
 
     def add_counts(self, tokens: Sequence[str], class_count, feature_count, doc_freq,
                    weight: float = 1.0) -> None:
@@ -185,14 +185,18 @@ class SpamFilter:
             self.n_learned[label] += int(class_count[code])
         self._update_mask()
 
-    def _add_counts(self, X, y, weight: float) -> None:
-        n = X.shape[1]
-        if self.doc_freq_.shape[0] < n:
-            self.doc_freq_ = np.concatenate([self.doc_freq_, np.zeros(n - self.doc_freq_.shape[0])])
-        self.doc_freq_ += weight * np.bincount(X.indices, minlength=n)
+    def _add_counts(self, X, y, weight: float) -> np.ndarray:
+        """Count X; returns the columns whose document frequency may have changed."""
+        n, before = X.shape[1], self.doc_freq_.shape[0]
+        if before < n:
+            self.doc_freq_ = np.concatenate([self.doc_freq_, np.zeros(n - before)])
+        # Only the columns these documents hold: learning one message costs O(its tokens).
+        columns, df = np.unique(X.indices, return_counts=True)
+        self.doc_freq_[columns] += weight * df
         self.model.partial_fit(X, y, np.full(len(y), weight, dtype=np.float64))
         for code, label in enumerate(("ham", "spam")):
             self.n_learned[label] += int(weight * np.sum(y == code))
+        return np.union1d(columns, np.arange(before, n))
 
     def _learn_numeric(self, raws: Sequence[bytes], y, weight: float) -> None:
         from .numeric import feature_matrix
@@ -208,13 +212,18 @@ class SpamFilter:
 
         return self.numeric.log_odds(feature_matrix(raws, self.mail_limits))
 
-    def _update_mask(self) -> None:
+    def _update_mask(self, columns: np.ndarray | None = None) -> None:
         # Always at least df >= 1: a token whose messages were all forgotten must leave
         # the model exactly as if it had never been seen (it would still count in the
         # multinomial's vocabulary size otherwise).
         if not hasattr(self.model, "feature_mask_"):  # nothing learned yet
             return
         f = self.config.features
+        if columns is not None and not f.max_features:
+            # Without a max_features ranking a column's fate rests on its own df, so
+            # only the columns just counted can change (O(tokens), not O(vocabulary)).
+            self.model.set_feature_mask(self.doc_freq_[columns] >= max(f.min_df, 1), columns)
+            return
         mask = feature_mask(self.doc_freq_, max(f.min_df, 1), f.max_features)
         self.model.set_feature_mask(mask)
 
