@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .mail import MailLimits
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class FilterConfig:
     features: FeatureConfig = field(default_factory=FeatureConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     decision: DecisionConfig = field(default_factory=DecisionConfig)
+    # The [mail] section: the parser's bounds per message (textnb.mail.MailLimits).
+    mail: MailLimits = field(default_factory=MailLimits)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -99,11 +103,40 @@ class FilterConfig:
             ok = ok and abs(sum(m.class_prior) - 1) < 1e-9
             _check(ok, "model.class_prior", m.class_prior,
                    "give two positive numbers [p_ham, p_spam] that sum to 1")
-        _check(d.cost_ratio > 0, "decision.cost_ratio", d.cost_ratio,
+        _check(math.isfinite(m.alpha), "model.alpha", m.alpha, "use a finite alpha, e.g. 0.1")
+        _check(d.cost_ratio > 0 and math.isfinite(d.cost_ratio), "decision.cost_ratio",
+               d.cost_ratio,
                "use a positive ratio: cost of losing a ham / cost of letting a spam through")
         _check(d.unsure_band >= 0, "decision.unsure_band", d.unsure_band,
                "use 0 (two-way decision) or a positive log-odds margin")
+        for bound in fields(MailLimits):
+            value = getattr(self.mail, bound.name)
+            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                   f"mail.{bound.name}", value,
+                   f"use a whole number >= 1 (default {bound.default:_}); a bound cannot be off, "
+                   "since hostile mail is what it bounds")
         return self
+
+
+def _typed(name: str, value: Any, default: Any) -> Any:
+    """``value`` checked against the kind of its setting's default (lists become tuples)."""
+    if isinstance(value, list):
+        value = tuple(value)
+    kinds = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+    kind = type(default)
+    if default is None or kind is tuple:  # class_prior, headers: lists (or nothing)
+        ok = value is None or isinstance(value, tuple)
+        wanted = "a list"
+    elif kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        wanted = kinds[float]
+    else:
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        wanted = kinds.get(kind, kind.__name__)
+    if not ok:
+        raise ConfigError(f"{name}={value!r} is not allowed; give {wanted} "
+                          f"(the default is {default!r})")
+    return value
 
 
 def _check(ok: bool, name: str, value: Any, fix: str) -> None:
@@ -116,6 +149,7 @@ _SECTIONS = {
     "features": FeatureConfig,
     "model": ModelConfig,
     "decision": DecisionConfig,
+    "mail": MailLimits,
 }
 
 
@@ -127,15 +161,16 @@ def config_from_dict(data: dict[str, Any]) -> FilterConfig:
             raise ConfigError(
                 f"unknown config section [{name}]; known sections: {', '.join(_SECTIONS)}")
         cls = _SECTIONS[name]
+        if not isinstance(section_data, dict):
+            raise ConfigError(f"config section [{name}] must be a table of settings, not "
+                              f"{section_data!r}; write it as [{name}] followed by key = value lines")
         known = {f.name: f for f in fields(cls)}
         kwargs = {}
         for key, value in section_data.items():
             if key not in known:
                 raise ConfigError(
                     f"unknown config key {name}.{key}; known keys: {', '.join(known)}")
-            if isinstance(value, list):
-                value = tuple(value)
-            kwargs[key] = value
+            kwargs[key] = _typed(f"{name}.{key}", value, known[key].default)
         sections[name] = cls(**kwargs)
     return FilterConfig(**sections)
 
@@ -155,7 +190,10 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             raise ConfigError(f"config file not found: '{path}'; check the --config path") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file '{path}' is not valid TOML: {exc}") from None
-    config = config_from_dict(data)
+    try:
+        config = config_from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"config file '{path}': {exc}") from None
     return apply_overrides(config, overrides or {}).validate()
 
 
@@ -164,10 +202,13 @@ def apply_overrides(config: FilterConfig, overrides: dict[str, Any]) -> FilterCo
         if value is None:
             continue
         section, _, key = dotted.partition(".")
-        if section not in _SECTIONS or key not in {f.name for f in fields(_SECTIONS[section])}:
-            raise ConfigError(f"unknown setting '{dotted}'")
-        if isinstance(value, list):
-            value = tuple(value)
+        if section not in _SECTIONS:
+            raise ConfigError(f"unknown setting '{dotted}'; sections: {', '.join(_SECTIONS)}")
+        known = {f.name: f for f in fields(_SECTIONS[section])}
+        if key not in known:
+            raise ConfigError(f"unknown setting '{dotted}'; known keys of [{section}]: "
+                              f"{', '.join(known)}")
+        value = _typed(dotted, value, known[key].default)
         config = replace(config, **{section: replace(getattr(config, section), **{key: value})})
     return config
 

@@ -11,6 +11,7 @@ Defect names (sorted, each at most once)::
     truncated             longer than MailLimits.max_bytes; the tail was dropped
     nul-bytes             NUL bytes, removed before parsing
     too-many-headers, too-many-parts, too-deep     a MailLimits bound was reached
+    too-much-html         more HTML than MailLimits.max_html_chars; the rest was tag-stripped
     missing-boundary      multipart without a usable boundary; body read as text
     bad-base64            base64 that is not (or has bad padding/characters)
     unknown-transfer-encoding   a Content-Transfer-Encoding we cannot undo
@@ -43,10 +44,16 @@ __all__ = ["MailLimits", "TextPart", "Attachment", "ParsedEmail", "parse_message
 
 @dataclass(frozen=True)
 class MailLimits:
-    """Bounds on the work one message may cost; exceeding one is a defect, not an error."""
+    """Bounds on the work one message may cost; exceeding one is a defect, not an error.
+
+    The defaults are the ``[mail]`` section of configs/default.toml (FilterConfig.mail);
+    bench/hostile.py measures each case of the hostile catalogue against them.
+    """
 
     # Largest SpamAssassin message: 300 kB (hard_ham/00039). 10 MB is a common MTA
-    # size cap; it costs 0.3 s of CPU as plain text, but 5 s as tag-dense HTML.
+    # size cap. The cost is linear in it: 0.2 s for 10 MB of plain text; the worst,
+    # a multipart whose 10 MB part is short lines (the stdlib parser's Python step
+    # per line), about 5 s (bench/hostile.py).
     max_bytes: int = 10_000_000
     # Most leaf parts in one SpamAssassin message: 20. 500 leaves room for digests
     # while a 9 MB message of 1.25 million empty parts is cut in 0.15 s of CPU.
@@ -56,6 +63,10 @@ class MailLimits:
     max_depth: int = 30
     # Most header fields in one SpamAssassin message: 125 (long Received chains).
     max_headers: int = 1000
+    # HTML characters per message rendered by the stdlib parser; the rest is only
+    # tag-stripped. Largest SpamAssassin HTML part: 82,000 characters. The parser
+    # costs up to 2.6 us a character (1 MB of '<b>': 2.6 s), the strip 0.01 us.
+    max_html_chars: int = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -120,6 +131,18 @@ def _codec(charset: str) -> str | None:
     return info.name
 
 
+# UTF-7 (and codecs like it) decode to lone UTF-16 surrogates, which no UTF-8 encoder
+# takes: spaCy raised on them. The fuzzer found it (tests/hostile_cases.py).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole_characters(text: str) -> str:
+    """``text`` with surrogate pairs joined and lone surrogates replaced by U+FFFD."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _guess(data: bytes) -> str:
     """Decode bytes of unknown charset: UTF-8 when valid, else cp1252."""
     try:
@@ -149,7 +172,7 @@ def _decode_text(data: bytes, charset: str, defects: set[str]) -> str:
         defects.add("charset-mismatch")
         return text
     try:
-        return data.decode(codec)
+        return _whole_characters(data.decode(codec))
     except UnicodeError:  # UnicodeDecodeError, or a stateful codec failing at the end
         defects.add("undecodable-bytes")
     if codec == "utf-8":
@@ -157,7 +180,7 @@ def _decode_text(data: bytes, charset: str, defects: set[str]) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode(codec, "replace")
+        return _whole_characters(data.decode(codec, "replace"))
 
 
 # -- headers ------------------------------------------------------------------
@@ -185,8 +208,10 @@ def _word_bytes(encoding: str, text: str) -> bytes | None:
 def _decode_header_value(value: str, defects: set[str]) -> str:
     """Unfold, collapse whitespace and decode RFC 2047 encoded-words in a header value."""
     if not value.isascii():
-        # Raw 8-bit header (the parser keeps such bytes as surrogate escapes).
-        value = _guess(value.encode("ascii", "surrogateescape"))
+        # Raw 8-bit header (the parser keeps such bytes as surrogate escapes). Not
+        # "ascii": get_filename() returns decoded text (U+FFFD for bad bytes) that the
+        # ASCII codec cannot encode; the fuzzer found it (tests/hostile_cases.py).
+        value = _guess(value.encode("utf-8", "surrogateescape"))
     value = " ".join(value.split())
     if "=?" not in value:
         return value
@@ -245,9 +270,15 @@ def _defect_name(defect: Exception) -> str:
     return _STDLIB_DEFECTS.get(stem) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", stem).lower()
 
 
+# Every byte outside the base64 alphabet. Not just " \t\r\n": a vertical tab or form
+# feed that str.strip() allowed past the check threw the padding count off and
+# a2b_base64 raised (found by fuzz/fuzz_parse.py; tests/hostile_cases.py).
+_NOT_B64 = bytes(sorted(set(range(256)) - set(_B64_ALPHABET)))
+
+
 def _b64_lenient(core: bytes) -> bytes:
     """Decode alphabet-only base64, repairing padding; never raises."""
-    core = core.translate(None, b" \t\r\n")
+    core = core.translate(None, _NOT_B64)
     cut = core.find(b"=")
     if cut >= 0:
         core = core[:cut]
@@ -326,11 +357,12 @@ def _limit_structure(raw: bytes, limits: MailLimits, defects: set[str]) -> bytes
 class _Body:
     """Accumulates what the walk over MIME leaves finds."""
 
-    def __init__(self, defects: set[str]) -> None:
+    def __init__(self, defects: set[str], html_chars: int) -> None:
         self.defects = defects
         self.parts: list[TextPart] = []
         self.attachments: list[Attachment] = []
         self.urls: list[str] = []
+        self.html_left = html_chars  # the message's MailLimits.max_html_chars, shared by its parts
 
     def add_leaf(self, part: email.message.Message) -> None:
         content_type = part.get_content_type()
@@ -338,7 +370,11 @@ class _Body:
         if cte == "base64":
             # Our own decoder: the stdlib's turns text mislabelled as base64 into
             # binary noise and drops a list footer appended after the blob.
-            data = _b64decode(str(part.get_payload()).encode("utf-8", "surrogateescape"), self.defects)
+            # The stored payload (8-bit bytes as surrogate escapes): get_payload() decodes
+            # 8-bit text with the part's charset, and UTF-7 then gave lone surrogates no
+            # encoder takes (found by fuzz/fuzz_parse.py; tests/hostile_cases.py).
+            stored = str(part._payload or "")
+            data = _b64decode(stored.encode("utf-8", "surrogateescape"), self.defects)
         else:
             # Raw bytes (8-bit restored), quoted-printable and uuencode undone.
             data = part.get_payload(decode=True)
@@ -357,9 +393,12 @@ class _Body:
         if content_type != "text/html":
             self.parts.append(TextPart("text/plain", charset, text.replace("\r\n", "\n")))
             return
-        rendered = html_to_text(text)
+        rendered = html_to_text(text, self.html_left)
+        self.html_left = max(0, self.html_left - len(text))
         if rendered.broken:
             self.defects.add("bad-html")
+        if rendered.cut:
+            self.defects.add("too-much-html")
         self.urls.extend(rendered.urls)
         self.parts.append(TextPart("text/html", charset, rendered.text))
 
@@ -383,6 +422,30 @@ def _walk(msg: email.message.Message, limits: MailLimits, body: _Body) -> None:
             body.defects.add("too-many-parts")
             return
         body.add_leaf(part)
+
+
+# The end of the first empty line: where a header section normally ends.
+_FIRST_EMPTY_LINE = re.compile(rb"\n\r?\n")
+
+
+def _stdlib_parse(raw: bytes) -> email.message.Message:
+    """The stdlib's parse of ``raw``, without its line-by-line walk over a plain body.
+
+    The stdlib parser takes one Python step per line (10 MB of empty lines: 7 s of
+    CPU), which only multipart and message/* bodies need. For any other, the header
+    section is parsed alone and the rest appended to its payload verbatim, which is
+    what the parser itself does with such a body (checked equal on all 6,047
+    SpamAssassin messages and the hostile catalogue).
+    """
+    end = _FIRST_EMPTY_LINE.search(raw)
+    if end is not None:
+        msg = email.message_from_bytes(raw[: end.end()], policy=email.policy.compat32)
+        if not msg.is_multipart() and msg.get_content_maintype() not in ("multipart", "message"):
+            # The stored payload: get_payload() would turn 8-bit bytes into U+FFFD.
+            payload = msg._payload or ""
+            msg.set_payload(payload + raw[end.end():].decode("ascii", "surrogateescape"))
+            return msg
+    return email.message_from_bytes(raw, policy=email.policy.compat32)
 
 
 def _skip_envelope(raw: bytes) -> bytes:
@@ -416,13 +479,13 @@ def parse_message(raw: bytes, limits: MailLimits = MailLimits()) -> ParsedEmail:
         defects.update(("empty", "no-headers"))
         return ParsedEmail((), (), (), (), tuple(sorted(defects)))
     raw = _limit_structure(raw, limits, defects)
-    body = _Body(defects)
+    body = _Body(defects, limits.max_html_chars)
     try:
         # compat32, not policy.default: on the 6,047 SpamAssassin messages, parsing
         # alone ran at 3,150 msgs/s (CPU) with compat32 and 665 with default; with
         # headers and payloads read, 3,060 vs 250 msgs/s, and default's header
         # objects raised IndexError on one malformed Message-ID.
-        msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+        msg = _stdlib_parse(raw)
         header_items = msg.raw_items()
         _walk(msg, limits, body)
     except RecursionError:

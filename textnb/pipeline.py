@@ -86,7 +86,7 @@ class SpamFilter:
         # Which messages the counts hold (textnb.retrain keeps it; SpamFilter.fit does not).
         self.ledger = Ledger()
         self._tokenizer: EmailTokenizer | None = None
-        self.mail_limits = MailLimits()
+        self.mail_limits: MailLimits = self.config.mail  # the [mail] section's bounds
 
     # -- text to tokens to matrix -----------------------------------------------
     @property

@@ -35,6 +35,17 @@ _SPACY = 81
 # with its tokens (SpamAssassin's training split: 87 MB for its 149,000 chunks and
 # 110,000 words), so a full body cache is ~120 MB; it is emptied when full.
 _CACHE_LIMIT = 200_000
+# A whitespace-free chunk is cut to this many characters before spaCy sees it. The
+# longest in SpamAssassin's 6,047 messages (bodies and headers) has 990; spaCy split
+# 9 MB of '=ZZ=ZZ...' in one chunk into 3 million words (15 s, 2.3 GB).
+_MAX_CHUNK = 2_000
+# With a token budget (``text_tokens(limit=)``), text goes to spaCy in pieces of about
+# this many characters, and reading stops once the budget is met: a 10 MB body costs
+# the work of its first ``max_tokens`` words, not of all of them.
+_PIECE = 100_000
+# One whitespace character (not a run: searching for a run from each piece's end
+# scanned 10 MB of newlines once per piece).
+_ONE_SPACE = re.compile(r"\s")
 
 if TYPE_CHECKING:  # spaCy is loaded on demand, never at import (start-up time matters)
     from .mail import ParsedEmail
@@ -132,30 +143,48 @@ class EmailTokenizer:
 
     # -- the whole message -------------------------------------------------
     def __call__(self, email: "ParsedEmail") -> list[str]:
+        """The message's tokens: at most ``max_tokens`` from its content (headers, text,
+        URLs, attachments, in that order), then one ``control:`` token per defect, and
+        ``control:too-many-tokens`` when content was left unread. Work stops at the
+        budget, so a hostile message costs about as much as a long real one."""
+        budget = self.cfg.max_tokens + 1  # one over the cap tells that the cap was reached
         tokens: list[str] = []
         for name, value in email.headers:
+            if len(tokens) >= budget:
+                break
             tokens.extend(self.header_tokens(name, value))
         for part in email.parts:
+            if len(tokens) >= budget:
+                break
             if part.content_type == "text/html":
                 tokens.append("content:html")
-            tokens.extend(self.text_tokens(part.text))
+            tokens.extend(self.text_tokens(part.text, limit=budget - len(tokens)))
         for url in email.urls:
+            if len(tokens) >= budget:
+                break
             tokens.extend(self.url_tokens(url, namespace="href"))
-        for attachment in email.attachments:
+        for attachment in email.attachments:  # at most MailLimits.max_parts
             tokens.append(f"attachment:{attachment.content_type}")
             ext = attachment.filename.rpartition(".")[2].lower() if "." in attachment.filename else ""
             if ext:
                 tokens.append(f"attachment:ext:{ext[:10]}")
+        cut = len(tokens) > self.cfg.max_tokens
+        if cut:
+            # Bounded counts per message; the defects below are kept, since a message
+            # this long is usually hostile and they are the evidence of it.
+            del tokens[self.cfg.max_tokens :]
         tokens.extend(f"control:{d}" for d in email.defects)
-        if len(tokens) > self.cfg.max_tokens:
-            # Bounded work per message: a hostile message cannot grow the counts without limit.
-            tokens = tokens[: self.cfg.max_tokens]
+        if cut:
             tokens.append("control:too-many-tokens")
         return tokens
 
     # -- body text ---------------------------------------------------------
-    def text_tokens(self, text: str, namespace: str = "") -> list[str]:
+    def text_tokens(self, text: str, namespace: str = "", limit: int | None = None) -> list[str]:
         """Words of a text, each mapped through the per-word rules.
+
+        With ``limit``, reading stops once that many tokens are made (the result
+        is then a prefix of the unlimited one, at least ``limit`` long). Chunks
+        longer than ``_MAX_CHUNK`` characters are cut to it first.
 
         spaCy's tokenizer splits a text at whitespace first and then splits each
         whitespace-free chunk on its own (its own cache is keyed by the chunk), so
@@ -172,12 +201,16 @@ class EmailTokenizer:
         cache = self._chunk_cache.get(namespace)
         if cache is None:
             cache = self._chunk_cache[namespace] = {}
-        chunks = text.split()
-        mapped = list(map(cache.get, chunks))
-        if None in mapped:
-            new = dict.fromkeys(compress(chunks, map(is_, mapped, repeat(None))))
-            values = self._map_new_chunks(list(new), cache, namespace)
-            mapped = list(map(values.get, chunks, mapped))  # a new chunk's value, else the cached
+        if limit is None:
+            mapped = self._mapped(text.split(), cache, namespace)
+        else:
+            mapped, n_words = [], 0
+            for piece in _pieces(text, _PIECE):
+                values = self._mapped(piece.split(), cache, namespace)
+                mapped.extend(values)
+                n_words += sum(map(len, values))  # bigram mode: words, each >= 1 token
+                if n_words >= limit:
+                    break
         if not self.cfg.bigrams:
             return list(chain.from_iterable(mapped))
         # Bigram mode caches, per chunk, the mapped tuple of each spaCy word.
@@ -191,6 +224,17 @@ class EmailTokenizer:
                     out.append(f"bi:{prev} {first}")
                 prev = first
         return out
+
+    def _mapped(self, chunks: list[str], cache: dict, namespace: str) -> list[tuple]:
+        """What each of ``chunks`` maps to: from the cache, else from one spaCy call."""
+        if chunks and max(map(len, chunks)) > _MAX_CHUNK:
+            chunks = [chunk[:_MAX_CHUNK] for chunk in chunks]
+        mapped = list(map(cache.get, chunks))
+        if None in mapped:
+            new = dict.fromkeys(compress(chunks, map(is_, mapped, repeat(None))))
+            values = self._map_new_chunks(list(new), cache, namespace)
+            mapped = list(map(values.get, chunks, mapped))  # a new chunk's value, else the cached
+        return mapped
 
     def _map_new_chunks(self, new: list[str], cache: dict, namespace: str) -> dict[str, tuple]:
         """What each of ``new`` (distinct chunks) maps to, from one spaCy call; also cached."""
@@ -252,6 +296,11 @@ class EmailTokenizer:
         if len(word) > cfg.max_token_length:
             # SpamBayes: long "words" are mostly encoded junk; keep their first char and size.
             return (f"skip:{word[0]} {len(word) // 10 * 10}",)
+        if ":" in word and word.strip(":"):
+            # ':' separates a token's namespace; a word holding one could pose as a header,
+            # URL or control token (a spammer writing "from:domain:yourbank.example" in
+            # the text). U+2236 RATIO looks the same and namespaces nothing.
+            word = word.replace(":", "\u2236")
         return (word,)
 
     # -- URLs --------------------------------------------------------------
@@ -346,6 +395,19 @@ class EmailTokenizer:
                 tokens.append(f"received:ip:{a}.{b}.{c}")
                 tokens.append(f"received:ip:{a}.{b}")
         return tokens
+
+
+def _pieces(text: str, size: int) -> Iterator[str]:
+    """``text`` in consecutive pieces of about ``size`` characters, cut at whitespace
+    (so that no chunk is split)."""
+    start, n = 0, len(text)
+    while start < n:
+        end = start + size
+        if end < n:
+            space = _ONE_SPACE.search(text, end)
+            end = space.start() if space else n
+        yield text[start:end]
+        start = end
 
 
 def tokenize_texts(tokenizer: EmailTokenizer, texts: Iterable[str]) -> Iterator[list[str]]:
