@@ -34,6 +34,16 @@ def sample_filter():
     return SpamFilter().fit(iter_index(SAMPLE_INDEX))
 
 
+@pytest.fixture(scope="session")
+def sample_model_file(tmp_path_factory, sample_filter) -> Path:
+    """``sample_filter`` saved as a model file (read-only use: tests must not change it)."""
+    from textnb import store
+
+    path = tmp_path_factory.mktemp("sample-model") / "sample.tnb"
+    store.save(sample_filter, path)
+    return path
+
+
 @pytest.fixture
 def model_path(tmp_path) -> Path:
     return tmp_path / "model.tnb"

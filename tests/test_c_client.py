@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from textnb import __version__, store
+from textnb import __version__
 from textnb.client import client_scorer, ping, run_filter
 from textnb.filter import filter_message, header_end, in_process_scorer
 
@@ -80,10 +80,8 @@ def fallback_textnb(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory, sample_filter):
-    path = tmp_path_factory.mktemp("model") / "sample.tnb"
-    store.save(sample_filter, path)
-    return path
+def model(sample_model_file):
+    return sample_model_file
 
 
 @pytest.fixture(scope="module")

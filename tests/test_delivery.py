@@ -15,7 +15,6 @@ import threading
 
 import pytest
 
-from textnb import store
 from textnb.client import ping
 from textnb.filter import filter_message, in_process_scorer
 from textnb.server import ResidentModel, ScorerServer
@@ -32,10 +31,8 @@ def _recipe(kind: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory, sample_filter):
-    path = tmp_path_factory.mktemp("delivery") / "model.tnb"
-    store.save(sample_filter, path)
-    return path
+def model(sample_model_file):
+    return sample_model_file
 
 
 @pytest.fixture(scope="module")
