@@ -22,14 +22,14 @@ what JPMML-Evaluator and PyPMML floor densities at).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
+from .density_nb import DensityNB
 from .errors import EmptyTrainingSetError, NotFittedError
 
 __all__ = ["GaussianNB"]
 
 
-class GaussianNB:
+class GaussianNB(DensityNB):
     """Per-class normal densities over dense numeric features.
 
     Parameters
@@ -152,22 +152,6 @@ class GaussianNB:
     def log_likelihood(self, Z) -> np.ndarray:
         """Σ_k log p(x_k | c) per row: an ndarray of shape (n_docs, n_classes), no prior."""
         return self.feature_log_density(Z).sum(axis=2)
-
-    def joint_log_likelihood(self, Z) -> np.ndarray:
-        """log P(c) + Σ_k log p(x_k | c): the log of the encyclopedia's "posterior numerator"."""
-        return self.log_likelihood(Z) + self.class_log_prior_
-
-    def predict_log_proba(self, Z) -> np.ndarray:
-        jll = self.joint_log_likelihood(Z)
-        return jll - logsumexp(jll, axis=1, keepdims=True)
-
-    def predict_proba(self, Z) -> np.ndarray:
-        return np.exp(self.predict_log_proba(Z))
-
-    def log_odds(self, Z) -> np.ndarray:
-        """log p(z | class 1) - log p(z | class 0): the features' evidence, without the prior."""
-        ll = self.log_likelihood(Z)
-        return ll[:, 1] - ll[:, 0]
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "class_count_"):

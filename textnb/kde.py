@@ -31,6 +31,7 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
+from .density_nb import DensityNB
 from .errors import EmptyTrainingSetError, NotFittedError
 
 __all__ = ["KernelDensityNB", "loo_log_likelihood", "loo_bandwidth"]
@@ -76,7 +77,7 @@ def loo_bandwidth(values: np.ndarray, max_points: int = 1000) -> tuple[float, bo
     return float(grid[best]), best in (0, len(grid) - 1)
 
 
-class KernelDensityNB:
+class KernelDensityNB(DensityNB):
     """Per-class Gaussian kernel densities over dense numeric features.
 
     Parameters
@@ -182,21 +183,6 @@ class KernelDensityNB:
                         lp = np.maximum(lp, math.log(self.min_density))
                     out[start:start + 512, c] += lp
         return out
-
-    def joint_log_likelihood(self, Z) -> np.ndarray:
-        return self.log_likelihood(Z) + self.class_log_prior_
-
-    def predict_log_proba(self, Z) -> np.ndarray:
-        jll = self.joint_log_likelihood(Z)
-        return jll - logsumexp(jll, axis=1, keepdims=True)
-
-    def predict_proba(self, Z) -> np.ndarray:
-        return np.exp(self.predict_log_proba(Z))
-
-    def log_odds(self, Z) -> np.ndarray:
-        """log f(z | class 1) - log f(z | class 0): the features' evidence, without the prior."""
-        ll = self.log_likelihood(Z)
-        return ll[:, 1] - ll[:, 0]
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "values_"):

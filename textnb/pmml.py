@@ -55,7 +55,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from . import __version__
+from . import __version__, store
 from .config import config_from_dict
 from .errors import NotFittedError, PMMLError
 from .naive_bayes import make_model
@@ -208,16 +208,8 @@ def export_pmml(spam_filter: SpamFilter) -> bytes:
 
 def _meta(spam_filter: SpamFilter, kept: np.ndarray, bernoulli: bool, numeric_names) -> dict:
     model = spam_filter.model
-    meta = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "textnb_version": __version__,
-        "config": spam_filter.config.to_dict(),
-        "n_learned": spam_filter.n_learned,
-        "threshold": spam_filter.threshold,
-        "calibration": spam_filter.calibration,
-        "class_count": model.class_count_.tolist(),
-    }
+    meta = {**store.description(spam_filter, FORMAT_NAME, FORMAT_VERSION),
+            "class_count": model.class_count_.tolist()}
     if not bernoulli:  # the regression holds logs of ratios; the counts go here
         meta["feature_count"] = model.feature_count_[:, kept].tolist()
     if not bernoulli and spam_filter.config.features.features == "tf":

@@ -59,6 +59,21 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def description(spam_filter: SpamFilter, format_name: str = FORMAT_NAME,
+                format_version: int = FORMAT_VERSION) -> dict:
+    """What a model file says about its model besides the arrays (textnb's PMML Extension
+    says the same under its own format name and version)."""
+    return {
+        "format": format_name,
+        "format_version": format_version,
+        "textnb_version": __version__,
+        "config": spam_filter.config.to_dict(),
+        "n_learned": spam_filter.n_learned,
+        "threshold": spam_filter.threshold,
+        "calibration": spam_filter.calibration,
+    }
+
+
 def dumps(spam_filter: SpamFilter) -> bytes:
     """The model file's bytes."""
     model = spam_filter.model
@@ -78,13 +93,7 @@ def dumps(spam_filter: SpamFilter) -> bytes:
         members.update({f"numeric_{name}.npy": _npy_bytes(array)
                         for name, array in spam_filter.numeric.to_arrays().items()})
     meta = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "textnb_version": __version__,
-        "config": spam_filter.config.to_dict(),
-        "n_learned": spam_filter.n_learned,
-        "threshold": spam_filter.threshold,
-        "calibration": spam_filter.calibration,
+        **description(spam_filter),
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
     buffer = io.BytesIO()

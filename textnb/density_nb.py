@@ -1,0 +1,37 @@
+"""What the numeric naive Bayes models share: scoring from per-class log-likelihoods.
+
+``GaussianNB`` (textnb/gaussian.py) and ``KernelDensityNB`` (textnb/kde.py) differ only
+in how they estimate p(x_k | c); each defines ``log_likelihood(Z)`` (Σ_k log p(x_k | c)
+per row and class) and ``class_log_prior_``. The rest of the encyclopedia seed's rule,
+posterior ∝ P(c) Π_k p(x_k | c), is here once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+
+class DensityNB:
+    """Scoring for a naive Bayes model whose subclass supplies ``log_likelihood``."""
+
+    class_log_prior_: np.ndarray
+
+    def log_likelihood(self, Z) -> np.ndarray:  # pragma: no cover - every subclass has one
+        raise NotImplementedError
+
+    def joint_log_likelihood(self, Z) -> np.ndarray:
+        """log P(c) + Σ_k log p(x_k | c): the log of the encyclopedia's "posterior numerator"."""
+        return self.log_likelihood(Z) + self.class_log_prior_
+
+    def predict_log_proba(self, Z) -> np.ndarray:
+        jll = self.joint_log_likelihood(Z)
+        return jll - logsumexp(jll, axis=1, keepdims=True)
+
+    def predict_proba(self, Z) -> np.ndarray:
+        return np.exp(self.predict_log_proba(Z))
+
+    def log_odds(self, Z) -> np.ndarray:
+        """log p(z | class 1) - log p(z | class 0): the features' evidence, without the prior."""
+        ll = self.log_likelihood(Z)
+        return ll[:, 1] - ll[:, 0]
