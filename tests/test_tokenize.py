@@ -86,3 +86,10 @@ def test_case_kept_when_asked():
 
 def test_empty_text(tok):
     assert tok.text_tokens("") == []
+
+
+def test_a_header_named_like_our_own_namespaces_cannot_forge_their_tokens():
+    tok = EmailTokenizer(TokenizerConfig(header_mode="all", bigrams=False))
+    tokens = tok.header_tokens("control", "nul-bytes") + tok.header_tokens("url", "x.example")
+    assert "control:nul-bytes" not in tokens and "header-control:nul-bytes" in tokens
+    assert "url:x.example" not in tokens and "header:control" in tokens

@@ -56,6 +56,11 @@ _SUFFIX = re.compile(r"""[\]\)\"'>},;:.!?*`|]$""")
 # Split words glued by these (``word/word``, ``a=b``): keeps URL parts apart in text.
 _INFIX = re.compile(r"""(?<=[A-Za-z])[/=&](?=[A-Za-z])""")
 # URLs and e-mail addresses stay whole so they can be turned into host tokens.
+# Namespaces textnb writes itself (besides the header fields it tokenises): with
+# header_mode = "all" every field becomes a namespace, and a field named after one of
+# these is renamed so a sender cannot forge, say, control:nul-bytes with a header.
+_OWN_NAMESPACES = frozenset({"header", "url", "url-path", "href", "href-path", "email",
+                             "money", "num", "skip", "content", "attachment", "control", "bi"})
 _TOKEN_MATCH = re.compile(
     r"^(?:(?:https?|ftp)://|www\.)\S+$|^[^@\s<>()\"']+@[^@\s<>()\"']+\.[A-Za-z]{2,}$",
     re.IGNORECASE,
@@ -330,6 +335,8 @@ class EmailTokenizer:
         if name not in cfg.headers and cfg.header_mode != "all":
             return []
         tokens = [f"header:{name}"]
+        if name in _OWN_NAMESPACES:  # "Control:" must not pose as textnb's control tokens
+            name = f"header-{name}"
         value = value[:10_000]  # a 10 MB header line gives no more evidence than its start
         if name == "subject":
             tokens.extend(self.text_tokens(value, namespace="subject:"))
