@@ -5,7 +5,7 @@ classify with a small model trained on the sample corpus; the test checks the
 verdict, the defect and content tokens the case promises, the configured bounds
 (parts, headers, tokens) and a generous time limit. A few of the worst cases also
 go through the ``textnb classify`` and ``textnb filter`` commands in a subprocess,
-whose peak memory is read from the kernel (os.wait4). Maildir delivery during a
+whose peak memory each reports as it exits (VmHWM). Maildir delivery during a
 read is the last test here: it needs a writer thread.
 """
 
@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import replace
@@ -151,24 +152,35 @@ WORST = ["50MB-message", "10MB-part-of-short-lines", "html-10MB-of-tags", "1000-
          "100000-parts", "random-binary", "empty-file", "crlf-lf-mixture"]
 
 
+# The child reports its own peak (VmHWM) as it exits. The kernel's ru_maxrss for a child
+# would not do: Linux carries a forked process's high-water mark across exec, so every
+# command would "peak" at the size of this pytest process when it forked (1,088 MB in
+# a full CI run, for an empty message as for a 50 MB one).
+_MEASURED = """
+import atexit, os, runpy, sys
+
+def _report_peak():
+    with open("/proc/self/status") as status:
+        peak_kb = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(os.environ["TEXTNB_PEAK_FILE"], "w") as out:
+        out.write(peak_kb)
+
+atexit.register(_report_peak)
+sys.argv = ["textnb", *sys.argv[1:]]
+runpy.run_module("textnb", run_name="__main__", alter_sys=True)
+"""
+
+
 def _run(args: list[str], stdin: bytes | None = None) -> tuple[int, bytes, bytes, float]:
-    """Run textnb in a subprocess; (exit status, stdout, stderr, peak RSS in MB)."""
-    env = dict(os.environ, PYTHONPATH=str(PROJECT))
-    proc = subprocess.Popen([sys.executable, "-m", "textnb", *args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out, err = [], []
-    readers = [threading.Thread(target=lambda s=s, b=b: b.append(s.read()))
-               for s, b in ((proc.stdout, out), (proc.stderr, err))]
-    for reader in readers:
-        reader.start()
-    if stdin is not None:
-        proc.stdin.write(stdin)
-    proc.stdin.close()
-    for reader in readers:
-        reader.join(timeout=300)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, out[0], err[0], usage.ru_maxrss / 1024
+    """Run textnb in a subprocess; (exit status, stdout, stderr, its peak RSS in MB)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        peak_file = os.path.join(tmp, "peak")
+        env = dict(os.environ, PYTHONPATH=str(PROJECT), TEXTNB_PEAK_FILE=peak_file)
+        proc = subprocess.run([sys.executable, "-c", _MEASURED, *args], input=stdin or b"",
+                              capture_output=True, env=env, timeout=300)
+        with open(peak_file) as f:
+            peak_mb = int(f.read()) / 1024
+    return proc.returncode, proc.stdout, proc.stderr, peak_mb
 
 
 @pytest.fixture(scope="module")
