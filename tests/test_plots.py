@@ -6,10 +6,6 @@ import numpy as np
 import pytest
 
 from textnb import calibration as cal
-from textnb.config import FilterConfig
-from textnb.evaluate import fit_rows, score_rows
-from textnb.tune import make_folds, tune_matrix
-from textnb.vectorize import binarize
 
 plots = pytest.importorskip("textnb.plots")
 pytest.importorskip("matplotlib", reason="plots are the optional [plots] extra")
@@ -42,18 +38,10 @@ def test_missing_matplotlib_is_an_operator_error(monkeypatch, tmp_path):
 @pytest.mark.corpus
 @pytest.mark.slow
 def test_spamassassin_plots_exist_and_show_something(shared_corpora, tmp_path):
-    from _spamassassin import spamassassin_split
+    from _spamassassin import spamassassin_tuned
 
-    X, y, n_train, pairs = spamassassin_split()
-    cfg = FilterConfig()
-    tr, te = np.arange(n_train), np.arange(n_train, len(y))
-    tuned = tune_matrix(X[tr], y[tr], cfg, (1, 9, 999), make_folds(y[tr], 5),
-                        pair_columns=pairs)
-    model = fit_rows(X, y, tr, cfg.model, cfg.features)
-    Xf = binarize(X) if cfg.features.features == "binary" else X
-    scores = score_rows(model, Xf[te], cfg.model, pairs)
-
-    test_png = plots.tuning_figure(tmp_path / "test.png", y[te], scores,
+    tuned, y_test, scores = spamassassin_tuned()
+    test_png = plots.tuning_figure(tmp_path / "test.png", y_test, scores,
                                    cal.predict_proba(tuned.calibration, scores),
                                    tuned.calibration, tuned.cost_ratios, title="SpamAssassin test")
     cv_png = plots.tuning_figure(tmp_path / "cv.png", tuned.y, tuned.log_odds,

@@ -14,7 +14,6 @@ from textnb import calibration as cal
 from textnb import store
 from textnb.cli import app
 from textnb.config import FilterConfig
-from textnb.evaluate import fit_rows, score_rows
 from textnb.sources import iter_index
 from textnb.tune import (
     make_folds,
@@ -25,7 +24,6 @@ from textnb.tune import (
     tune_matrix,
 )
 from textnb.pipeline import SpamFilter
-from textnb.vectorize import binarize
 
 from conftest import SAMPLE
 
@@ -180,16 +178,9 @@ def test_tune_errors(trained, args, message, code):
 # -- real data -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def spamassassin(shared_corpora):
-    from _spamassassin import spamassassin_split
+    from _spamassassin import spamassassin_tuned
 
-    X, y, n_train, pairs = spamassassin_split()
-    cfg = FilterConfig()
-    tr, te = np.arange(n_train), np.arange(n_train, len(y))
-    tuned = tune_matrix(X[tr], y[tr], cfg, (1, 9, 999), make_folds(y[tr], 5),
-                        pair_columns=pairs)
-    model = fit_rows(X, y, tr, cfg.model, cfg.features)
-    Xf = binarize(X) if cfg.features.features == "binary" else X
-    return tuned, y[te], score_rows(model, Xf[te], cfg.model, pairs)
+    return spamassassin_tuned()
 
 
 @pytest.mark.corpus

@@ -17,6 +17,17 @@ class DensityNB:
 
     class_log_prior_: np.ndarray
 
+    @staticmethod
+    def _check_Z_y(Z, y) -> tuple[np.ndarray, np.ndarray]:
+        """Z as finite floats of shape (len(y), n_features), y as integer labels."""
+        Z = np.asarray(Z, dtype=np.float64)
+        y = np.asarray(y, dtype=np.int64)
+        if Z.ndim != 2 or Z.shape[0] != y.shape[0]:
+            raise ValueError(f"Z has shape {Z.shape}, expected ({y.shape[0]}, n_features)")
+        if not np.isfinite(Z).all():
+            raise ValueError("Z holds NaN or infinite values; numeric features must be finite")
+        return Z, y
+
     def log_likelihood(self, Z) -> np.ndarray:  # pragma: no cover - every subclass has one
         raise NotImplementedError
 

@@ -66,12 +66,7 @@ class GaussianNB(DensityNB):
 
     def partial_fit(self, Z, y, sample_weight=None) -> "GaussianNB":
         """Merge the rows of Z (labels y, weights ±w) into the per-class statistics."""
-        Z = np.asarray(Z, dtype=np.float64)
-        y = np.asarray(y, dtype=np.int64)
-        if Z.ndim != 2 or Z.shape[0] != y.shape[0]:
-            raise ValueError(f"Z has shape {Z.shape}, expected ({y.shape[0]}, n_features)")
-        if not np.isfinite(Z).all():
-            raise ValueError("Z holds NaN or infinite values; numeric features must be finite")
+        Z, y = self._check_Z_y(Z, y)
         if not hasattr(self, "class_count_"):
             self._reset(Z.shape[1])
         if Z.shape[1] != self.mean_.shape[1]:

@@ -111,12 +111,7 @@ class KernelDensityNB(DensityNB):
 
     def partial_fit(self, Z, y, sample_weight=None) -> "KernelDensityNB":
         """Add the rows of Z (integer weights repeat them; negative ones remove copies)."""
-        Z = np.asarray(Z, dtype=np.float64)
-        y = np.asarray(y, dtype=np.int64)
-        if Z.ndim != 2 or Z.shape[0] != y.shape[0]:
-            raise ValueError(f"Z has shape {Z.shape}, expected ({y.shape[0]}, n_features)")
-        if not np.isfinite(Z).all():
-            raise ValueError("Z holds NaN or infinite values; numeric features must be finite")
+        Z, y = self._check_Z_y(Z, y)
         if not hasattr(self, "values_"):
             self.values_ = [np.zeros((0, Z.shape[1])) for _ in range(self.n_classes)]
         w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
