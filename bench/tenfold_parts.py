@@ -1,6 +1,6 @@
 """Ling-Spam's own ten-fold cross-validation: textnb against bogofilter and scikit-learn.
 
-    python bench/lingspam_folds.py [--config FILE] [--set k=v ...] [--peer NAME ...]
+    python bench/tenfold_parts.py [--config FILE] [--set k=v ...] [--peer NAME ...]
         [--json bench/results/lingspam-folds.json]
 
 Ling-Spam comes in ten parts (``part1`` .. ``part10``), and its authors
