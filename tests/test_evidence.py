@@ -48,7 +48,7 @@ def by_hand(m, x_row, k, cap):
 @pytest.mark.parametrize("k,cap", [(5, 0), (5, 1), (5, 2), (8, 3), (0, 2), (4, 10)])
 def test_selection_matches_a_hand_written_loop(k, cap):
     m = model()
-    got = evidence.selected_log_odds(m, X_TEST, k, PAIRS, cap)
+    got = m.selected_log_odds(X_TEST, k, PAIRS, cap)
     want = [by_hand(m, X_TEST[i], k, cap) for i in range(X_TEST.shape[0])]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
 
@@ -56,9 +56,9 @@ def test_selection_matches_a_hand_written_loop(k, cap):
 def test_without_pairs_or_with_a_loose_cap_it_is_the_models_own_selection():
     m = model()
     plain = m.selected_log_odds(X_TEST, 6)
-    assert np.array_equal(evidence.selected_log_odds(m, X_TEST, 6, None, 2), plain)
-    assert np.array_equal(evidence.selected_log_odds(m, X_TEST, 6, np.zeros(30, bool), 2), plain)
-    assert np.array_equal(evidence.selected_log_odds(m, X_TEST, 6, PAIRS, 6), plain)
+    assert np.array_equal(m.selected_log_odds(X_TEST, 6, None, 2), plain)
+    assert np.array_equal(m.selected_log_odds(X_TEST, 6, np.zeros(30, bool), 2), plain)
+    assert np.array_equal(m.selected_log_odds(X_TEST, 6, PAIRS, 6), plain)
     # A cap at k cannot bind: the general path gives the same numbers.
     C, base = m.log_odds_contributions(X_TEST)
     C = sp.csr_matrix(C)

@@ -15,7 +15,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .config import FeatureConfig, ModelConfig
-from .evidence import selected_log_odds
 from .naive_bayes import make_model
 from .vectorize import binarize, feature_mask
 
@@ -61,8 +60,8 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
                ) -> np.ndarray:
     """Log-odds of rows of X (features as the model was fit on) with the configured
     evidence selection: what a filter with ``model_cfg`` would score."""
-    return selected_log_odds(model, X, model_cfg.max_discriminators, pair_columns,
-                             model_cfg.max_pair_discriminators)
+    return model.selected_log_odds(X, model_cfg.max_discriminators, pair_columns,
+                                   model_cfg.max_pair_discriminators)
 
 
 def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig,

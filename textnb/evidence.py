@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PAIR_PREFIX", "pair_columns", "strongest", "selected_log_odds"]
+__all__ = ["PAIR_PREFIX", "pair_columns", "strongest"]
 
 PAIR_PREFIX = "bi:"  # the tokenizer's namespace for word pairs (tokenize.py)
 
@@ -47,9 +47,10 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     strength = -np.abs(C.data)
     eligible = np.arange(C.data.size)
     if k and limited is not None and max_limited is not None and max_limited < k:
-        is_limited = limited[C.indices]
+        if limited.size < C.shape[1]:  # columns the vocabulary gained after the mask was made
+            limited = np.concatenate([limited, np.zeros(C.shape[1] - limited.size, bool)])
         # Rank the limited entries among themselves, per row, strongest first.
-        lim = np.flatnonzero(is_limited)
+        lim = np.flatnonzero(limited[C.indices])
         order = lim[np.lexsort((strength[lim], rows[lim]))]
         first = np.searchsorted(rows[order], rows[order], side="left")
         over = order[np.arange(order.size) - first >= max_limited]
@@ -62,17 +63,3 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     first = np.searchsorted(rows[order], rows[order], side="left")
     return order[np.arange(order.size) - first < k]
 
-
-def selected_log_odds(model, X, k: int, limited: np.ndarray | None = None,
-                      max_limited: int | None = None) -> np.ndarray:
-    """Log-odds of each row of X from its selected tokens (see :func:`strongest`)."""
-    if not k or limited is None or max_limited is None or max_limited >= k or not limited.any():
-        return model.selected_log_odds(X, k)  # no pairs to cap: the model's own fast path
-    C, baseline = model.log_odds_contributions(X)
-    C = sp.csr_matrix(C)
-    C.sort_indices()
-    if limited.size < C.shape[1]:  # columns the vocabulary gained after the mask was made
-        limited = np.concatenate([limited, np.zeros(C.shape[1] - limited.size, bool)])
-    keep = strongest(C, k, limited, max_limited)
-    rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
-    return baseline + np.bincount(rows[keep], weights=C.data[keep], minlength=C.shape[0])

@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from scipy.special import logsumexp
 
 from .errors import EmptyTrainingSetError, NotFittedError
+from .evidence import strongest
 
 __all__ = ["MultinomialNB", "BernoulliNB", "make_model"]
 
@@ -309,23 +310,23 @@ class _BaseNB:
         C.sort_indices()
         return C, float(self.class_log_prior_[1] - self.class_log_prior_[0] + baseline)
 
-    def selected_log_odds(self, X, max_discriminators: int) -> np.ndarray:
+    def selected_log_odds(self, X, max_discriminators: int, limited=None,
+                          max_limited: int | None = None) -> np.ndarray:
         """Log-odds from only the ``max_discriminators`` strongest tokens of each document.
 
         Graham's "plan for spam", SpamBayes' max_discriminators and bogofilter's min_dev
         all score a message by its most telling tokens: in a long message the many weak,
         correlated tokens otherwise outvote the few strong ones (the naive independence
         assumption fails most there). 0 means all tokens (the plain naive Bayes log-odds).
+        Of the columns ``limited`` (bool mask; word pairs) at most ``max_limited`` count:
+        :func:`textnb.evidence.strongest` does the selection.
         """
         if not max_discriminators:
             return self.log_odds(X)
         C, baseline = self.log_odds_contributions(X)
         C.sort_indices()
+        keep = strongest(C, max_discriminators, limited, max_limited)
         rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
-        # Rank each row's entries by |contribution|, strongest first, in one sort.
-        order = np.lexsort((-np.abs(C.data), rows))
-        rank = np.arange(order.size) - C.indptr[rows[order]]
-        keep = order[rank < max_discriminators]
         return baseline + np.bincount(rows[keep], weights=C.data[keep], minlength=C.shape[0])
 
     def _presence(self, X):

@@ -234,8 +234,8 @@ class SpamFilter:
     def log_odds_matrix(self, X) -> np.ndarray:
         """Spam log-odds of a document-term matrix, with the configured evidence selection."""
         m = self.config.model
-        return evidence.selected_log_odds(self.model, X, m.max_discriminators,
-                                          self.pair_columns(), m.max_pair_discriminators)
+        return self.model.selected_log_odds(X, m.max_discriminators, self.pair_columns(),
+                                            m.max_pair_discriminators)
 
     def pair_columns(self) -> np.ndarray | None:
         """Which vocabulary columns are word pairs (None when the tokenizer makes none)."""
@@ -308,11 +308,8 @@ class SpamFilter:
         counts = dict(zip(X.indices.tolist(), X.data.tolist()))
         # The tokens the score is made of, strongest first: the same selection as scoring.
         m = self.config.model
-        pairs = self.pair_columns()
-        if pairs is not None and pairs.size < C.shape[1]:
-            pairs = np.concatenate([pairs, np.zeros(C.shape[1] - pairs.size, bool)])
-        order = evidence.strongest(C, m.max_discriminators, pairs,
-                                   m.max_pair_discriminators if pairs is not None else None)
+        order = evidence.strongest(C, m.max_discriminators, self.pair_columns(),
+                                   m.max_pair_discriminators)
         used = len(order)
         clues = [(self.vocabulary.tokens_[cols[i]], float(contrib[i]), float(counts[cols[i]]),
                   float(model.feature_count_[1, cols[i]]), float(model.feature_count_[0, cols[i]]))
