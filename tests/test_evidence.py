@@ -84,6 +84,22 @@ def test_strongest_orders_each_row_strongest_first_and_respects_the_cap():
         assert np.all(np.diff(np.abs(C.data[mine])) <= 0)
 
 
+def test_one_ranking_serves_every_k_and_cap():
+    """What `tune --search` relies on: sort once, then any (k, cap) is the selection
+    the model would make itself (the hand-written loop)."""
+    m = model()
+    C, base = m.log_odds_contributions(X_TEST)
+    C = sp.csr_matrix(C)
+    C.sort_indices()
+    ranked = evidence.RankedEvidence(C, PAIRS)
+    for k, cap in [(5, 0), (5, 1), (8, 3), (4, 10), (0, 2), (30, 2), (1, 1)]:
+        want = [by_hand(m, X_TEST[i], k, cap) for i in range(X_TEST.shape[0])]
+        np.testing.assert_allclose(base + ranked.sums(k, cap), want, rtol=0, atol=1e-9)
+        assert np.array_equal(ranked.positions(k, cap), evidence.strongest(C, k, PAIRS, cap))
+    empty = evidence.RankedEvidence(sp.csr_matrix((3, 30)), PAIRS)
+    assert empty.sums(5, 1).tolist() == [0.0, 0.0, 0.0]
+
+
 def test_the_filter_caps_pairs_when_the_tokenizer_makes_them(sample_index):
     sample_messages = list(iter_index(sample_index))
     cfg = FilterConfig(tokenizer=TokenizerConfig(bigrams=True),

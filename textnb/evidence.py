@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PAIR_PREFIX", "pair_columns", "strongest"]
+__all__ = ["PAIR_PREFIX", "RankedEvidence", "pair_columns", "strongest"]
 
 PAIR_PREFIX = "bi:"  # the tokenizer's namespace for word pairs (tokenize.py)
 
@@ -43,23 +43,52 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     RETURNS (ndarray of int): positions, grouped by row, strongest (largest |value|) first
         within a row, ties in column order.
     """
-    rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
-    strength = -np.abs(C.data)
-    eligible = np.arange(C.data.size)
-    if k and limited is not None and max_limited is not None and max_limited < k:
-        if limited.size < C.shape[1]:  # columns the vocabulary gained after the mask was made
-            limited = np.concatenate([limited, np.zeros(C.shape[1] - limited.size, bool)])
-        # Rank the limited entries among themselves, per row, strongest first.
-        lim = np.flatnonzero(limited[C.indices])
-        order = lim[np.lexsort((strength[lim], rows[lim]))]
-        first = np.searchsorted(rows[order], rows[order], side="left")
-        over = order[np.arange(order.size) - first >= max_limited]
-        keep = np.ones(C.data.size, bool)
-        keep[over] = False
-        eligible = np.flatnonzero(keep)
-    order = eligible[np.lexsort((strength[eligible], rows[eligible]))]
-    if not k:
-        return order
-    first = np.searchsorted(rows[order], rows[order], side="left")
-    return order[np.arange(order.size) - first < k]
+    return RankedEvidence(C, limited).positions(k, max_limited)
 
+
+class RankedEvidence:
+    """A contribution matrix sorted once, strongest first within each row, so that the
+    selection for any ``k`` and cap is a linear pass, not another sort.
+
+    ``tune --search`` scores every (k, cap) of its grid from one model per fold
+    through this (the sort is most of a selection's cost).
+    """
+
+    def __init__(self, C: sp.csr_matrix, limited: np.ndarray | None = None):
+        self.n_rows = C.shape[0]
+        rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+        # lexsort is stable: ties stay in column order (C's indices are sorted).
+        self.order = np.lexsort((-np.abs(C.data), rows))
+        self.rows = rows[self.order]
+        self.values = C.data[self.order]
+        self._row_start = C.indptr[self.rows]  # sorted position of each entry's row's first
+        self._limited = None
+        if limited is not None:
+            if limited.size < C.shape[1]:  # columns the vocabulary gained after the mask
+                limited = np.concatenate([limited, np.zeros(C.shape[1] - limited.size, bool)])
+            self._limited = limited[C.indices][self.order]
+            self._limited_rank = self._rank_within_row(self._limited)
+
+    def _rank_within_row(self, mask: np.ndarray) -> np.ndarray:
+        """For each sorted entry, how many entries of ``mask`` come before it in its row."""
+        before = np.cumsum(mask) - mask
+        return before - before[self._row_start]
+
+    def kept(self, k: int, max_limited: int | None = None) -> np.ndarray:
+        """Bool over the sorted entries: each row's k strongest, at most ``max_limited``
+        of them limited (the cap applies only when 0 < max_limited < k)."""
+        if not k:
+            return np.ones(self.values.size, bool)
+        eligible = np.ones(self.values.size, bool)
+        if self._limited is not None and max_limited is not None and max_limited < k:
+            eligible &= ~(self._limited & (self._limited_rank >= max_limited))
+        return eligible & (self._rank_within_row(eligible) < k)
+
+    def positions(self, k: int, max_limited: int | None = None) -> np.ndarray:
+        """:func:`strongest`'s answer: positions in C.data, by row, strongest first."""
+        return self.order[self.kept(k, max_limited)]
+
+    def sums(self, k: int, max_limited: int | None = None) -> np.ndarray:
+        """Per row, the sum of the kept contributions."""
+        keep = self.kept(k, max_limited)
+        return np.bincount(self.rows[keep], weights=self.values[keep], minlength=self.n_rows)
