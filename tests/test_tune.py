@@ -13,9 +13,13 @@ from typer.testing import CliRunner
 from textnb import calibration as cal
 from textnb import store
 from textnb.cli import app
-from textnb.config import FilterConfig
+from textnb.config import FilterConfig, TokenizerConfig
+from textnb.evaluate import out_of_fold_log_odds
 from textnb.sources import iter_index
 from textnb.tune import (
+    _search_scores,
+    _settings,
+    describe,
     make_folds,
     min_cost_threshold,
     operating_point,
@@ -93,6 +97,29 @@ def test_search_ranks_settings_and_tunes_the_best():
     assert r.config == r.search_rows[0]["config"]
     best = r.search_rows[0]["held_out_cost"]
     assert [row["held_out_cost"] for row in r.rows] == [best[1.0], best[9.0]]
+
+
+def test_search_shares_fits_but_scores_each_setting_as_it_would_alone():
+    """k and the pair cap reuse one fit per fold; each setting's out-of-fold scores are
+    still exactly those of `out_of_fold_log_odds` with that setting."""
+    base = FilterConfig(tokenizer=TokenizerConfig(bigrams=True))
+    spam_filter = SpamFilter(base)
+    X, y = tokenise(spam_filter, list(iter_index(SAMPLE / "index")))
+    grid = {"alpha": (0.1, 1.0), "max_discriminators": (0, 4, 12),
+            "max_pair_discriminators": (2, 4, 8),
+            "model": (("multinomial", "binary"), ("multinomial", "tf"), ("bernoulli", "binary"))}
+    settings = _settings(base, grid)
+    # k = 0 takes no cap; k = 4 takes caps 2 and 4 (8 would be the same as 4); k = 12 all 3.
+    assert len(settings) == 3 * 2 * (1 + 2 + 3)
+    folds = make_folds(y, 4)
+    pairs = spam_filter.pair_columns()
+    assert pairs.any()
+    for config, got in zip(settings, _search_scores(X, y, settings, folds, pairs)):
+        want = out_of_fold_log_odds(X, y, config.model, config.features, folds, pairs)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, err_msg=describe(config))
+    assert describe(settings[-1]).endswith("12 discriminators (at most 8 pairs)")
+    no_pairs = _settings(FilterConfig(tokenizer=TokenizerConfig(bigrams=False)), grid)
+    assert len(no_pairs) == 3 * 2 * 3
 
 
 def test_chronological_folds_and_a_fold_with_one_class():
