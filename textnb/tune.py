@@ -59,8 +59,9 @@ DEFAULT_COST_RATIOS = metrics.ANDROUTSOPOULOS_LAMBDAS
 # without pairs. Bernoulli reads presence only, so Bernoulli with tf is the same model
 # as Bernoulli with binary features and is not tried twice. k and the cap only change
 # which of a message's contributions are summed, so each fold fits 12 models, not 156
-# (`search`); about 45 s on SpamAssassin's 4,814 training messages and 110 s on Enron's
-# 13,260 (2 shared CPUs; timing in the README, "Tuning the cost ratio").
+# (`search`): 74 s on SpamAssassin's 4,814 training messages and 149 s on Enron's
+# 13,260 (bench/tune_costs.py --search, 2 shared CPUs), where the 48 settings of the
+# old grid, each fitted on its own, took about 60 s and 110 s.
 SEARCH_GRID = {
     "alpha": (0.03, 0.1, 0.3, 1.0),
     "max_discriminators": (0, 10, 15, 20, 30),
