@@ -84,6 +84,47 @@ def test_strongest_orders_each_row_strongest_first_and_respects_the_cap():
         assert np.all(np.diff(np.abs(C.data[mine])) <= 0)
 
 
+def each_side_by_hand(m, x_row, k, cap):
+    """Each side spelled out: the k - k//2 strongest positive contributions (at most
+    cap - cap//2 pairs) and the k//2 strongest negative ones (at most cap//2 pairs)."""
+    w = m.feature_log_prob_[1] - m.feature_log_prob_[0]
+    cols = x_row.indices
+    contrib = x_row.data * w[cols]
+    total = 0.0
+    for sign, places, pair_cap in ((1, k - k // 2, cap - cap // 2), (-1, k // 2, cap // 2)):
+        kept = pairs = 0
+        for i in sorted(range(len(cols)), key=lambda i: (-abs(contrib[i]), cols[i])):
+            if np.sign(contrib[i]) != sign or kept == places:
+                continue
+            if PAIRS[cols[i]]:
+                if pairs >= pair_cap:
+                    continue
+                pairs += 1
+            total += contrib[i]
+            kept += 1
+    return m.class_log_prior_[1] - m.class_log_prior_[0] + total
+
+
+@pytest.mark.parametrize("k,cap", [(6, 2), (6, 0), (7, 3), (4, 10), (2, 1), (1, 1)])
+def test_each_side_matches_a_hand_written_loop(k, cap):
+    m = model()
+    got = m.selected_log_odds(X_TEST, k, PAIRS, cap, each_side=True)
+    want = [each_side_by_hand(m, X_TEST[i], k, cap) for i in range(X_TEST.shape[0])]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+    # The two modes differ on this data, so the comparison above bites.
+    assert not np.allclose(got, m.selected_log_odds(X_TEST, k, PAIRS, cap)) or k < 2
+
+
+def test_each_side_keeps_ham_clues_a_spammy_message_would_crowd_out():
+    """One row: five strong spam clues and two weaker ham clues. The k = 4 strongest
+    are all spam; each side keeps the two strongest spam and both ham clues."""
+    C = sp.csr_matrix(np.array([[5.0, 4.5, 4.0, 3.5, 3.0, -2.0, -1.0]]))
+    assert evidence.RankedEvidence(C).sums(4).tolist() == [17.0]
+    assert evidence.RankedEvidence(C).sums(4, each_side=True).tolist() == [6.5]
+    assert evidence.strongest(C, 4, each_side=True).tolist() == [0, 1, 5, 6]
+    assert evidence.split_places(5, 3) == ((3, 2), (2, 1))
+
+
 def test_one_ranking_serves_every_k_and_cap():
     """What `tune --search` relies on: sort once, then any (k, cap) is the selection
     the model would make itself (the hand-written loop)."""
@@ -96,6 +137,10 @@ def test_one_ranking_serves_every_k_and_cap():
         want = [by_hand(m, X_TEST[i], k, cap) for i in range(X_TEST.shape[0])]
         np.testing.assert_allclose(base + ranked.sums(k, cap), want, rtol=0, atol=1e-9)
         assert np.array_equal(ranked.positions(k, cap), evidence.strongest(C, k, PAIRS, cap))
+        want = [each_side_by_hand(m, X_TEST[i], k, cap) for i in range(X_TEST.shape[0])]
+        if k:
+            np.testing.assert_allclose(base + ranked.sums(k, cap, each_side=True), want,
+                                       rtol=0, atol=1e-9)
     empty = evidence.RankedEvidence(sp.csr_matrix((3, 30)), PAIRS)
     assert empty.sums(5, 1).tolist() == [0.0, 0.0, 0.0]
 

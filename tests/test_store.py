@@ -112,3 +112,30 @@ def test_default_model_path_respects_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("TEXTNB_MODEL")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert store.default_model_path() == tmp_path / "textnb" / "model.tnb"
+
+
+def test_a_file_saved_before_evidence_modes_keeps_scoring_as_it_did(sample_index, model_path):
+    """Files written before `model.evidence` existed were scored with one ranking of the
+    k strongest clues; the default is now "each-side", but such a file keeps its scores."""
+    import io
+
+    from textnb.config import FilterConfig, ModelConfig
+    from textnb.pipeline import SpamFilter
+
+    old = SpamFilter(FilterConfig(model=ModelConfig(evidence="strongest")))
+    old.fit(iter_index(sample_index))
+    want = _scores(old, sample_index)
+    assert not np.array_equal(want, _scores(SpamFilter().fit(iter_index(sample_index)),
+                                            sample_index))
+    data = store.dumps(old)
+    with zipfile.ZipFile(model_path, "w") as out, zipfile.ZipFile(io.BytesIO(data)) as zin:
+        for name in zin.namelist():
+            content = zin.read(name)
+            if name == "textnb-model.json":
+                meta = json.loads(content)
+                del meta["config"]["model"]["evidence"]
+                content = json.dumps(meta).encode()
+            out.writestr(name, content)
+    loaded = store.load(model_path)
+    assert loaded.config.model.evidence == "strongest"
+    np.testing.assert_array_equal(_scores(loaded, sample_index), want)

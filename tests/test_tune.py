@@ -106,20 +106,21 @@ def test_search_shares_fits_but_scores_each_setting_as_it_would_alone():
     spam_filter = SpamFilter(base)
     X, y = tokenise(spam_filter, list(iter_index(SAMPLE / "index")))
     grid = {"alpha": (0.1, 1.0), "max_discriminators": (0, 4, 12),
-            "max_pair_discriminators": (2, 4, 8),
+            "max_pair_discriminators": (2, 4, 8), "evidence": ("strongest", "each-side"),
             "model": (("multinomial", "binary"), ("multinomial", "tf"), ("bernoulli", "binary"))}
     settings = _settings(base, grid)
-    # k = 0 takes no cap; k = 4 takes caps 2 and 4 (8 would be the same as 4); k = 12 all 3.
-    assert len(settings) == 3 * 2 * (1 + 2 + 3)
+    # k = 0 takes no cap and no mode; k = 4 takes caps 2 and 4 (8 would be the same as 4);
+    # k = 12 all 3; each k > 0 both modes.
+    assert len(settings) == 3 * 2 * (1 + 2 * 2 + 3 * 2)
     folds = make_folds(y, 4)
     pairs = spam_filter.pair_columns()
     assert pairs.any()
     for config, got in zip(settings, _search_scores(X, y, settings, folds, pairs)):
         want = out_of_fold_log_odds(X, y, config.model, config.features, folds, pairs)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, err_msg=describe(config))
-    assert describe(settings[-1]).endswith("12 discriminators (at most 8 pairs)")
+    assert describe(settings[-1]).endswith("12 discriminators, half each side (at most 8 pairs)")
     no_pairs = _settings(FilterConfig(tokenizer=TokenizerConfig(bigrams=False)), grid)
-    assert len(no_pairs) == 3 * 2 * 3
+    assert len(no_pairs) == 3 * 2 * (1 + 2 + 2)
 
 
 def test_chronological_folds_and_a_fold_with_one_class():

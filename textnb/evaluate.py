@@ -61,7 +61,8 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
     """Log-odds of rows of X (features as the model was fit on) with the configured
     evidence selection: what a filter with ``model_cfg`` would score."""
     return model.selected_log_odds(X, model_cfg.max_discriminators, pair_columns,
-                                   model_cfg.max_pair_discriminators)
+                                   model_cfg.max_pair_discriminators,
+                                   model_cfg.evidence == "each-side")
 
 
 def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig,

@@ -11,6 +11,15 @@ Why the cap, measured (5-fold CV on the training splits; ``configs/default.toml`
 has the table): pairs with no cap make SpamAssassin worse (1-AUC 0.028% -> 0.062%)
 and Enron better (0.117% -> 0.069%); with at most 4 pairs among 20 both gain
 (SpamAssassin 0.021%, Enron 0.076%, and spam caught at 0.1% ham lost rises on both).
+
+Each side (``model.evidence = "each-side"``): half the ``k`` places (and half the
+pair cap) go to the strongest *spam* clues, half to the strongest *ham* clues, and
+neither side can take the other's. With one ranking over both (``"strongest"``) a
+ham that talks about a spammy subject -- a forwarded health scare full of
+"medications", "tablets" and "fda" -- fills all ``k`` places with spam clues and
+its plain ham evidence ("original message", colleagues' names) never counts; it
+then outscores most spam. SpamBayes' chi-square combining keeps the two tails apart
+for the same reason. ``configs/default.toml`` has the cross-validation table.
 """
 
 from __future__ import annotations
@@ -20,7 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["PAIR_PREFIX", "RankedEvidence", "pair_columns", "strongest"]
+__all__ = ["EVIDENCE_MODES", "PAIR_PREFIX", "RankedEvidence", "pair_columns",
+           "selection_text", "split_places", "strongest"]
 
 PAIR_PREFIX = "bi:"  # the tokenizer's namespace for word pairs (tokenize.py)
 
@@ -31,8 +41,36 @@ def pair_columns(tokens: Sequence[str]) -> np.ndarray:
                        count=len(tokens))
 
 
+EVIDENCE_MODES = ("strongest", "each-side")
+
+
+def split_places(k: int, max_limited: int | None) -> tuple[tuple[int, int | None],
+                                                             tuple[int, int | None]]:
+    """(spam side's places and cap, ham side's places and cap) in each-side mode: the
+    halves, the spam side taking an odd one."""
+    spam_cap = None if max_limited is None else max_limited - max_limited // 2
+    ham_cap = None if max_limited is None else max_limited // 2
+    return (k - k // 2, spam_cap), (k // 2, ham_cap)
+
+
+def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True) -> str:
+    """The selection in words, for `info` and the PMML export's notes."""
+    if not k:
+        return "every token (plain naive Bayes)"
+    if mode == "each-side":
+        (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_pairs)
+        text = f"the {k_spam} strongest spam clues and the {k_ham} strongest ham clues"
+        if pairs and max_pairs < k:
+            text += f", at most {cap_spam} + {cap_ham} of them word pairs"
+        return text
+    text = f"the {k} strongest clues"
+    if pairs and max_pairs < k:
+        text += f", at most {max_pairs} of them word pairs"
+    return text
+
+
 def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
-              max_limited: int | None = None) -> np.ndarray:
+              max_limited: int | None = None, each_side: bool = False) -> np.ndarray:
     """Positions in ``C.data`` of each row's ``k`` strongest entries, row by row.
 
     C (csr_matrix): per-token contributions (log-likelihood ratios), rows = documents,
@@ -40,10 +78,12 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     k (int): entries kept per row; 0 keeps all (and then caps nothing: every token is
         plain naive Bayes, the model a PMML export describes).
     limited (ndarray of bool | None): columns of which a row keeps at most ``max_limited``.
+    each_side (bool): split ``k`` and ``max_limited`` between the positive (spam) and
+        the negative (ham) entries, each side ranked on its own (:func:`split_places`).
     RETURNS (ndarray of int): positions, grouped by row, strongest (largest |value|) first
         within a row, ties in column order.
     """
-    return RankedEvidence(C, limited).positions(k, max_limited)
+    return RankedEvidence(C, limited).positions(k, max_limited, each_side)
 
 
 class RankedEvidence:
@@ -74,21 +114,36 @@ class RankedEvidence:
         before = np.cumsum(mask) - mask
         return before - before[self._row_start]
 
-    def kept(self, k: int, max_limited: int | None = None) -> np.ndarray:
+    def kept(self, k: int, max_limited: int | None = None, each_side: bool = False
+             ) -> np.ndarray:
         """Bool over the sorted entries: each row's k strongest, at most ``max_limited``
-        of them limited (the cap applies only when 0 < max_limited < k)."""
+        of them limited (the cap applies only when 0 < max_limited < k); with
+        ``each_side``, the same for the positive and the negative entries apart, with
+        the places and the cap split by :func:`split_places`."""
         if not k:
             return np.ones(self.values.size, bool)
-        eligible = np.ones(self.values.size, bool)
+        if not each_side:
+            return self._kept_among(np.ones(self.values.size, bool), k, max_limited)
+        (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_limited)
+        return (self._kept_among(self.values > 0, k_spam, cap_spam)
+                | self._kept_among(self.values < 0, k_ham, cap_ham))
+
+    def _kept_among(self, candidates: np.ndarray, k: int, max_limited: int | None
+                    ) -> np.ndarray:
+        eligible = candidates.copy()
         if self._limited is not None and max_limited is not None and max_limited < k:
-            eligible &= ~(self._limited & (self._limited_rank >= max_limited))
+            limited = self._limited & candidates
+            rank = self._limited_rank if candidates.all() else self._rank_within_row(limited)
+            eligible &= ~(limited & (rank >= max_limited))
         return eligible & (self._rank_within_row(eligible) < k)
 
-    def positions(self, k: int, max_limited: int | None = None) -> np.ndarray:
+    def positions(self, k: int, max_limited: int | None = None, each_side: bool = False
+                  ) -> np.ndarray:
         """:func:`strongest`'s answer: positions in C.data, by row, strongest first."""
-        return self.order[self.kept(k, max_limited)]
+        return self.order[self.kept(k, max_limited, each_side)]
 
-    def sums(self, k: int, max_limited: int | None = None) -> np.ndarray:
+    def sums(self, k: int, max_limited: int | None = None, each_side: bool = False
+             ) -> np.ndarray:
         """Per row, the sum of the kept contributions."""
-        keep = self.kept(k, max_limited)
+        keep = self.kept(k, max_limited, each_side)
         return np.bincount(self.rows[keep], weights=self.values[keep], minlength=self.n_rows)

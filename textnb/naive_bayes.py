@@ -311,21 +311,23 @@ class _BaseNB:
         return C, float(self.class_log_prior_[1] - self.class_log_prior_[0] + baseline)
 
     def selected_log_odds(self, X, max_discriminators: int, limited=None,
-                          max_limited: int | None = None) -> np.ndarray:
+                          max_limited: int | None = None, each_side: bool = False
+                          ) -> np.ndarray:
         """Log-odds from only the ``max_discriminators`` strongest tokens of each document.
 
         Graham's "plan for spam", SpamBayes' max_discriminators and bogofilter's min_dev
         all score a message by its most telling tokens: in a long message the many weak,
         correlated tokens otherwise outvote the few strong ones (the naive independence
         assumption fails most there). 0 means all tokens (the plain naive Bayes log-odds).
-        Of the columns ``limited`` (bool mask; word pairs) at most ``max_limited`` count:
+        Of the columns ``limited`` (bool mask; word pairs) at most ``max_limited`` count;
+        ``each_side`` gives half the places to spam clues and half to ham clues:
         :func:`textnb.evidence.strongest` does the selection.
         """
         if not max_discriminators:
             return self.log_odds(X)
         C, baseline = self.log_odds_contributions(X)
         C.sort_indices()
-        keep = strongest(C, max_discriminators, limited, max_limited)
+        keep = strongest(C, max_discriminators, limited, max_limited, each_side)
         rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
         return baseline + np.bincount(rows[keep], weights=C.data[keep], minlength=C.shape[0])
 

@@ -235,7 +235,8 @@ class SpamFilter:
         """Spam log-odds of a document-term matrix, with the configured evidence selection."""
         m = self.config.model
         return self.model.selected_log_odds(X, m.max_discriminators, self.pair_columns(),
-                                            m.max_pair_discriminators)
+                                            m.max_pair_discriminators,
+                                            m.evidence == "each-side")
 
     def pair_columns(self) -> np.ndarray | None:
         """Which vocabulary columns are word pairs (None when the tokenizer makes none)."""
@@ -309,7 +310,7 @@ class SpamFilter:
         # The tokens the score is made of, strongest first: the same selection as scoring.
         m = self.config.model
         order = evidence.strongest(C, m.max_discriminators, self.pair_columns(),
-                                   m.max_pair_discriminators)
+                                   m.max_pair_discriminators, m.evidence == "each-side")
         used = len(order)
         clues = [(self.vocabulary.tokens_[cols[i]], float(contrib[i]), float(counts[cols[i]]),
                   float(model.feature_count_[1, cols[i]]), float(model.feature_count_[0, cols[i]]))

@@ -58,6 +58,7 @@ import numpy as np
 from . import __version__, store
 from .config import config_from_dict
 from .errors import NotFittedError, PMMLError
+from .evidence import selection_text
 from .naive_bayes import make_model
 from .pipeline import SpamFilter
 from .vectorize import Vocabulary
@@ -299,11 +300,13 @@ def export_file(model_path: Path, out: Path, max_features: int = 0) -> dict:
     store.atomic_write(Path(out), data)
     m = spam_filter.model
     notes = []
-    if spam_filter.config.model.max_discriminators:
-        notes.append(f"the document scores with every kept term; textnb classify uses the "
-                     f"{spam_filter.config.model.max_discriminators} strongest "
-                     "(model.max_discriminators), so its P(spam) equals the document's only "
-                     "with max_discriminators = 0")
+    mc = spam_filter.config.model
+    if mc.max_discriminators:
+        chosen = selection_text(mc.max_discriminators, mc.max_pair_discriminators, mc.evidence,
+                                spam_filter.config.tokenizer.bigrams)
+        notes.append(f"the document scores with every kept term; textnb classify uses "
+                     f"{chosen} (model.max_discriminators), so its P(spam) equals the "
+                     "document's only with max_discriminators = 0")
     if spam_filter.calibration is not None:
         notes.append("the tuned calibration is not part of the document's probabilities")
     if max_features:

@@ -150,6 +150,21 @@ def _write_error(path: Path, exc: OSError) -> WriteError:
                       "there, if any, is unchanged")
 
 
+# Settings added after model files were first written, with the value every older file
+# was scored with: a file that lacks the key keeps scoring as it did when it was saved,
+# whatever the built-in default has become since.
+_SAVED_BEFORE_THE_KEY_EXISTED = {("model", "evidence"): "strongest"}
+
+
+def _with_saved_defaults(config: dict) -> dict:
+    config = {name: dict(section) if isinstance(section, dict) else section
+              for name, section in config.items()}
+    for (section, key), value in _SAVED_BEFORE_THE_KEY_EXISTED.items():
+        if isinstance(config.get(section), dict):
+            config[section].setdefault(key, value)
+    return config
+
+
 def load(path: str | Path) -> SpamFilter:
     """Read a model file; ModelFormatError names the problem and the fix."""
     path = Path(path)
@@ -198,7 +213,7 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
             raise ModelFormatError(damaged + f" (checksum mismatch in {member})")
     try:
         n_learned = {str(k): int(v) for k, v in meta.get("n_learned", {}).items()}
-        config = config_from_dict(meta["config"])
+        config = config_from_dict(_with_saved_defaults(meta["config"]))
         spam_filter = SpamFilter(config)
         spam_filter.vocabulary = Vocabulary(json.loads(members["vocabulary.json"]))
         arrays = {a: np.load(io.BytesIO(members[f"{a}.npy"]), allow_pickle=False)

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from ..evidence import selection_text
 from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
 
 
@@ -34,6 +35,11 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
     typer.echo(f"vocabulary:  {summary['vocabulary_size']:,} tokens ({summary['features_kept']:,} kept)")
     typer.echo(f"model:       {cfg['model']['event_model']} NB, {cfg['features']['features']} "
                f"features, alpha={cfg['model']['alpha']}")
+    m = cfg["model"]
+    typer.echo("evidence:    " + selection_text(m["max_discriminators"],
+                                                 m["max_pair_discriminators"],
+                                                 m.get("evidence", "strongest"),
+                                                 cfg["tokenizer"]["bigrams"]))
     typer.echo(f"decision:    cost ratio {cfg['decision']['cost_ratio']}, threshold "
                + (f"{threshold:.3f} (tuned)" if threshold is not None else "ln(cost ratio)"))
 
