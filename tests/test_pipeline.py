@@ -16,6 +16,10 @@ VARIANTS = [(e, f) for e in ("multinomial", "bernoulli") for f in ("tf", "binary
 
 
 def _config(event_model, features, **model):
+    # "each-side" evidence (the default) is chosen and measured for the multinomial
+    # model; Bernoulli keeps the single ranking, as configs/short-texts.toml does.
+    if event_model == "bernoulli":
+        model.setdefault("evidence", "strongest")
     return FilterConfig(model=ModelConfig(event_model=event_model, **model),
                         features=FeatureConfig(features=features))
 

@@ -51,8 +51,9 @@ class ModelConfig:
     alpha: float = 0.1
     fit_prior: bool = True
     class_prior: tuple[float, float] | None = None
-    max_discriminators: int = 20
-    max_pair_discriminators: int = 4
+    max_discriminators: int = 16
+    max_pair_discriminators: int = 6
+    evidence: str = "each-side"
     numeric_model: str = "none"
 
 
@@ -96,6 +97,9 @@ class FilterConfig:
         _check(m.max_pair_discriminators >= 0, "model.max_pair_discriminators",
                m.max_pair_discriminators,
                "use 0 (word pairs never count) or a positive number")
+        _check(m.evidence in ("strongest", "each-side"), "model.evidence", m.evidence,
+               "use 'strongest' (the k strongest clues) or 'each-side' (k/2 spam clues and "
+               "k/2 ham clues)")
         _check(m.numeric_model in ("none", "gaussian", "kde"), "model.numeric_model",
                m.numeric_model, "use 'none', 'gaussian' or 'kde'")
         if m.class_prior is not None:
