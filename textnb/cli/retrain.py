@@ -42,7 +42,7 @@ def retrain_cli(
     spam_folder: Optional[List[str]] = typer.Option(None, "--spam-folder", help="With --maildir: the spam folder's name (repeatable; default: the first of Junk, Spam, [Gmail]/Spam, Junk E-mail, Junk Email, Bulk Mail)."),
     ham_folder: Optional[List[str]] = typer.Option(None, "--ham-folder", help="With --maildir: a ham folder's name (repeatable; default: INBOX)."),
     regime: str = typer.Option("all", "--regime", help="Which new messages to learn: all, error (only those the model gets wrong or is unsure of) or thick (also those right by less than --margin)."),
-    margin: Optional[float] = typer.Option(None, "--margin", help="Log-odds margin of --regime thick (default 100, chosen with bench/online.py)."),
+    margin: Optional[float] = typer.Option(None, "--margin", help="Log-odds margin of --regime thick (default 30, chosen with bench/online.py)."),
     wait: Optional[float] = WaitOpt,
     as_json: bool = JsonOpt,
     engine: str = EngineOpt,
