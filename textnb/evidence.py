@@ -29,8 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["EVIDENCE_MODES", "PAIR_PREFIX", "RankedEvidence", "pair_columns",
-           "selection_text", "split_places", "strongest"]
+__all__ = ["PAIR_PREFIX", "RankedEvidence", "pair_columns", "selection_text", "split_places",
+           "strongest"]
 
 PAIR_PREFIX = "bi:"  # the tokenizer's namespace for word pairs (tokenize.py)
 
@@ -39,9 +39,6 @@ def pair_columns(tokens: Sequence[str]) -> np.ndarray:
     """Which vocabulary columns hold word pairs (bool, one per token)."""
     return np.fromiter((t.startswith(PAIR_PREFIX) for t in tokens), dtype=bool,
                        count=len(tokens))
-
-
-EVIDENCE_MODES = ("strongest", "each-side")
 
 
 def split_places(k: int, max_limited: int | None) -> tuple[tuple[int, int | None],
