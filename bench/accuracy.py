@@ -41,17 +41,23 @@ def tokenised_split(name: str, spam_filter: SpamFilter):
     return tokens, y, len(train), seconds
 
 
+def test_scores(tokens, y, n_train: int, cfg):
+    """Train on the first ``n_train`` token lists, score the rest as a filter with
+    ``cfg`` would: (their log-odds, the term-count matrix of all, its pair columns)."""
+    vocab = Vocabulary()
+    X = vocab.transform(tokens, grow=True)
+    model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features)
+    Xf = binarize(X) if cfg.features.features == "binary" else X
+    pairs = pair_columns(vocab.tokens_)
+    return score_rows(model, Xf[n_train:], cfg.model, pairs), X, pairs
+
+
 def run(name: str, cfg, cv: int) -> dict:
     spam_filter = SpamFilter(cfg)
     tokens, y, n_train, tok_seconds = tokenised_split(name, spam_filter)
-    vocab = Vocabulary()
-    X = vocab.transform(tokens, grow=True)
     train_rows = np.arange(n_train)
     test_rows = np.arange(n_train, len(y))
-    model = fit_rows(X, y, train_rows, cfg.model, cfg.features)
-    Xf = binarize(X) if cfg.features.features == "binary" else X
-    pairs = pair_columns(vocab.tokens_)
-    scores = score_rows(model, Xf[test_rows], cfg.model, pairs)
+    scores, X, pairs = test_scores(tokens, y, n_train, cfg)
     result = {"corpus": name, "n_train": n_train, "n_test": len(test_rows),
               "tokenise_msgs_per_s": round(len(y) / tok_seconds, 1),
               "test": {k: summary(y[test_rows], scores, np.log(cfg.decision.cost_ratio))[k]

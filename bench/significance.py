@@ -33,15 +33,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+from accuracy import test_scores  # noqa: E402
 from peers import run_bogofilter, write_split  # noqa: E402
 
 from textnb import metrics  # noqa: E402
 from textnb.config import load_config  # noqa: E402
 from textnb.corpora import corpora_root  # noqa: E402
-from textnb.evaluate import fit_rows, score_rows  # noqa: E402
-from textnb.evidence import pair_columns  # noqa: E402
 from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.vectorize import Vocabulary, binarize  # noqa: E402
 
 CORPORA = ("spamassassin", "enron", "lingspam", "sms")
 METRICS = {
@@ -52,16 +50,11 @@ METRICS = {
 
 def textnb_test_scores(split, cfg) -> np.ndarray:
     """textnb's log-odds of the test messages, trained on the training messages
-    (the same computation as bench/accuracy.py)."""
+    (bench/accuracy.py's computation)."""
     spam_filter = SpamFilter(cfg)
     tokens = [spam_filter.tokens(raw) for raw in split.train_raw + split.test_raw]
     y = np.concatenate([split.y_train, split.y_test]).astype(np.int64)
-    vocab = Vocabulary()
-    X = vocab.transform(tokens, grow=True)
-    n_train = len(split.train_raw)
-    model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features)
-    Xf = binarize(X) if cfg.features.features == "binary" else X
-    return score_rows(model, Xf[n_train:], cfg.model, pair_columns(vocab.tokens_))
+    return test_scores(tokens, y, len(split.train_raw), cfg)[0]
 
 
 def paired_bootstrap(y: np.ndarray, a: np.ndarray, b: np.ndarray, n_resamples: int,
