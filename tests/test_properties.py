@@ -183,7 +183,7 @@ def test_well_formed_base64_text_parts_round_trip(texts):
 
 # Namespaces the tokeniser writes (textnb/tokenize.py); header fields add their own name.
 NAMESPACES = {"header", "subject", "url", "url-path", "href", "href-path", "email", "money", "num",
-              "skip", "content", "attachment", "control", "received", "date", "bi"}
+              "skip", "content", "attachment", "control", "received", "date", "bi", "script"}
 
 
 def check_tokens(tokens: list[str], tokenizer: EmailTokenizer, parsed: ParsedEmail) -> None:
@@ -250,7 +250,8 @@ def test_body_text_cannot_forge_a_namespaced_token():
 def test_no_body_word_lands_in_a_namespace(text):
     for token in TOKENIZER.text_tokens(text):
         namespace = token.partition(":")[0] if ":" in token and token.strip(":") else ""
-        assert namespace in ("", "bi", "url", "url-path", "email", "money", "num", "skip"), token
+        assert namespace in ("", "bi", "url", "url-path", "email", "money", "num", "skip",
+                             "script"), token  # script: a run in a space-less script (scripts.py)
 
 
 # -- counts: learn, forget, order, merge --------------------------------------------------

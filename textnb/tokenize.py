@@ -25,6 +25,7 @@ from itertools import chain, compress, repeat
 from operator import is_
 from typing import TYPE_CHECKING
 
+from . import scripts
 from .config import TokenizerConfig
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
@@ -60,7 +61,8 @@ _INFIX = re.compile(r"""(?<=[A-Za-z])[/=&](?=[A-Za-z])""")
 # header_mode = "all" every field becomes a namespace, and a field named after one of
 # these is renamed so a sender cannot forge, say, control:nul-bytes with a header.
 _OWN_NAMESPACES = frozenset({"header", "url", "url-path", "href", "href-path", "email",
-                             "money", "num", "skip", "content", "attachment", "control", "bi"})
+                             "money", "num", "skip", "content", "attachment", "control", "bi",
+                             "script"})
 _TOKEN_MATCH = re.compile(
     r"^(?:(?:https?|ftp)://|www\.)\S+$|^[^@\s<>()\"']+@[^@\s<>()\"']+\.[A-Za-z]{2,}$",
     re.IGNORECASE,
@@ -209,12 +211,14 @@ class EmailTokenizer:
         if limit is None:
             mapped = self._mapped(text.split(), cache, namespace)
         else:
-            mapped, n_words = [], 0
+            mapped, n_tokens = [], 0
             for piece in _pieces(text, _PIECE):
                 values = self._mapped(piece.split(), cache, namespace)
                 mapped.extend(values)
-                n_words += sum(map(len, values))  # bigram mode: words, each >= 1 token
-                if n_words >= limit:
+                # Tokens, not words: one word in Chinese can give a thousand.
+                counted = chain.from_iterable(values) if self.cfg.bigrams else values
+                n_tokens += sum(map(len, counted))
+                if n_tokens >= limit:
                     break
         if not self.cfg.bigrams:
             return list(chain.from_iterable(mapped))
@@ -282,7 +286,16 @@ class EmailTokenizer:
         return values
 
     def _map_word(self, text: str, lex: LexicalAttributes) -> tuple[str, ...]:
-        """The tokens one spaCy word stands for (its text, and its lexical attributes)."""
+        """The tokens one spaCy word stands for (its text, and its lexical attributes);
+        words in scripts written without spaces are cut first (textnb/scripts.py)."""
+        if scripts.needs_segmenting(text):
+            def plain(piece: str) -> list[str]:  # spaCy's affix rules, then the word rules
+                words = [w.text for w in self.spacy(piece)]
+                return [m for w in words if not lex.is_space(w) for m in self._map_plain(w, lex)]
+            return scripts.segment(text, plain)
+        return self._map_plain(text, lex)
+
+    def _map_plain(self, text: str, lex: LexicalAttributes) -> tuple[str, ...]:
         cfg = self.cfg
         if lex.like_url(text) or _TOKEN_MATCH.match(text) and "@" not in text:
             return tuple(self.url_tokens(text.rstrip(_URL_TRAILING)))
