@@ -21,11 +21,13 @@ def trained(tmp_path_factory):
     return path
 
 
+@pytest.mark.parametrize("combine", ["sum", "chi-square"])
 @pytest.mark.parametrize("event_model", ["multinomial", "bernoulli"])
-def test_json_parts_add_up_to_the_log_odds(tmp_path, event_model):
+def test_json_parts_add_up_to_the_log_odds(tmp_path, event_model, combine):
     path = tmp_path / "m.tnb"
     assert runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE / "index"),
-                               "--event-model", event_model]).exit_code == 0
+                               "--event-model", event_model,
+                               "--set", f"model.combine={combine}"]).exit_code == 0
     result = runner.invoke(app, ["explain", "--model", str(path), "--json", "-k", "4",
                                  str(SAMPLE / "unlabelled")])
     assert result.exit_code == 0, result.output
@@ -34,7 +36,8 @@ def test_json_parts_add_up_to_the_log_odds(tmp_path, event_model):
     for row in rows:
         shown = sum(c["log_odds"] for c in row["clues"])
         total = (row["prior_log_odds"] + row["absence_log_odds"] + shown
-                 + row["other_tokens_log_odds"])
+                 + row["other_tokens_log_odds"] + row["combining_log_odds"])
+        assert (row["combining_log_odds"] == 0) == (combine == "sum")
         assert total == pytest.approx(row["log_odds"], abs=1e-9)
         assert len(row["clues"]) == min(4, row["tokens_used"])
         assert 0 <= row["prior_share"] <= 1

@@ -54,6 +54,8 @@ class ModelConfig:
     max_discriminators: int = 16
     max_pair_discriminators: int = 6
     evidence: str = "each-side"
+    min_strength: float = 0.0
+    combine: str = "sum"
     numeric_model: str = "none"
 
 
@@ -100,6 +102,11 @@ class FilterConfig:
         _check(m.evidence in ("strongest", "each-side"), "model.evidence", m.evidence,
                "use 'strongest' (the k strongest clues) or 'each-side' (k/2 spam clues and "
                "k/2 ham clues)")
+        _check(m.min_strength >= 0 and math.isfinite(m.min_strength), "model.min_strength",
+               m.min_strength, "use 0 (every token can be a clue) or a positive |log-likelihood "
+               "ratio| a clue must exceed")
+        _check(m.combine in ("sum", "chi-square"), "model.combine", m.combine,
+               "use 'sum' (naive Bayes) or 'chi-square' (Robinson-Fisher combining)")
         _check(m.numeric_model in ("none", "gaussian", "kde"), "model.numeric_model",
                m.numeric_model, "use 'none', 'gaussian' or 'kde'")
         if m.class_prior is not None:

@@ -62,7 +62,8 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
     evidence selection: what a filter with ``model_cfg`` would score."""
     return model.selected_log_odds(X, model_cfg.max_discriminators, pair_columns,
                                    model_cfg.max_pair_discriminators,
-                                   model_cfg.evidence == "each-side")
+                                   model_cfg.evidence == "each-side", model_cfg.min_strength,
+                                   model_cfg.combine)
 
 
 def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig,

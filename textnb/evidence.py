@@ -29,6 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from . import combining
+
 __all__ = ["PAIR_PREFIX", "RankedEvidence", "pair_columns", "selection_text", "split_places",
            "strongest"]
 
@@ -67,7 +69,8 @@ def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True) -> str
 
 
 def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
-              max_limited: int | None = None, each_side: bool = False) -> np.ndarray:
+              max_limited: int | None = None, each_side: bool = False,
+              min_strength: float = 0.0) -> np.ndarray:
     """Positions in ``C.data`` of each row's ``k`` strongest entries, row by row.
 
     C (csr_matrix): per-token contributions (log-likelihood ratios), rows = documents,
@@ -77,10 +80,11 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     limited (ndarray of bool | None): columns of which a row keeps at most ``max_limited``.
     each_side (bool): split ``k`` and ``max_limited`` between the positive (spam) and
         the negative (ham) entries, each side ranked on its own (:func:`split_places`).
+    min_strength (float): entries with |value| <= this are not clues (0: all count).
     RETURNS (ndarray of int): positions, grouped by row, strongest (largest |value|) first
         within a row, ties in column order.
     """
-    return RankedEvidence(C, limited).positions(k, max_limited, each_side)
+    return RankedEvidence(C, limited).positions(k, max_limited, each_side, min_strength)
 
 
 class RankedEvidence:
@@ -111,19 +115,25 @@ class RankedEvidence:
         before = np.cumsum(mask) - mask
         return before - before[self._row_start]
 
-    def kept(self, k: int, max_limited: int | None = None, each_side: bool = False
-             ) -> np.ndarray:
+    def kept(self, k: int, max_limited: int | None = None, each_side: bool = False,
+             min_strength: float = 0.0) -> np.ndarray:
         """Bool over the sorted entries: each row's k strongest, at most ``max_limited``
         of them limited (the cap applies only when 0 < max_limited < k); with
         ``each_side``, the same for the positive and the negative entries apart, with
-        the places and the cap split by :func:`split_places`."""
+        the places and the cap split by :func:`split_places`. Entries no stronger than
+        ``min_strength`` (|value| <= it) are not clues at all (as bogofilter's min_dev and
+        SpamBayes' minimum_prob_strength); 0 keeps every non-zero entry."""
         if not k:
-            return np.ones(self.values.size, bool)
-        if not each_side:
-            return self._kept_among(np.ones(self.values.size, bool), k, max_limited)
-        (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_limited)
-        return (self._kept_among(self.values > 0, k_spam, cap_spam)
-                | self._kept_among(self.values < 0, k_ham, cap_ham))
+            keep = np.ones(self.values.size, bool)
+        elif not each_side:
+            keep = self._kept_among(np.ones(self.values.size, bool), k, max_limited)
+        else:
+            (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_limited)
+            keep = (self._kept_among(self.values > 0, k_spam, cap_spam)
+                    | self._kept_among(self.values < 0, k_ham, cap_ham))
+        if min_strength > 0:
+            keep &= np.abs(self.values) > min_strength
+        return keep
 
     def _kept_among(self, candidates: np.ndarray, k: int, max_limited: int | None
                     ) -> np.ndarray:
@@ -134,13 +144,14 @@ class RankedEvidence:
             eligible &= ~(limited & (rank >= max_limited))
         return eligible & (self._rank_within_row(eligible) < k)
 
-    def positions(self, k: int, max_limited: int | None = None, each_side: bool = False
-                  ) -> np.ndarray:
+    def positions(self, k: int, max_limited: int | None = None, each_side: bool = False,
+                  min_strength: float = 0.0) -> np.ndarray:
         """:func:`strongest`'s answer: positions in C.data, by row, strongest first."""
-        return self.order[self.kept(k, max_limited, each_side)]
+        return self.order[self.kept(k, max_limited, each_side, min_strength)]
 
-    def sums(self, k: int, max_limited: int | None = None, each_side: bool = False
-             ) -> np.ndarray:
-        """Per row, the sum of the kept contributions."""
-        keep = self.kept(k, max_limited, each_side)
-        return np.bincount(self.rows[keep], weights=self.values[keep], minlength=self.n_rows)
+    def sums(self, k: int, max_limited: int | None = None, each_side: bool = False,
+             min_strength: float = 0.0, combine: str = "sum") -> np.ndarray:
+        """Per row, the kept contributions combined (:func:`textnb.combining.combine`:
+        their sum, or chi-square combining)."""
+        keep = self.kept(k, max_limited, each_side, min_strength)
+        return combining.combine(self.values[keep], self.rows[keep], self.n_rows, combine)

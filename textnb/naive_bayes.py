@@ -20,7 +20,9 @@ is still there, computed in full on first use after a change (PMML export and
 tests read it). The Bernoulli model's absence term sums over every kept column
 and is recomputed once per change, on the next score (``BernoulliNB``).
 
-The formulas are the encyclopedia seed's (``../shared/seeds/003_…``):
+The formulas are those of Wikipedia's "Naive Bayes classifier"
+(https://en.wikipedia.org/wiki/Naive_Bayes_classifier, sections "Multinomial naive
+Bayes" and "Bernoulli naive Bayes"):
 
 multinomial:  log P(x|c) = Σ_j x_j log θ_cj,
               θ_cj = (N_cj + α) / (N_c + α n)           (Lidstone; α = 1 is Laplace)
@@ -38,6 +40,7 @@ import scipy.sparse as sp
 from scipy.special import logsumexp
 
 from .errors import EmptyTrainingSetError, NotFittedError
+from . import combining
 from .evidence import strongest
 
 __all__ = ["MultinomialNB", "BernoulliNB", "make_model"]
@@ -311,8 +314,8 @@ class _BaseNB:
         return C, float(self.class_log_prior_[1] - self.class_log_prior_[0] + baseline)
 
     def selected_log_odds(self, X, max_discriminators: int, limited=None,
-                          max_limited: int | None = None, each_side: bool = False
-                          ) -> np.ndarray:
+                          max_limited: int | None = None, each_side: bool = False,
+                          min_strength: float = 0.0, combine: str = "sum") -> np.ndarray:
         """Log-odds from only the ``max_discriminators`` strongest tokens of each document.
 
         Graham's "plan for spam", SpamBayes' max_discriminators and bogofilter's min_dev
@@ -320,16 +323,18 @@ class _BaseNB:
         correlated tokens otherwise outvote the few strong ones (the naive independence
         assumption fails most there). 0 means all tokens (the plain naive Bayes log-odds).
         Of the columns ``limited`` (bool mask; word pairs) at most ``max_limited`` count;
-        ``each_side`` gives half the places to spam clues and half to ham clues:
-        :func:`textnb.evidence.strongest` does the selection.
+        ``each_side`` gives half the places to spam clues and half to ham clues; tokens
+        with |log-likelihood ratio| <= ``min_strength`` are no clues:
+        :func:`textnb.evidence.strongest` does the selection. ``combine`` is how the
+        clues add up (:mod:`textnb.combining`: their sum, or chi-square combining).
         """
-        if not max_discriminators:
+        if not max_discriminators and not min_strength and combine == "sum":
             return self.log_odds(X)
         C, baseline = self.log_odds_contributions(X)
         C.sort_indices()
-        keep = strongest(C, max_discriminators, limited, max_limited, each_side)
+        keep = strongest(C, max_discriminators, limited, max_limited, each_side, min_strength)
         rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
-        return baseline + np.bincount(rows[keep], weights=C.data[keep], minlength=C.shape[0])
+        return baseline + combining.combine(C.data[keep], rows[keep], C.shape[0], combine)
 
     def _presence(self, X):
         return X

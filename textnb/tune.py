@@ -292,7 +292,8 @@ def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarra
                 m = settings[i].model
                 scores[i][test] = baseline + ranked.sums(m.max_discriminators,
                                                          m.max_pair_discriminators,
-                                                         m.evidence == "each-side")
+                                                         m.evidence == "each-side",
+                                                         m.min_strength, m.combine)
     return scores
 
 

@@ -66,6 +66,7 @@ def explain_cli(
                     "p_spam": d.p_spam, "threshold": d.threshold,
                     "prior_log_odds": e.prior_log_odds, "prior_share": parts["prior_share"],
                     "absence_log_odds": e.absence_log_odds, "tokens_used": e.tokens_used,
+                    "combining_log_odds": e.combining_log_odds,
                     "other_tokens_log_odds": parts["others_log_odds"],
                     "unknown_tokens": e.unknown_tokens,
                     "clues": [{"token": t, "log_odds": c, "count": n, "llr": c / n if n else c,
@@ -73,6 +74,9 @@ def explain_cli(
                               for t, c, n, s, h in parts["shown"]]}))
                 continue
             absent = (f", absent tokens {e.absence_log_odds:+.2f}" if e.absence_log_odds else "")
+            if e.combining_log_odds:
+                absent += (f", chi-square combining {e.combining_log_odds:+.2f} (evidence on "
+                           "both sides pulls the score toward the middle)")
             typer.echo(_verdict_line(e))
             typer.echo(f"  prior log-odds {e.prior_log_odds:+.2f} ({parts['prior_share']:.0%} "
                        f"of the evidence){absent}; the {len(parts['shown'])} tokens below "
