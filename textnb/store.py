@@ -35,9 +35,7 @@ from . import __version__
 from .config import config_from_dict
 from .errors import ModelFormatError, WriteError, write_fix
 from .ledger import Ledger
-from .naive_bayes import make_model
 from .pipeline import SpamFilter
-from .vectorize import Vocabulary
 
 FORMAT_NAME = "textnb-model"
 FORMAT_VERSION = 1
@@ -153,10 +151,14 @@ def _write_error(path: Path, exc: OSError) -> WriteError:
 # Settings added after model files were first written, with the value every older file
 # was scored with: a file that lacks the key keeps scoring as it did when it was saved,
 # whatever the built-in default has become since.
-_SAVED_BEFORE_THE_KEY_EXISTED = {("model", "evidence"): "strongest"}
+_SAVED_BEFORE_THE_KEY_EXISTED = {("model", "evidence"): "strongest",
+                                  ("model", "min_strength"): 0.0,
+                                  ("model", "combine"): "sum"}
 
 
-def _with_saved_defaults(config: dict) -> dict:
+def with_saved_defaults(config: dict) -> dict:
+    """A saved config (nested dicts) with the value it was scored with filled in for every
+    key added since (model files and text dumps both read their settings through it)."""
     config = {name: dict(section) if isinstance(section, dict) else section
               for name, section in config.items()}
     for (section, key), value in _SAVED_BEFORE_THE_KEY_EXISTED.items():
@@ -213,13 +215,13 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
             raise ModelFormatError(damaged + f" (checksum mismatch in {member})")
     try:
         n_learned = {str(k): int(v) for k, v in meta.get("n_learned", {}).items()}
-        config = config_from_dict(_with_saved_defaults(meta["config"]))
-        spam_filter = SpamFilter(config)
-        spam_filter.vocabulary = Vocabulary(json.loads(members["vocabulary.json"]))
+        config = config_from_dict(with_saved_defaults(meta["config"]))
+        tokens = json.loads(members["vocabulary.json"])
         arrays = {a: np.load(io.BytesIO(members[f"{a}.npy"]), allow_pickle=False)
                   for a in _ARRAYS}
+        ledger = None
         if "ledger_digest.npy" in members:
-            spam_filter.ledger = Ledger.from_arrays(
+            ledger = Ledger.from_arrays(
                 *(np.load(io.BytesIO(members[f"ledger_{a}.npy"]), allow_pickle=False)
                   for a in ("digest", "label", "tokens")))
         numeric = {n[len("numeric_"):-len(".npy")]: np.load(io.BytesIO(data), allow_pickle=False)
@@ -227,25 +229,16 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
         if numeric:
             from .numeric import from_arrays
 
-            spam_filter.numeric = from_arrays(config.model.numeric_model, numeric)
+            numeric = from_arrays(config.model.numeric_model, numeric)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelFormatError(damaged + f" ({exc})") from None
-    m = config.model
-    model = make_model(m.event_model, alpha=m.alpha, fit_prior=m.fit_prior,
-                       class_prior=m.class_prior)
-    n_features = len(spam_filter.vocabulary)
-    if arrays["feature_count"].shape != (2, n_features) or arrays["doc_freq"].shape != (n_features,):
-        raise ModelFormatError(damaged + " (array shapes disagree with the vocabulary)")
-    model._reset(n_features)
-    model.class_count_ = arrays["class_count"].astype(np.float64)
-    model.feature_count_ = arrays["feature_count"].astype(np.float64)
-    model._update()
-    spam_filter.model = model
-    spam_filter.doc_freq_ = arrays["doc_freq"].astype(np.float64)
-    spam_filter._update_mask()
-    spam_filter.threshold = meta.get("threshold")
-    spam_filter.calibration = meta.get("calibration")
-    spam_filter.n_learned = n_learned
+    try:
+        spam_filter = SpamFilter.from_counts(
+            config, tokens, arrays["class_count"], arrays["feature_count"], arrays["doc_freq"],
+            n_learned=n_learned, ledger=ledger, threshold=meta.get("threshold"),
+            calibration=meta.get("calibration"), numeric=numeric or None)
+    except ValueError as exc:  # shapes that disagree with the vocabulary, a repeated token
+        raise ModelFormatError(damaged + f" ({exc})") from None
     return spam_filter
 
 

@@ -1,4 +1,4 @@
-"""textnb export: a model as a PMML document."""
+"""textnb export: a model as a PMML document or as a plain-text dump."""
 
 from __future__ import annotations
 
@@ -10,37 +10,59 @@ import typer
 
 from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
 
-FORMATS = ("pmml",)
+FORMATS = ("pmml", "text")
 
 
-def check_format(value: str) -> str:
-    if value not in FORMATS:
-        raise typer.BadParameter(f"{value!r} is not a format textnb writes; use "
-                                 f"{' or '.join(FORMATS)}", param_hint="--format")
-    return value
+def one_of(choices: tuple[str, ...], option: str, noun: str):
+    """A typer callback that lets through only one of ``choices`` (a usage error, exit 2)."""
+    def check(value: str) -> str:
+        if value not in choices:
+            raise typer.BadParameter(f"{value!r} is not {noun}; use {', '.join(choices)}",
+                                     param_hint=option)
+        return value
+    return check
+
+
+check_format = one_of(FORMATS, "--format", "a format textnb writes")
 
 
 # fmt: off
 @app.command("export")
 def export_cli(
-    out: Path = typer.Argument(..., help="The document to write (replaced atomically)."),
+    out: Path = typer.Argument(..., help="The document to write (replaced atomically); with --format text, '-' is standard output."),
     model: Optional[Path] = ModelOpt,
-    fmt: str = typer.Option("pmml", "--format", "-f", callback=check_format, help="Interchange format: pmml (PMML 4.4)."),
-    max_features: int = typer.Option(0, "--max-features", help="Export the model pruned to its N most frequent terms (0: every kept term), for PMML consumers that cannot take ~100,000 input fields."),
+    fmt: str = typer.Option("pmml", "--format", "-f", callback=check_format, help="pmml (PMML 4.4, for other engines) or text (a line-per-record dump for backups, grep and diff; docs/model-file.md)."),
+    max_features: int = typer.Option(0, "--max-features", help="PMML only: export the model pruned to its N most frequent terms (0: every kept term), for PMML consumers that cannot take ~100,000 input fields."),
     as_json: bool = JsonOpt,
 ):
     # fmt: on
-    """Export a model as PMML 4.4: Bernoulli as a NaiveBayesModel, multinomial as a RegressionModel.
+    """Export a model as PMML 4.4 or as a text dump that 'textnb import --format text' restores.
 
-    Inputs are one field per term, named by the token: 0/1 presence (Bernoulli) or
-    textnb's feature value (multinomial); absent terms may be left out of a record.
+    PMML: Bernoulli as a NaiveBayesModel, multinomial as a RegressionModel; inputs are
+    one field per term, named by the token. Text: the settings, class totals, one line
+    per token with its ham, spam and message counts, and the ledger; importing it gives
+    a model that scores bit for bit as this one.
     """
-    from ..pmml import export_file
-
+    if fmt == "text" and max_features:
+        raise typer.BadParameter("--max-features prunes PMML documents only; a text dump "
+                                 "holds the whole model", param_hint="--max-features")
     with operator_errors():
-        summary = export_file(model_path(model), out, max_features)
+        if fmt == "text":
+            from ..dump import export_file as export_text
+
+            summary = export_text(model_path(model), out)
+        else:
+            from ..pmml import export_file
+
+            summary = export_file(model_path(model), out, max_features)
     if as_json:
-        typer.echo(json.dumps(summary))
+        typer.echo(json.dumps(summary), err=str(out) == "-")
+        return
+    if fmt == "text":
+        # With OUT '-' the dump is on stdout: the summary goes to stderr.
+        typer.echo(f"exported {summary['tokens']:,} tokens and {summary['ledger']:,} ledger "
+                   f"entries as text to {out} ({summary['size_bytes'] / 1e6:.1f} MB, "
+                   f"{summary['seconds']:.1f} s)", err=str(out) == "-")
         return
     typer.echo(f"exported {summary['terms']:,} terms of a {summary['event_model']} model as a PMML "
                f"{summary['pmml_model']} to {out} ({summary['size_bytes'] / 1e6:.1f} MB, "

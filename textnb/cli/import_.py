@@ -1,4 +1,4 @@
-"""textnb import: a model back from a textnb PMML export."""
+"""textnb import: a model back from a textnb PMML export or a text dump."""
 
 from __future__ import annotations
 
@@ -15,16 +15,22 @@ from .export import check_format
 # fmt: off
 @app.command("import")
 def import_cli(
-    source: Path = typer.Argument(..., help="A PMML document written by 'textnb export'."),
+    source: Path = typer.Argument(..., help="A PMML document or text dump written by 'textnb export' ('-': standard input, text only)."),
     model: Optional[Path] = ModelOpt,
-    fmt: str = typer.Option("pmml", "--format", "-f", callback=check_format, help="Interchange format: pmml."),
+    fmt: str = typer.Option("pmml", "--format", "-f", callback=check_format, help="pmml or text (the format the document was exported in)."),
     as_json: bool = JsonOpt,
 ):
     # fmt: on
-    """Import a PMML document that textnb exported as a model file (it scores identically)."""
-    from ..pmml import import_file
+    """Import a PMML document or text dump that textnb exported as a model file (it scores identically).
 
+    The model file is replaced atomically. A damaged or wrongly edited text dump is
+    refused with the number of the line that is wrong, and the model is left as it was.
+    """
     with operator_errors():
+        if fmt == "text":
+            from ..dump import import_file
+        else:
+            from ..pmml import import_file
         summary = import_file(source, model_path(model))
     if as_json:
         typer.echo(json.dumps(summary))
