@@ -63,6 +63,7 @@
 static const char USAGE[] =
     "usage: textnb-client [--server ADDR] [--model PATH] [--cost-ratio R] [--spamassassin]\n"
     "                     [--always-exit-0] [--no-fallback] [--timeout SECONDS] [--ping]\n"
+    "                     [--user NAME] [--learn spam|ham | --forget]\n"
     "\n"
     "Filter one message (stdin -> stdout, verdict headers added) through a running\n"
     "'textnb serve'; score in process when it is down. Exit 0 spam, 1 ham, 2 unsure,\n"
@@ -79,6 +80,10 @@ static const char USAGE[] =
     "  --no-fallback      never score in process: pass the message through, exit 3\n"
     "  --timeout SECONDS  give up on the scorer after this long (default 10)\n"
     "  --ping             print the scorer's status instead of filtering\n"
+    "  --user NAME        the user whose model scores or learns ('textnb serve --models')\n"
+    "  --learn spam|ham   learn the message on stdin as spam or ham instead of filtering;\n"
+    "                     prints what the scorer did; exit 0 once it is durable, 3 if not\n"
+    "  --forget           forget the message on stdin (exit 0 done, 3 not done)\n"
     "\n"
     "This is the compiled client (textnb " TEXTNB_VERSION "). The in-process fallback runs\n"
     "'$TEXTNB_COMMAND filter' (default: " TEXTNB_COMMAND ").\n";
@@ -164,9 +169,9 @@ static void copy_through(void)
 /* -- options (parsed as textnb.client.parse_args does) ------------------------------ */
 
 struct options {
-    const char *server, *model, *cost_text, *timeout_text;
+    const char *server, *model, *cost_text, *timeout_text, *user, *learn;
     double cost_ratio, timeout;
-    int spamassassin, always_exit_0, no_fallback, ping, help;
+    int spamassassin, always_exit_0, no_fallback, ping, forget, help;
 };
 
 /* Python's float() for the numbers a user types; strtod's hexadecimal and nan(...)
@@ -189,9 +194,10 @@ static int parse_float(const char *text, double *out)
 static int parse_args(int argc, char **argv, struct options *o, char *err)
 {
     static const char *const flags[] = {"--spamassassin", "--always-exit-0", "--no-fallback",
-                                        "--ping"};
-    static const char *const valued[] = {"--server", "--model", "--cost-ratio", "--timeout"};
-    const char **slots[4];
+                                        "--ping", "--forget"};
+    static const char *const valued[] = {"--server", "--model", "--cost-ratio", "--timeout",
+                                         "--user", "--learn"};
+    const char **slots[6];
     int flag_hit = -1, valued_hit = -1;
     int i, k;
 
@@ -199,23 +205,26 @@ static int parse_args(int argc, char **argv, struct options *o, char *err)
     slots[1] = &o->model;
     slots[2] = &o->cost_text;
     slots[3] = &o->timeout_text;
+    slots[4] = &o->user;
+    slots[5] = &o->learn;
     for (i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         flag_hit = valued_hit = -1;
-        for (k = 0; k < 4; k++) {
-            if (strlen(flags[k]) == name_len && strncmp(arg, flags[k], name_len) == 0)
+        for (k = 0; k < 6; k++) {
+            if (k < 5 && strlen(flags[k]) == name_len && strncmp(arg, flags[k], name_len) == 0)
                 flag_hit = k;
             if (strlen(valued[k]) == name_len && strncmp(arg, valued[k], name_len) == 0)
                 valued_hit = k;
         }
         if (flag_hit >= 0 && eq == NULL) {
-            int *fields[4];
+            int *fields[5];
             fields[0] = &o->spamassassin;
             fields[1] = &o->always_exit_0;
             fields[2] = &o->no_fallback;
             fields[3] = &o->ping;
+            fields[4] = &o->forget;
             *fields[flag_hit] = 1;
         } else if (valued_hit >= 0) {
             const char *value = eq ? eq + 1 : NULL;
@@ -244,6 +253,25 @@ static int parse_args(int argc, char **argv, struct options *o, char *err)
         (parse_float(o->timeout_text, &o->timeout) != 0 || !(o->timeout > 0))) {
         snprintf(err, ERR_SIZE, "--timeout '%s' must be a number > 0", o->timeout_text);
         return -1;
+    }
+    if (o->learn != NULL && strcmp(o->learn, "spam") != 0 && strcmp(o->learn, "ham") != 0) {
+        snprintf(err, ERR_SIZE, "--learn '%s' must be spam or ham", o->learn);
+        return -1;
+    }
+    if (o->learn != NULL && o->forget) {
+        snprintf(err, ERR_SIZE, "--learn and --forget exclude each other");
+        return -1;
+    }
+    if (o->user != NULL) {
+        const unsigned char *c;
+        for (c = (const unsigned char *)o->user; *c; c++)
+            if (*c <= 32 || *c == 127)
+                break;
+        if (*c != '\0' || o->user[0] == '\0' || strlen(o->user) > 200) {
+            snprintf(err, ERR_SIZE, "--user '%.200s' must be 1-200 characters without spaces or "
+                     "control characters", o->user);
+            return -1;
+        }
     }
     return 0;
 }
@@ -558,11 +586,11 @@ static int exchange(const struct address *a, const char *head, size_t head_len,
     return 0;
 }
 
-/* The first 80 bytes of a reply line, printable, for an error message. */
-static void show_bytes(const char *text, char *out, size_t size)
+/* The first `limit` bytes of a reply line, printable, for an error message. */
+static void show_bytes_upto(const char *text, char *out, size_t size, size_t limit)
 {
     size_t o = 0, i;
-    for (i = 0; text[i] != '\0' && i < 80 && o + 5 < size; i++) {
+    for (i = 0; text[i] != '\0' && i < limit && o + 5 < size; i++) {
         unsigned char c = (unsigned char)text[i];
         if (c >= 32 && c < 127 && c != '\\')
             out[o++] = (char)c;
@@ -570,6 +598,11 @@ static void show_bytes(const char *text, char *out, size_t size)
             o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
     }
     out[o] = '\0';
+}
+
+static void show_bytes(const char *text, char *out, size_t size)
+{
+    show_bytes_upto(text, out, size, 80);
 }
 
 struct verdict {
@@ -580,20 +613,24 @@ struct verdict {
 
 static const char *const LABELS[3] = {"spam", "ham", "unsure"}; /* in exit-code order */
 
+/* " user=NAME" on a request line, or nothing: two %s arguments. */
+#define USER_FIELD(o) ((o)->user ? " user=" : ""), ((o)->user ? (o)->user : "")
+
 /* The resident scorer's verdict on raw (its first MAX_MESSAGE_BYTES bytes). */
 static int score_remote(const struct address *a, const struct options *o, const char *raw,
                         size_t raw_len, struct verdict *v, char *err)
 {
-    char head[128], reply[MAX_LINE + 4096 + 1], shown[400];
+    char head[400], reply[MAX_LINE + 4096 + 1], shown[400];
     char *rest, *kind_end, *fields[5], *save = NULL, *field;
     size_t sent = raw_len < MAX_MESSAGE_BYTES ? raw_len : MAX_MESSAGE_BYTES;
     int head_len, n = 0, k;
 
     if (o->cost_text != NULL)  /* %.17g reads back as the same double, as repr does */
-        head_len = snprintf(head, sizeof head, PROTOCOL " SCORE %lu %.17g\n",
-                            (unsigned long)sent, o->cost_ratio);
+        head_len = snprintf(head, sizeof head, PROTOCOL " SCORE %lu %.17g%s%s\n",
+                            (unsigned long)sent, o->cost_ratio, USER_FIELD(o));
     else
-        head_len = snprintf(head, sizeof head, PROTOCOL " SCORE %lu\n", (unsigned long)sent);
+        head_len = snprintf(head, sizeof head, PROTOCOL " SCORE %lu%s%s\n", (unsigned long)sent,
+                            USER_FIELD(o));
     if (exchange(a, head, (size_t)head_len, raw, sent, o->timeout, reply, sizeof reply, err) != 0)
         return -1;
     if (strncmp(reply, PROTOCOL " ", sizeof PROTOCOL) != 0) {
@@ -631,12 +668,12 @@ static int score_remote(const struct address *a, const struct options *o, const 
     return -1;
 }
 
-static int ping(const struct address *a, double timeout)
+static int ping(const struct address *a, const struct options *o)
 {
-    char reply[MAX_LINE + 4096 + 1], err[ERR_SIZE], *item, *save = NULL;
+    char reply[MAX_LINE + 4096 + 1], err[ERR_SIZE], head[400], *item, *save = NULL;
     const char *sep = "";
-    if (exchange(a, PROTOCOL " PING\n", sizeof PROTOCOL + 5, "", 0, timeout, reply, sizeof reply,
-                 err) != 0) {
+    int head_len = snprintf(head, sizeof head, PROTOCOL " PING%s%s\n", USER_FIELD(o));
+    if (exchange(a, head, (size_t)head_len, "", 0, o->timeout, reply, sizeof reply, err) != 0) {
         fprintf(stderr, "textnb-client: %s\n", err);
         return 1;
     }
@@ -1072,6 +1109,54 @@ static int filter(const struct options *o, const struct address *a)
     return pass_through(o, &raw);
 }
 
+/* --learn / --forget: the message on stdin to the scorer's ledger (textnb.client.run_learn). */
+static int learn(const struct options *o, const struct address *a)
+{
+    static char empty[1];
+    struct buffer raw = {NULL, 0, 0};
+    char head[400], reply[MAX_LINE + 4096 + 1], err[ERR_SIZE], shown[MAX_LINE * 4 + 8], what[32];
+    const char *expect = o->learn ? PROTOCOL " LEARNED " : PROTOCOL " FORGOTTEN ";
+    size_t sent;
+    int head_len;
+
+    snprintf(what, sizeof what, o->learn ? "learned as %s" : "forgotten", o->learn);
+    if (read_all(0, &raw) != 0) {
+        fprintf(stderr, "textnb-client: error: message not %s: cannot read it: %s\n", what,
+                strerror(errno));
+        return EXIT_ERROR;
+    }
+    if (raw.data == NULL)
+        raw.data = empty;
+    sent = raw.len < MAX_MESSAGE_BYTES ? raw.len : MAX_MESSAGE_BYTES;
+    if (o->learn)
+        head_len = snprintf(head, sizeof head, PROTOCOL " LEARN %s %lu%s%s\n", o->learn,
+                            (unsigned long)sent, USER_FIELD(o));
+    else
+        head_len = snprintf(head, sizeof head, PROTOCOL " FORGET %lu%s%s\n", (unsigned long)sent,
+                            USER_FIELD(o));
+    if (exchange(a, head, (size_t)head_len, raw.data, sent, o->timeout, reply, sizeof reply,
+                 err) != 0) {
+        fprintf(stderr, "textnb-client: error: message not %s: %s\n", what, err);
+        return EXIT_ERROR;
+    }
+    if (strncmp(reply, expect, strlen(expect)) == 0 && reply[strlen(expect)] != '\0') {
+        printf("%s %s\n", o->learn ? "learned" : "forgotten", reply + strlen(expect));
+        return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
+    }
+    if (strncmp(reply, PROTOCOL " ERROR ", sizeof PROTOCOL + 6) == 0) {
+        /* the whole reason, as the Python client prints it (a score error is cut at 80) */
+        show_bytes_upto(reply + sizeof PROTOCOL + 6, shown, sizeof shown, MAX_LINE);
+        fprintf(stderr, "textnb-client: error: message not %s: the scorer at %s said: %s\n", what,
+                a->shown, shown);
+    } else {
+        show_bytes(reply + (strncmp(reply, PROTOCOL " ", sizeof PROTOCOL) == 0 ? sizeof PROTOCOL
+                            : 0), shown, sizeof shown);
+        fprintf(stderr, "textnb-client: error: message not %s: malformed scorer reply: '%s'\n",
+                what, shown);
+    }
+    return EXIT_ERROR;
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
@@ -1096,6 +1181,8 @@ int main(int argc, char **argv)
     spec = o.server != NULL && o.server[0] != '\0' ? concat(o.server, "", "") : default_socket();
     parse_address(spec, &a);
     if (o.ping)
-        return ping(&a, o.timeout);
+        return ping(&a, &o);
+    if (o.learn != NULL || o.forget)
+        return learn(&o, &a);
     return filter(&o, &a);
 }

@@ -15,13 +15,26 @@ socket`` 16 ms (it builds enums of its constants), ``_socket``, the C module tha
 
 The protocol, one request per connection (after spamc/spamd, simplified)::
 
-    request:  TEXTNB/1 SCORE <length>[ <cost ratio>]\\n<length bytes of message>
-              TEXTNB/1 PING\\n
+    request:  TEXTNB/1 SCORE <length>[ <cost ratio>][ user=<name>]\\n<length bytes of message>
+              TEXTNB/1 LEARN <spam|ham> <length>[ user=<name>]\\n<length bytes of message>
+              TEXTNB/1 FORGET <length>[ user=<name>]\\n<length bytes of message>
+              TEXTNB/1 PING[ user=<name>]\\n
     reply:    TEXTNB/1 OK <label> <log-odds> <P(spam)> <threshold>\\n
+              TEXTNB/1 LEARNED <spam|ham> <new|moved|known>\\n
+              TEXTNB/1 FORGOTTEN <spam|ham|not-found>\\n
               TEXTNB/1 PONG <key>=<value> ...\\n
               TEXTNB/1 ERROR <text>\\n
 
 Numbers are written with ``repr``, so the client's headers equal the in-process ones.
+``user=`` (``--user``) picks a user's model on a scorer started with ``--models``; a
+scorer with one model refuses it. LEARN and FORGET go through the model's ledger as
+``textnb retrain`` and ``textnb forget`` do (``new``: learned; ``moved``: it was learned
+under the other label; ``known``: already learned so). LEARNED/FORGOTTEN is sent only
+once the update is fsync'd to the model's journal and applied: it survives ``kill -9``
+and is in the model file within the scorer's ``--flush-seconds`` (textnb.learning);
+any other reply, or none, means the update may not have been made. Version 1
+clients and scorers that know only SCORE and PING still talk to each other unchanged:
+a scorer without LEARN answers ERROR, which the client reports as "not learned".
 """
 
 from __future__ import annotations
@@ -133,11 +146,12 @@ def _exchange(address, request: bytes, timeout: float) -> bytes:
 
 
 def score_remote(address, raw: bytes, cost_ratio: float | None = None,
-                 timeout: float = DEFAULT_TIMEOUT) -> Verdict:
+                 timeout: float = DEFAULT_TIMEOUT, user: str | None = None) -> Verdict:
     """The resident scorer's verdict on one message; ScorerUnavailable on any failure."""
     raw = bytes(raw[:MAX_MESSAGE_BYTES])
     ratio = b"" if cost_ratio is None else b" " + repr(float(cost_ratio)).encode("ascii")
-    head = PROTOCOL + b" SCORE " + str(len(raw)).encode("ascii") + ratio + b"\n"
+    head = (PROTOCOL + b" SCORE " + str(len(raw)).encode("ascii") + ratio + _user_field(user)
+            + b"\n")
     reply = _exchange(address, head + raw, timeout)
     kind, _, rest = reply.partition(b" ")
     if kind == b"OK":
@@ -153,14 +167,36 @@ def score_remote(address, raw: bytes, cost_ratio: float | None = None,
     raise ScorerUnavailable(f"malformed scorer reply: {reply[:80]!r}")
 
 
-def ping(address, timeout: float = DEFAULT_TIMEOUT) -> dict[str, str]:
+def ping(address, timeout: float = DEFAULT_TIMEOUT, user: str | None = None) -> dict[str, str]:
     """The scorer's status (model messages, loads, requests); ScorerUnavailable if down."""
-    reply = _exchange(address, PROTOCOL + b" PING\n", timeout)
+    reply = _exchange(address, PROTOCOL + b" PING" + _user_field(user) + b"\n", timeout)
     kind, _, rest = reply.partition(b" ")
     if kind != b"PONG":
         raise ScorerUnavailable(f"unexpected reply to PING: {reply[:80]!r}")
     pairs = (item.partition("=") for item in rest.decode("utf-8", "replace").split())
     return {key: value for key, _, value in pairs}
+
+
+def learn_remote(address, raw: bytes, label: str | None, user: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT) -> str:
+    """Learn a message as ``label`` ('spam'/'ham'), or forget it (label None), through
+    the resident scorer. RETURNS the reply after LEARNED/FORGOTTEN ('spam new', 'ham
+    moved', 'spam', 'not-found' ...); ScorerUnavailable when it was not done."""
+    raw = bytes(raw[:MAX_MESSAGE_BYTES])
+    what = b"LEARN " + label.encode("ascii") + b" " if label else b"FORGET "
+    head = PROTOCOL + b" " + what + str(len(raw)).encode("ascii") + _user_field(user) + b"\n"
+    reply = _exchange(address, head + raw, timeout)
+    kind, _, rest = reply.partition(b" ")
+    if kind == (b"LEARNED" if label else b"FORGOTTEN") and rest:
+        return rest.decode("ascii", "replace")
+    if kind == b"ERROR":
+        raise ScorerUnavailable(f"the scorer at {show_address(address)} said: "
+                                + rest.decode("utf-8", "replace"))
+    raise ScorerUnavailable(f"malformed scorer reply: {reply[:80]!r}")
+
+
+def _user_field(user: str | None) -> bytes:
+    return b"" if user is None else b" user=" + user.encode("utf-8", "replace")
 
 
 def reply_line(kind: str, *fields) -> bytes:
@@ -173,7 +209,8 @@ def reply_line(kind: str, *fields) -> bytes:
 
 
 def client_scorer(address, model_path=None, cost_ratio: float | None = None,
-                  timeout: float = DEFAULT_TIMEOUT, fallback: bool = True, notes=None):
+                  timeout: float = DEFAULT_TIMEOUT, fallback: bool = True, notes=None,
+                  user: str | None = None):
     """A scorer that asks the resident scorer and falls back to scoring in process.
 
     model_path (str | None): the model for the fallback; None: the default model.
@@ -182,7 +219,7 @@ def client_scorer(address, model_path=None, cost_ratio: float | None = None,
     """
     def score(raw: bytes) -> Verdict:
         try:
-            return score_remote(address, raw, cost_ratio, timeout)
+            return score_remote(address, raw, cost_ratio, timeout, user)
         except ScorerUnavailable as exc:
             if not fallback:
                 raise
@@ -237,6 +274,7 @@ def run_filter(stdin, stdout, stderr, score, spamassassin: bool = False,
 USAGE = """\
 usage: textnb-client [--server ADDR] [--model PATH] [--cost-ratio R] [--spamassassin]
                      [--always-exit-0] [--no-fallback] [--timeout SECONDS] [--ping]
+                     [--user NAME] [--learn spam|ham | --forget]
 
 Filter one message (stdin -> stdout, verdict headers added) through a running
 'textnb serve'; score in process when it is down. Exit 0 spam, 1 ham, 2 unsure,
@@ -253,10 +291,14 @@ Filter one message (stdin -> stdout, verdict headers added) through a running
   --no-fallback      never score in process: pass the message through, exit 3
   --timeout SECONDS  give up on the scorer after this long (default 10)
   --ping             print the scorer's status instead of filtering
+  --user NAME        the user whose model scores or learns ('textnb serve --models')
+  --learn spam|ham   learn the message on stdin as spam or ham instead of filtering;
+                     prints what the scorer did; exit 0 once it is durable, 3 if not
+  --forget           forget the message on stdin (exit 0 done, 3 not done)
 """
 
-_FLAGS = {"--spamassassin", "--always-exit-0", "--no-fallback", "--ping"}
-_VALUED = {"--server", "--model", "--cost-ratio", "--timeout"}
+_FLAGS = {"--spamassassin", "--always-exit-0", "--no-fallback", "--ping", "--forget"}
+_VALUED = {"--server", "--model", "--cost-ratio", "--timeout", "--user", "--learn"}
 
 
 def parse_args(argv: list[str]) -> dict[str, object]:
@@ -286,6 +328,15 @@ def parse_args(argv: list[str]) -> dict[str, object]:
             if not number > 0:
                 raise ValueError(f"{name} {options[name]!r} must be a number > 0")
             options[name] = number
+    user = options.get("--user")
+    if user is not None and (not 0 < len(user) <= 200
+                             or any(c <= " " or c == "\x7f" for c in user)):
+        raise ValueError(f"--user {user!r} must be 1-200 characters without spaces or "
+                         "control characters")
+    if options.get("--learn") not in (None, "spam", "ham"):
+        raise ValueError(f"--learn {options['--learn']!r} must be spam or ham")
+    if "--learn" in options and "--forget" in options:
+        raise ValueError("--learn and --forget exclude each other")
     return options
 
 
@@ -304,18 +355,39 @@ def main(argv: list[str] | None = None) -> int:
     timeout = options.get("--timeout", DEFAULT_TIMEOUT)
     if options.get("--ping"):
         try:
-            status = ping(address, timeout)
+            status = ping(address, timeout, options.get("--user"))
         except ScorerUnavailable as exc:
             sys.stderr.write(f"textnb-client: {exc}\n")
             return 1
         sys.stdout.write(" ".join(f"{k}={v}" for k, v in status.items()) + "\n")
         return 0
+    user = options.get("--user")
+    if "--learn" in options or options.get("--forget"):
+        return run_learn(sys.stdin.buffer, sys.stdout, sys.stderr, address,
+                         options.get("--learn"), user, timeout)
     notes: list[str] = []
     score = client_scorer(address, options.get("--model"), options.get("--cost-ratio"),
-                          timeout, fallback=not options.get("--no-fallback"), notes=notes)
+                          timeout, fallback=not options.get("--no-fallback"), notes=notes,
+                          user=user)
     return run_filter(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, score,
                       spamassassin=bool(options.get("--spamassassin")),
                       always_exit_0=bool(options.get("--always-exit-0")), notes=notes)
+
+
+def run_learn(stdin, stdout, stderr, address, label: str | None, user: str | None,
+              timeout: float) -> int:
+    """Learn (or forget, label None) the message on stdin; 0 when the scorer acknowledged
+    it (printing its reply), EXIT_ERROR with the reason on stderr when not."""
+    what = f"learned as {label}" if label else "forgotten"
+    try:
+        raw = stdin.read()
+        done = learn_remote(address, raw, label, user, timeout)
+    except (OSError, ScorerUnavailable) as exc:
+        stderr.write(f"textnb-client: error: message not {what}: {exc}\n")
+        return EXIT_ERROR
+    stdout.write(("learned " if label else "forgotten ") + done + "\n")
+    stdout.flush()
+    return 0
 
 
 def _pass_through() -> int:

@@ -43,6 +43,10 @@ from pathlib import Path
 from .client import MAX_LINE, MAX_MESSAGE_BYTES, PROTOCOL, reply_line
 from .errors import TextnbError
 from .filter import describe_error, score_with
+from .health import training_health
+from .learning import Journal, Record, apply, journal_path, snapshot_bytes
+from .lock import ModelLockedError, model_lock
+from .store import atomic_write
 
 log = logging.getLogger("textnb.server")
 
@@ -57,6 +61,14 @@ _WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http:/
 # and 115 MB; 3,000 messages of 200 random words add 600,000 strings and 370 MB. So
 # past this many strings the scorer starts afresh from the model file (a reload).
 MAX_STRINGS = 500_000
+# The longest an acknowledged update waits before the model file is rewritten (textnb.learning):
+# a SpamAssassin-sized model takes 0.6 s to write, so 1 s keeps the writer busy at most
+# ~40% of the time however fast updates come.
+FLUSH_SECONDS = 1.0
+# How long the final write at shutdown waits for a `textnb retrain` holding the model's lock.
+LOCK_WAIT = 30.0
+SINGLE_MODEL_USER = ("this scorer serves one model; a user name needs 'textnb serve --models "
+                     "DIR' (a model per user)")
 
 
 class ServerError(TextnbError):
@@ -71,28 +83,66 @@ class ResidentModel:
     max_strings (int): reload, to free memory, once the tokenizer holds this many strings.
     """
 
-    def __init__(self, path, load=None, max_strings: int = MAX_STRINGS):
+    def __init__(self, path, load=None, max_strings: int = MAX_STRINGS, *, lock=None,
+                 flush_seconds: float = FLUSH_SECONDS, new_config=None, tokenizer_of=None):
         if load is None:
             from .store import load
         self.path = Path(path)
         self._load = load
         self.max_strings = max_strings
         self.loads = 0
+        # Scoring and learning on this model hold this lock (per-user models share one).
+        self.lock = lock if lock is not None else threading.Lock()
+        self.flush_seconds = flush_seconds
+        self.journal = Journal(journal_path(self.path))
+        self.learned = 0  # learn and forget requests acknowledged
+        self.writes = 0  # model files written
+        self._flush_due: float | None = None  # when the oldest unwritten update must be written
+        self._tokenizer_of = tokenizer_of  # a model whose tokenizer this one may share
         try:
             self._key = self._stat_key()  # before the load: a change during it is seen later
         except FileNotFoundError:
             self._key = None  # the loader's error names the missing file and the fix
-        self.spam_filter = self._load_warm()
+        if self._key is None and new_config is not None:
+            from .pipeline import SpamFilter
+
+            self.spam_filter = SpamFilter(new_config)  # a user's first learn creates it
+            self._share_tokenizer(self.spam_filter)
+        else:
+            self.spam_filter = self._load_warm()
+        self._replay(self.spam_filter)  # updates a killed scorer acknowledged
 
     def _stat_key(self):
         st = os.stat(self.path)
         return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
+    def _share_tokenizer(self, spam_filter) -> bool:
+        other = self._tokenizer_of
+        if other is None or other.spam_filter.config.tokenizer != spam_filter.config.tokenizer:
+            return False
+        spam_filter._tokenizer = other.spam_filter.tokenizer  # one spaCy for every user
+        return True
+
     def _load_warm(self):
         spam_filter = self._load(self.path)
-        score_with(spam_filter, _WARM_UP)
+        if not self._share_tokenizer(spam_filter):
+            score_with(spam_filter, _WARM_UP)
         self.loads += 1
         return spam_filter
+
+    def _replay(self, spam_filter) -> int:
+        """Apply the journal's records to a freshly loaded filter; how many there were."""
+        records = self.journal.read()
+        for record, _ in records:
+            try:
+                apply(spam_filter, record)
+            except Exception as exc:  # noqa: BLE001 - it failed the same way when it was sent
+                log.error("journal %s: a %s record cannot be applied (%s); skipped",
+                          self.journal.path, record.kind, describe_error(exc))
+        if records:
+            self._flush_due = time.monotonic()  # write them into the file soon
+            log.info("applied %d journal records to %s", len(records), self.path)
+        return len(records)
 
     def strings(self) -> int:
         """How many strings the tokenizer's spaCy vocabulary holds (its memory)."""
@@ -113,9 +163,81 @@ class ResidentModel:
             log.error("model %s changed but cannot be loaded (%s); still serving the "
                       "previous model", self.path, describe_error(exc))
             return False
-        self.spam_filter = fresh  # one assignment: requests in flight keep the old one
+        with self.lock:  # learns acknowledged meanwhile are in the journal: none is lost
+            self._replay(fresh)
+            self.spam_filter = fresh  # one assignment: requests in flight keep the old one
         log.info("reloaded model %s", self.path)
         return True
+
+    # -- learning ----------------------------------------------------------------
+    def update(self, kind: str, raw: bytes, label: str | None = None) -> str:
+        """Learn (kind 'LEARN', label 'spam'/'ham') or forget ('FORGET') one message.
+
+        Journaled (fsync'd), then applied in memory; the caller may acknowledge once
+        this returns (textnb.learning). RETURNS learning.apply's outcome.
+        """
+        record = Record(kind, label, bytes(raw))
+        with self.lock:
+            self.journal.append(record)
+            outcome = apply(self.spam_filter, record)
+            self.learned += 1
+            if self._flush_due is None:
+                self._flush_due = time.monotonic() + self.flush_seconds
+        return outcome
+
+    @property
+    def unwritten(self) -> bool:
+        return self._flush_due is not None
+
+    def flush(self, force: bool = False) -> bool:
+        """Write the model file if updates are due (or any, with ``force``); True if written.
+
+        Under the model's file lock, as ``textnb retrain`` takes it: a retrain that
+        holds it delays the write to a later round (or, with ``force``, waits up to
+        ``LOCK_WAIT`` seconds). A retrain that wrote since is loaded first, with the
+        journal replayed on top.
+        """
+        due = self._flush_due
+        if due is None or (not force and time.monotonic() < due):
+            return False
+        try:
+            with model_lock(self.path, timeout=LOCK_WAIT if force else 0.0):
+                self.check()
+                with self.lock:
+                    produce = snapshot_bytes(self.spam_filter)
+                    offset = self.journal.size()
+                atomic_write(self.path, produce())
+                self._key = self._stat_key()
+                self.journal.drop_through(offset)
+                with self.lock:
+                    if self.journal.size() == 0:
+                        self._flush_due = None
+                    elif self._flush_due == due:  # records came in during the write
+                        self._flush_due = time.monotonic() + self.flush_seconds
+        except ModelLockedError:
+            log.info("model %s is being updated by another process; writing later", self.path)
+            return False
+        except (OSError, TextnbError) as exc:
+            log.error("cannot write model %s (%s); its updates stay in the journal %s",
+                      self.path, describe_error(exc), self.journal.path)
+            self._flush_due = time.monotonic() + max(self.flush_seconds, 5.0)
+            return False
+        self.writes += 1
+        return True
+
+    # -- the interface the server uses (textnb.users.ModelSet has the same) -------------
+    def for_scoring(self, user: str | None):
+        if user is not None:
+            raise TextnbError(SINGLE_MODEL_USER)
+        return self, "model"
+
+    def for_learning(self, user: str | None):
+        if user is not None:
+            raise TextnbError(SINGLE_MODEL_USER)
+        return self
+
+    def loaded(self) -> list["ResidentModel"]:
+        return [self]
 
 
 class ScorerServer:
@@ -128,11 +250,15 @@ class ScorerServer:
     timeout (float): seconds a client has to send its request and read the reply.
     reload_interval (float): seconds between checks of the model file (0: never).
     allow_remote (bool): permit a TCP address that is not loopback.
+    socket_mode (int): the Unix socket's mode (0600: only this OS user may connect).
+    user_from_peer (bool): the user is the connecting process's login name
+        (SO_PEERCRED), and a request naming another user is refused (textnb.users).
     """
 
     def __init__(self, model: ResidentModel, address, *, max_bytes: int = MAX_MESSAGE_BYTES,
                  max_clients: int = 8, timeout: float = 10.0, reload_interval: float = 1.0,
-                 allow_remote: bool = False):
+                 allow_remote: bool = False, socket_mode: int = 0o600,
+                 user_from_peer: bool = False):
         if max_bytes < 1 or max_clients < 1 or not timeout > 0 or reload_interval < 0:
             raise ServerError(f"max_bytes={max_bytes}, max_clients={max_clients}, "
                               f"timeout={timeout}, reload_interval={reload_interval}: the "
@@ -142,9 +268,12 @@ class ScorerServer:
         self.max_bytes, self.max_clients = max_bytes, max_clients
         self.timeout, self.reload_interval = timeout, reload_interval
         self.allow_remote = allow_remote
+        self.socket_mode, self.user_from_peer = socket_mode, user_from_peer
+        if user_from_peer and isinstance(address, tuple):
+            raise ServerError("--user-from-peer needs a Unix socket: over TCP the scorer "
+                              "cannot see which user connects")
         self.requests = 0
         self._slots = threading.BoundedSemaphore(max_clients)
-        self._score_lock = threading.Lock()
         self._handlers: set[threading.Thread] = set()
         self._listener: socket.socket | None = None
 
@@ -205,7 +334,7 @@ class ScorerServer:
             raise ServerError(f"cannot listen on {path}: {exc.strerror}") from None
         finally:
             os.umask(old_umask)
-        os.chmod(path, 0o600)
+        os.chmod(path, self.socket_mode)
         return sock
 
     @staticmethod
@@ -250,11 +379,9 @@ class ScorerServer:
         """Accept and answer until ``stop`` is set; then shut down cleanly."""
         if self._listener is None:
             self.bind()
-        watcher = None
-        if self.reload_interval:
-            watcher = threading.Thread(target=self._watch, args=(stop,), name="textnb-reload",
-                                       daemon=True)
-            watcher.start()
+        watcher = threading.Thread(target=self._watch, args=(stop,), name="textnb-reload",
+                                   daemon=True)
+        watcher.start()
         try:
             while not stop.is_set():
                 if not self._slots.acquire(timeout=POLL_SECONDS):
@@ -284,11 +411,23 @@ class ScorerServer:
             handler.join(max(0.0, deadline - time.monotonic()))
         if watcher is not None:
             watcher.join(POLL_SECONDS + self.timeout)
+        for model in self.model.loaded():  # the updates not yet in a model file
+            if model.unwritten:
+                model.flush(force=True)
+            model.journal.close()
         log.info("scorer stopped after %d requests", self.requests)
 
     def _watch(self, stop: threading.Event) -> None:
-        while not stop.wait(self.reload_interval):
-            self.model.check()
+        """Reload changed model files (every reload_interval) and write due updates."""
+        next_check = time.monotonic() + self.reload_interval
+        while not stop.wait(min(POLL_SECONDS, self.reload_interval or POLL_SECONDS)):
+            models = self.model.loaded()
+            if self.reload_interval and time.monotonic() >= next_check:
+                next_check = time.monotonic() + self.reload_interval
+                for model in models:
+                    model.check()
+            for model in models:
+                model.flush()
 
     # -- one connection ----------------------------------------------------------
     def _handle(self, conn: socket.socket) -> None:
@@ -312,20 +451,55 @@ class ScorerServer:
         if not newline:
             return reply_line("ERROR", f"no request line within {MAX_LINE} bytes")
         words = line.split()
+        user = None
+        if len(words) > 2 and words[-1].startswith(b"user="):
+            user = words.pop()[len(b"user="):].decode("utf-8", "replace")
         if len(words) < 2 or words[0] != PROTOCOL:
             return reply_line("ERROR", f"expected '{PROTOCOL.decode()} SCORE <length>' or "
                                        f"'{PROTOCOL.decode()} PING'")
-        if words[1] == b"PING":
-            n = self.model.spam_filter.n_learned
-            return reply_line("PONG", f"spam={n.get('spam', 0)}", f"ham={n.get('ham', 0)}",
-                              f"loads={self.model.loads}", f"requests={self.requests}",
-                              f"strings={self.model.strings()}")
-        if words[1] != b"SCORE" or len(words) not in (3, 4) or not words[2].isdigit():
-            return reply_line("ERROR", f"bad request {line[:60]!r}")
-        length = int(words[2])
+        try:
+            if self.user_from_peer:
+                user = _peer_user(conn, user)
+            if words[1] == b"PING":
+                return self._pong(user)
+            if words[1] == b"SCORE" and len(words) in (3, 4) and words[2].isdigit():
+                return self._score(conn, words, rest, user, deadline)
+            if (words[1] == b"LEARN" and len(words) == 4 and words[2] in (b"spam", b"ham")
+                    and words[3].isdigit()) or (words[1] == b"FORGET" and len(words) == 3
+                                                and words[2].isdigit()):
+                return self._learn(conn, words, rest, user, deadline)
+        except TextnbError as exc:  # a bad user name, one model and a user, a model that will not load
+            return reply_line("ERROR", describe_error(exc))
+        return reply_line("ERROR", f"bad request {line[:60]!r}")
+
+    def _pong(self, user: str | None) -> bytes:
+        model, source = self.model.for_scoring(user)
+        n = model.spam_filter.n_learned
+        fields = [f"spam={n.get('spam', 0)}", f"ham={n.get('ham', 0)}",
+                  f"loads={model.loads}", f"requests={self.requests}",
+                  f"strings={model.strings()}"]
+        if user is not None:
+            fields.append(f"model={source}")
+        health = training_health(n)
+        fields.append(f"health={'ok' if health.ok else 'low'}")
+        return reply_line("PONG", *fields)
+
+    def _message(self, conn, length: int, rest: bytes, deadline: float) -> bytes:
+        raw = rest[:length]
+        if length > len(raw):
+            raw += _recv_exactly(conn, length - len(raw), deadline)
+        return raw
+
+    def _too_long(self, length: int) -> bytes | None:
         if length > self.max_bytes:
             return reply_line("ERROR", f"message of {length} bytes exceeds the scorer's "
                                        f"limit of {self.max_bytes} (--max-bytes)")
+        return None
+
+    def _score(self, conn, words, rest, user, deadline) -> bytes:
+        length = int(words[2])
+        if (refusal := self._too_long(length)) is not None:
+            return refusal
         try:
             cost_ratio = float(words[3]) if len(words) == 4 else None
         except ValueError:
@@ -333,11 +507,10 @@ class ScorerServer:
         if cost_ratio is not None and not 0 < cost_ratio < float("inf"):
             return reply_line("ERROR", f"cost ratio {words[3][:40]!r} must be a number > 0 "
                                        "and finite")
-        raw = rest[:length]
-        if length > len(raw):
-            raw += _recv_exactly(conn, length - len(raw), deadline)
-        spam_filter = self.model.spam_filter  # this request's model, whatever reloads
-        with self._score_lock:
+        model, _ = self.model.for_scoring(user)
+        raw = self._message(conn, length, rest, deadline)
+        spam_filter = model.spam_filter  # this request's model, whatever reloads
+        with model.lock:
             try:
                 v = score_with(spam_filter, raw, cost_ratio)
             except Exception as exc:  # noqa: BLE001 - reported to the client, which falls back
@@ -345,6 +518,42 @@ class ScorerServer:
                 return reply_line("ERROR", describe_error(exc))
             self.requests += 1
         return reply_line("OK", v.label, v.log_odds, v.p_spam, v.threshold)
+
+    def _learn(self, conn, words, rest, user, deadline) -> bytes:
+        kind = words[1].decode()
+        label = words[2].decode() if kind == "LEARN" else None
+        length = int(words[-1])
+        if (refusal := self._too_long(length)) is not None:
+            return refusal
+        raw = self._message(conn, length, rest, deadline)
+        model = self.model.for_learning(user)
+        try:
+            outcome = model.update(kind, raw, label)
+        except Exception as exc:  # noqa: BLE001 - the client is told: not learned
+            log.exception("%s failed", kind.lower())
+            return reply_line("ERROR", f"not {'learned' if label else 'forgotten'}: "
+                                       + describe_error(exc))
+        if label is not None:
+            return reply_line("LEARNED", label, outcome)
+        return reply_line("FORGOTTEN", outcome)
+
+
+def _peer_user(conn: socket.socket, asked: str | None) -> str:
+    """The login name of the process at the other end; refuse a request naming another."""
+    import pwd
+    import struct
+
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        raise TextnbError(f"connecting uid {uid} has no login name; it cannot have a "
+                          "model") from None
+    if asked is not None and asked != name:
+        raise TextnbError(f"user {asked!r} refused: this connection is from user {name!r} "
+                          "(--user-from-peer)")
+    return name
 
 
 def _recv(conn: socket.socket, size: int, deadline: float) -> bytes:

@@ -25,11 +25,17 @@ def serve_cli(
     max_clients: int = typer.Option(8, "--max-clients", help="Connections served at once; more wait in the listen backlog."),
     timeout: float = typer.Option(10.0, "--timeout", help="Seconds a client has to send its message and read the verdict."),
     reload_interval: float = typer.Option(1.0, "--reload-interval", help="Seconds between checks of the model file for a retrained model (0: never reload)."),
+    models: Optional[Path] = typer.Option(None, "--models", help="Serve a model per user: DIR/<user>/model.tnb, and DIR/_shared/model.tnb (or --model) for users without one; clients pass --user."),
+    flush_seconds: float = typer.Option(1.0, "--flush-seconds", help="Longest time a learned update (textnb-client --learn) waits in the journal before the model file is rewritten."),
+    socket_mode: str = typer.Option("0600", "--socket-mode", help="Octal mode of the Unix socket; 0666 lets other users' clients connect (with --user-from-peer)."),
+    user_from_peer: bool = typer.Option(False, "--user-from-peer", help="With --models: the user is the connecting process's login name (SO_PEERCRED); a client naming another user is refused."),
 ):
     # fmt: on
     """Keep the model loaded and answer 'textnb filter --server' / 'textnb-client' until SIGTERM."""
     from ..client import default_socket, parse_address, show_address
     from ..server import ResidentModel, ScorerServer
+    from ..health import training_health
+    from ..users import ModelSet
 
     if socket_path is not None and tcp is not None:
         raise typer.BadParameter("give --socket or --tcp, not both", param_hint="--tcp")
@@ -39,15 +45,37 @@ def serve_cli(
             raise typer.BadParameter(f"{tcp!r} is not [HOST:]PORT", param_hint="--tcp")
     else:
         address = str(socket_path) if socket_path is not None else default_socket()
+    try:
+        mode = int(socket_mode, 8)
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= 0o777:
+        raise typer.BadParameter(f"{socket_mode!r} is not an octal mode such as 0600",
+                                 param_hint="--socket-mode")
+    if not flush_seconds >= 0:
+        raise typer.BadParameter(f"{flush_seconds} must be >= 0 seconds", param_hint="--flush-seconds")
+    if user_from_peer and models is None:
+        raise typer.BadParameter("--user-from-peer goes with --models DIR (a model per user)",
+                                 param_hint="--user-from-peer")
     logging.basicConfig(level=logging.INFO, format="textnb serve: %(message)s")
     stop = threading.Event()
     with operator_errors():
-        path = model_path(model)
-        server = ScorerServer(ResidentModel(path), address, max_bytes=max_bytes,
+        if models is not None:
+            resident = ModelSet(models, model, flush_seconds=flush_seconds)
+            path = f"{models}/<user>/model.tnb, shared {resident.shared.path}"
+        else:
+            path = model_path(model)
+            resident = ResidentModel(path, flush_seconds=flush_seconds)
+        server = ScorerServer(resident, address, max_bytes=max_bytes,
                               max_clients=max_clients, timeout=timeout,
-                              reload_interval=reload_interval, allow_remote=allow_remote).bind()
+                              reload_interval=reload_interval, allow_remote=allow_remote,
+                              socket_mode=mode, user_from_peer=user_from_peer).bind()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    for line in training_health(resident.spam_filter.n_learned).problems:
+        typer.echo(f"textnb serve: warning: {line}"
+                   + ("; users without a model of their own get these verdicts"
+                      if models is not None else ""), err=True)
     typer.echo(f"textnb serve: model {path} on {show_address(server.bound_address)} "
                f"(pid {os.getpid()}); SIGTERM stops", err=True)
     server.serve_forever(stop)
