@@ -1,6 +1,6 @@
-"""Real deliveries: the README's procmail and maildrop recipes file spam into a Junk Maildir.
+"""Real deliveries: the documented procmail and maildrop recipes file spam into a Junk Maildir.
 
-The recipes are read from README.md, so the documented ones are the ones tested. Two
+The recipes are read from docs/mail-path.md, so the documented ones are the ones tested. Two
 substitutions make them run here: ``$HOME`` becomes the test's folder (maildrop takes
 HOME from the password file, not the environment), and ``textnb-client`` becomes this
 interpreter running ``textnb.client`` with the test's model and socket.
@@ -22,11 +22,11 @@ from textnb.sources import iter_index
 
 from conftest import PROJECT, SAMPLE_INDEX
 
-README = (PROJECT / "README.md").read_text()
+RECIPES = (PROJECT / "docs" / "mail-path.md").read_text()
 
 
 def _recipe(kind: str) -> str:
-    (block,) = re.findall(rf"```{kind}\n(.*?)```", README, flags=re.S)
+    (block,) = re.findall(rf"```{kind}\n(.*?)```", RECIPES, flags=re.S)
     return block
 
 
@@ -142,10 +142,10 @@ def test_no_model_means_the_inbox_not_a_lost_message(tmp_path, kind, messages):
 def test_sieve_recipe_compiles_with_the_filter_extension(tmp_path):
     """Dovecot refuses to deliver as root (and this Python is not readable by others),
     so the Sieve recipe is only compiled, with Pigeonhole's sievec: once with the
-    configuration the README gives, once without it, which must fail."""
+    configuration docs/mail-path.md gives, once without it, which must fail."""
     if shutil.which("sievec") is None:
         pytest.skip("sievec is not installed (apt-get install dovecot-sieve); it checks "
-                    "the README's Sieve recipe")
+                    "the Sieve recipe in docs/mail-path.md")
     script = tmp_path / "textnb.sieve"
     script.write_text(_recipe("sieve"))
     config = tmp_path / "dovecot.conf"

@@ -21,3 +21,61 @@ def test_readme_main_command_uses_files_that_exist():
     main_command = _shell_blocks(readme)[0]
     for path in re.findall(r"corpora/[\w/]+", main_command):
         assert (PROJECT / path).exists(), path
+
+
+def _reference_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_cli_reference", PROJECT / "docs" / "make_cli_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+REGENERATE = "run `python docs/make_cli_reference.py` and commit docs/cli.md"
+
+
+def test_every_command_is_in_the_cli_reference():
+    from textnb.cli import app
+
+    reference = _reference_script()
+    documented = reference.commands_in((PROJECT / "docs" / "cli.md").read_text(encoding="utf-8"))
+    registered = sorted(command.name for command in app.registered_commands)
+    missing = sorted(set(registered) - set(documented))
+    assert not missing, f"docs/cli.md lacks {missing}: {REGENERATE}"
+    assert sorted(documented) == registered, f"docs/cli.md documents {documented}: {REGENERATE}"
+
+
+def test_the_cli_reference_is_up_to_date():
+    reference = _reference_script()
+    committed = (PROJECT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert reference.render() == committed, f"docs/cli.md is out of date: {REGENERATE}"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces to '-'."""
+    heading = re.sub(r"[`*]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", heading).replace(" ", "-")
+
+
+def test_links_between_the_docs_resolve():
+    """Every relative link in README.md and docs/*.md names a file that exists and, with
+    '#anchor', a heading in it: moving text between pages must not leave links dangling."""
+    pages = [PROJECT / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # http:, https:, mailto:
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif anchor and file.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", file.read_text(
+                    encoding="utf-8"), flags=re.S), flags=re.M)
+                if anchor not in {_anchor(h) for h in headings}:
+                    broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken

@@ -5,8 +5,8 @@ so its log-odds are far too confident (out of fold on SpamAssassin the highest h
 reaches +24, where expit says P(spam) = 1 - 4e-11; +59 with one ranking of 20 clues). A calibration map is a monotone
 function from log-odds to probability, fitted on *out-of-fold* log-odds (each
 message scored by a model that never saw it; ``textnb.evaluate``), so that
-among messages given p, a fraction p is spam. With it, the Bayes rule of the
-lecture seed becomes usable as written: spam iff p_spam > λ / (1 + λ).
+among messages given p, a fraction p is spam. With it, the Bayes rule of
+``textnb.decision`` becomes usable as written: spam iff p_spam > λ / (1 + λ).
 
 Two maps, stored as plain JSON-able dicts inside the model file:
 

@@ -1,6 +1,8 @@
 """From log-odds to a decision, with asymmetric costs.
 
-The lecture seed (``../shared/seeds/004_…``) gives the Bayes-optimal rule for a
+Bayesian decision theory (F. Rossi, "Optimal decision and naive Bayes", lecture
+slides, Université Paris 1 Panthéon-Sorbonne; C. M. Bishop, "Pattern Recognition and
+Machine Learning", 2006, section 1.5.2) gives the Bayes-optimal rule for a
 loss matrix L (L[y, y'] = loss of predicting y when the truth is y'):
 
     g*(x) = argmin_y Σ_y' L(y, y') P(y'|x).

@@ -2,7 +2,8 @@
 
 ``GaussianNB`` (textnb/gaussian.py) and ``KernelDensityNB`` (textnb/kde.py) differ only
 in how they estimate p(x_k | c); each defines ``log_likelihood(Z)`` (Σ_k log p(x_k | c)
-per row and class) and ``class_log_prior_``. The rest of the encyclopedia seed's rule,
+per row and class) and ``class_log_prior_``. The rest of the textbook rule
+(https://en.wikipedia.org/wiki/Naive_Bayes_classifier),
 posterior ∝ P(c) Π_k p(x_k | c), is here once.
 """
 

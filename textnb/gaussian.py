@@ -1,8 +1,8 @@
 """Gaussian naive Bayes for numeric message features (size, links, recipients, ...).
 
 Each feature k is modelled per class c by a normal density with the class's mean
-and *sample* variance (ddof = 1, as the encyclopedia's worked example,
-``../shared/seeds/003_…``)::
+and *sample* variance (ddof = 1, as the worked example in Wikipedia's "Naive Bayes
+classifier", https://en.wikipedia.org/wiki/Naive_Bayes_classifier#Examples)::
 
     p(x_k | c) = exp(-(x_k - μ_ck)² / (2 σ²_ck)) / sqrt(2π σ²_ck)
 

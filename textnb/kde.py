@@ -1,12 +1,13 @@
 """Naive Bayes with kernel density estimates for numeric features.
 
 Each feature k of class c is modelled by a Gaussian kernel density over the class's
-training values b_1 … b_n (the regression seed, ``../shared/seeds/002_…``, after
-John & Langley 1995)::
+training values b_1 … b_n (N. Knappmeier, "Naive Bayes für Regressionsprobleme",
+seminar slides, Knowledge Engineering, TU Darmstadt, 2005; after G. H. John and
+P. Langley, "Estimating Continuous Distributions in Bayesian Classifiers", UAI 1995)::
 
     f(x) = 1/(n h) Σ_i K((x - b_i) / h),        K(u) = exp(-u²/2) / sqrt(2π)
 
-with the bandwidth h chosen by leave-one-out log-likelihood over a grid (the seed's
+with the bandwidth h chosen by leave-one-out log-likelihood over a grid (Knappmeier's
 "Ausprobieren von Werten für h über einem festgelegten Intervall")::
 
     h_CV = argmax_h 1/n Σ_i log f*_i(b_i),    f*_i(b) = 1/((n-1) h) Σ_{j≠i} K((b - b_j) / h)
@@ -15,7 +16,7 @@ One departure, because mail features repeat: when a value occurs more than once 
 links, 1 recipient), its twin sits at distance 0, so f*_i(b_i) → ∞ as h → 0 and the
 criterion picks the smallest h on the grid whatever the data. We leave out every copy
 of the value (leave-one-value-out): the criterion stays bounded and for data without
-ties it is the seed's. The grid is Silverman's rule of thumb times 2^(k/2),
+ties it is Knappmeier's. The grid is Silverman's rule of thumb times 2^(k/2),
 k = -12 … 6; the selection uses at most ``max_points`` values per class (an evenly
 spaced deterministic subsample: the criterion costs O(n²)).
 

@@ -19,7 +19,7 @@ from scipy.special import expit
 from . import evidence
 from .config import FilterConfig
 from .decision import CostModel, Decision
-from .errors import EmptyTrainingSetError
+from .errors import EmptyTrainingSetError, NotFittedError
 from .ledger import Ledger
 from .mail import MailLimits, parse_message
 from .naive_bayes import make_model
@@ -55,6 +55,9 @@ class Explanation:
     clues: list[tuple[str, float, float, float, float]] = field(default_factory=list)
     unknown_tokens: int = 0
     tokens_used: int = 0  # how many tokens the score is made of (max_discriminators)
+    # model.combine = "chi-square": what the combining adds to the clues' sum
+    # (textnb.combining.chi_square_correction); 0 for the plain sum.
+    combining_log_odds: float = 0.0
 
 
 class SpamFilter:
@@ -87,6 +90,52 @@ class SpamFilter:
         self.ledger = Ledger()
         self._tokenizer: EmailTokenizer | None = None
         self.mail_limits: MailLimits = self.config.mail  # the [mail] section's bounds
+
+    # -- state in, state out ---------------------------------------------------------
+    @classmethod
+    def from_counts(cls, config: FilterConfig, tokens: Sequence[str], class_count,
+                    feature_count, doc_freq, *, n_learned: dict[str, int] | None = None,
+                    ledger: Ledger | None = None, threshold: float | None = None,
+                    calibration: dict | None = None, numeric=None) -> "SpamFilter":
+        """A trained filter from its counts (model files, text dumps, merges).
+
+        tokens (Sequence[str]): the vocabulary, in column order (the order decides how
+            scores are summed, so keep the saved order to score bit for bit alike).
+        class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,);
+            label codes 0 ham, 1 spam.
+        RETURNS (SpamFilter); ValueError when the shapes disagree or a token repeats.
+        """
+        spam_filter = cls(config)
+        spam_filter.vocabulary = Vocabulary(tokens)
+        n = len(spam_filter.vocabulary)
+        class_count = np.asarray(class_count, dtype=np.float64)
+        # C order, as training builds it: sums over F-ordered rows round differently.
+        feature_count = np.ascontiguousarray(feature_count, dtype=np.float64)
+        doc_freq = np.array(doc_freq, dtype=np.float64)
+        if class_count.shape != (2,) or feature_count.shape != (2, n) or doc_freq.shape != (n,):
+            raise ValueError(f"counts of shapes {class_count.shape}, {feature_count.shape} and "
+                             f"{doc_freq.shape} do not fit a vocabulary of {n} tokens")
+        spam_filter.model._reset(n)
+        spam_filter.model.class_count_ = class_count
+        spam_filter.model.feature_count_ = feature_count
+        spam_filter.model._update()
+        spam_filter.doc_freq_ = doc_freq
+        spam_filter._update_mask()
+        spam_filter.n_learned = {"ham": 0, "spam": 0, **(n_learned or {})}
+        spam_filter.ledger = ledger if ledger is not None else Ledger()
+        spam_filter.threshold, spam_filter.calibration = threshold, calibration
+        if numeric is not None:
+            spam_filter.numeric = numeric
+        return spam_filter
+
+    def counts(self) -> dict:
+        """The counts :meth:`from_counts` takes: ``tokens`` (list, column order),
+        ``class_count`` (2,), ``feature_count`` (2, n_tokens), ``doc_freq`` (n_tokens,)
+        (label codes 0 ham, 1 spam; the model's own arrays: copy before changing them)."""
+        if not hasattr(self.model, "class_count_"):
+            raise NotFittedError("the filter is not trained; it has no counts")
+        return {"tokens": self.vocabulary.tokens_, "class_count": self.model.class_count_,
+                "feature_count": self.model.feature_count_, "doc_freq": self.doc_freq_}
 
     # -- text to tokens to matrix -----------------------------------------------
     @property
@@ -236,7 +285,8 @@ class SpamFilter:
         m = self.config.model
         return self.model.selected_log_odds(X, m.max_discriminators, self.pair_columns(),
                                             m.max_pair_discriminators,
-                                            m.evidence == "each-side")
+                                            m.evidence == "each-side", m.min_strength,
+                                            m.combine)
 
     def pair_columns(self) -> np.ndarray | None:
         """Which vocabulary columns are word pairs (None when the tokenizer makes none)."""
@@ -310,8 +360,15 @@ class SpamFilter:
         # The tokens the score is made of, strongest first: the same selection as scoring.
         m = self.config.model
         order = evidence.strongest(C, m.max_discriminators, self.pair_columns(),
-                                   m.max_pair_discriminators, m.evidence == "each-side")
+                                   m.max_pair_discriminators, m.evidence == "each-side",
+                                   m.min_strength)
         used = len(order)
+        correction = 0.0
+        if m.combine == "chi-square":
+            from .combining import chi_square_correction
+
+            correction = float(chi_square_correction(contrib[order],
+                                                     np.zeros(used, dtype=np.int64), 1)[0])
         clues = [(self.vocabulary.tokens_[cols[i]], float(contrib[i]), float(counts[cols[i]]),
                   float(model.feature_count_[1, cols[i]]), float(model.feature_count_[0, cols[i]]))
                  for i in order[:k]]
@@ -319,7 +376,7 @@ class SpamFilter:
         decision = costs.decide(score, float(self.p_spam(np.array([score]))[0]))
         unknown = sum(1 for t in tokens if t not in self.vocabulary)
         return Explanation(message.source, decision, prior, baseline - prior, clues, unknown,
-                           tokens_used=used)
+                           tokens_used=used, combining_log_odds=correction)
 
     def summary(self) -> dict:
         """What the model was trained on and its settings (for `textnb info`)."""

@@ -1,6 +1,7 @@
 """Score PMML ``NaiveBayesModel`` documents by the specification's procedure.
 
-The PMML 4 procedure (``../shared/seeds/000_…``), for target values T_1 … T_m::
+The PMML 4 procedure (DMG, "PMML 4.4 - Naive Bayes",
+https://dmg.org/pmml/v4-4-1/NaiveBayes.html), for target values T_1 … T_m::
 
     P(T_i | I*) = L_i / Σ_k L_k,        L_k = count[T_k] · Π_j P(I_j* | T_k)
     P(I_j* | T_k) = count[I_j* T_k] / Σ_v count[I_jv T_k]
