@@ -337,7 +337,8 @@ def _summary(spam_filter: SpamFilter, model_path: Path, seconds: float, written:
 def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
             index: Sequence[str] = (), tsv: Sequence[str] = (), regime: str = "all",
             margin: float = DEFAULT_MARGIN, progress: Callable[[int], None] | None = None,
-            lock_timeout: float | None = None, create: bool = True) -> dict[str, Any]:
+            lock_timeout: float | None = None, create: bool = True, engine=None
+            ) -> dict[str, Any]:
     """Add labelled messages to the model at ``model_path`` (locked, atomic).
 
     spam, ham, index, tsv (Sequence[str]): sources as for ``textnb train``.
@@ -345,6 +346,8 @@ def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str]
     lock_timeout (float | None): seconds to wait for another update of the same
         model; None waits until it is done.
     create (bool): start a new model with the default settings when none exists.
+    engine (textnb.engines engine | None): where the messages are read, parsed and
+        counted (None: this process, ``learn_messages``); its ``run_info()`` joins the result.
     RETURNS (dict): the LearnReport's fields, ``created``, ``written`` (False when
         nothing changed: the file is not touched), the model's messages per class,
         its ledger summary, ``seconds``.
@@ -354,17 +357,25 @@ def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str]
     if not (spam or ham or index or tsv):
         raise SourceError("no messages to retrain on; pass --spam SRC and/or --ham SRC, "
                           "--maildir DIR, or --index FILE")
-    messages = iter_labelled(spam=spam, ham=ham, index=index, tsv=tsv)  # checks every path now
+    if engine is None:
+        messages = iter_labelled(spam=spam, ham=ham, index=index, tsv=tsv)  # checks every path now
+    else:
+        engine.check(regime)
+        files = engine.plan_labelled(spam, ham, index, tsv)  # checks every path now
     with model_lock(model_path, timeout=lock_timeout):
         start = time.perf_counter()
         remove_stale_temp_files(model_path)
         spam_filter, created = _load_or_new(model_path, create)
-        report = learn_messages(spam_filter, messages, regime, margin, progress)
+        if engine is None:
+            report = learn_messages(spam_filter, messages, regime, margin, progress)
+        else:
+            report = engine.learn(spam_filter, files, regime, margin, progress)
         if report.changed:
             store.save(spam_filter, model_path)
         seconds = time.perf_counter() - start
     return {**asdict(report), "created": created and report.changed,
-            **_summary(spam_filter, model_path, seconds, report.changed)}
+            **_summary(spam_filter, model_path, seconds, report.changed),
+            **(engine.run_info() if engine is not None else {})}
 
 
 def forget(model_path: str | Path, sources: Sequence[str] = (), index: Sequence[str] = (),
