@@ -153,8 +153,9 @@ def miltertest(spec, raw, checks=()):
              'for _, step in ipairs({{SMFIP_NOCONNECT, mt.conninfo, "localhost", "127.0.0.1"},'
              ' {SMFIP_NOMAIL, mt.mailfrom, "<a@example.org>"},'
              ' {SMFIP_NORCPT, mt.rcptto, "<b@example.org>"}}) do',
+             # (no nil argument: miltertest 1.4 dereferences it and crashes)
              '  if not mt.test_option(conn, step[1]) then'
-             ' assert(step[2](conn, step[3], step[4]) == nil) end',
+             ' assert(step[2](conn, table.unpack(step, 3)) == nil) end',
              'end',
              'going = true']
     for name, value in fields:
@@ -395,11 +396,12 @@ class MtaSession:
             if reply != ord("p"):  # progress
                 changes.append((chr(reply), payload))
 
-    def connect_and_envelope(self):
+    def connect_and_envelope(self, recipients=(b"<b@example.org>",)):
         assert self.step(b"C", b"localhost\0" + b"4" + struct.pack(">H", 25) + b"127.0.0.1\0")[0] \
             == "c"
         assert self.step(b"M", b"<a@example.org>\0")[0] == "c"
-        assert self.step(b"R", b"<b@example.org>\0")[0] == "c"
+        for recipient in recipients:
+            assert self.step(b"R", recipient + b"\0")[0] == "c"
 
     def headers(self, fields):
         for name, value in fields:
@@ -412,9 +414,9 @@ class MtaSession:
         self.send(b"D", b"E" + b"i\0" + queue_id + b"\0")  # macros: no reply
         return self.step(b"E")
 
-    def message(self, raw: bytes, queue_id: bytes = b"QID"):
+    def message(self, raw: bytes, queue_id: bytes = b"QID", recipients=(b"<b@example.org>",)):
         fields, body = split_message(raw)
-        self.connect_and_envelope()
+        self.connect_and_envelope(recipients)
         self.headers(fields)
         return self.body_and_end(body, queue_id)
 
@@ -489,3 +491,57 @@ def test_concurrent_callers_get_the_verdicts_of_one(model_file):
         assert scorer.messages == 80
     finally:
         scorer.close()
+
+
+def swapped_filter():
+    """The sample model trained with the labels swapped: its verdicts flip."""
+    return SpamFilter().fit(RawMessage(m.source, m.raw, {"spam": "ham", "ham": "spam"}[m.label])
+                            for m in iter_index(SAMPLE_INDEX))
+
+
+def scrape(port: int) -> dict[str, float]:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    return {name: float(value) for name, value in
+            (line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))}
+
+
+@pytest.mark.slow
+def test_the_recipient_chooses_the_users_model_and_the_metrics_count_it(tmp_path, model_file,
+                                                                       local):
+    folder = tmp_path / "models"
+    (folder / "_shared").mkdir(parents=True)
+    (folder / "_shared" / "model.tnb").write_bytes(model_file.read_bytes())
+    (folder / "alice").mkdir()
+    swapped = swapped_filter()
+    store.save(swapped, folder / "alice" / "model.tnb")
+    spec, metrics = f"inet:{free_port()}@127.0.0.1", free_port()
+    shared_fields = [("h", n + b"\0" + v + b"\0")
+                     for n, v in verdict_fields(score_with(local, SPAM))]
+    alice_fields = [("h", n + b"\0" + v + b"\0")
+                    for n, v in verdict_fields(score_with(swapped, SPAM))]
+    cases = [([b"<alice@example.org>"], alice_fields),
+             ([b"<Alice+junk@Example.ORG>", b"<alice@other.example>"], alice_fields),
+             ([b"<bob@example.org>"], shared_fields),  # no model of his own
+             ([b"<alice@example.org>", b"<bob@example.org>"], shared_fields),  # two users
+             ([b"<../x@example.org>"], shared_fields)]  # not a user name
+    assert alice_fields != shared_fields
+    with MilterProcess(tmp_path, folder / "_shared" / "model.tnb", "--models", str(folder),
+                       "--metrics", f"127.0.0.1:{metrics}", spec=spec) as running:
+        for i, (recipients, expected) in enumerate(cases):
+            session = MtaSession(spec)
+            try:
+                reply, changes = session.message(SPAM, b"Q%d" % i, recipients)
+            finally:
+                session.close()
+            assert (reply, changes) == ("c", expected), recipients
+        seen = scrape(metrics)
+    assert seen['textnb_requests_total{kind="message"}'] == len(cases)
+    assert seen['textnb_verdicts_total{label="spam"}'] == 3
+    assert seen['textnb_verdicts_total{label="ham"}'] == 2
+    assert seen['textnb_request_seconds_count{kind="message"}'] == len(cases)
+    assert seen['textnb_model_reloads_total'] == 0
+    assert seen['textnb_user_models'] == 1
+    assert b"user=alice" in running.log

@@ -149,3 +149,20 @@ def test_serve_options_are_checked(tmp_path):
     assert result.exit_code == 2 and "--user-from-peer goes with --models" in result.output
     result = runner.invoke(app, ["serve", "--socket-mode", "999", "--socket", str(tmp_path / "s")])
     assert result.exit_code == 2 and "not an octal mode" in result.output
+
+
+@pytest.mark.parametrize("recipients, mode, user", [
+    (["<alice@example.org>"], "local", "alice"),
+    (["<Alice+junk@Example.ORG>", "<alice@other.example>"], "local", "alice"),
+    (["<alice@example.org>", "<bob@example.org>"], "local", None),  # two users: shared
+    (["<Alice@Example.org>"], "address", "alice@example.org"),
+    (["<alice@example.org>", "<alice@other.example>"], "address", None),
+    (["<../x@example.org>"], "local", None),  # not a user name: shared
+    (["<_shared@example.org>"], "local", None),
+    (["<postmaster>"], "local", "postmaster"),
+    ([], "local", None),
+])
+def test_the_milter_takes_one_user_from_the_recipients(recipients, mode, user):
+    from textnb.users import user_from_recipients
+
+    assert user_from_recipients(recipients, mode) == user

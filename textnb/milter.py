@@ -18,6 +18,10 @@ libmilter runs one thread per MTA connection and calls the methods of
   ``on_error='tempfail'``, answers 4xx so that the sender retries. A message over
   ``max_bytes`` is accepted unscored and unchanged as soon as it crosses the bound
   (the MTA stops sending it), like ``spamc``'s size limit; the log says so.
+- **Per-user models.** Given a ModelSet (``--models DIR``), the envelope recipients
+  choose the model (:func:`textnb.users.user_from_recipients`): one user, that user's
+  model (the shared one while they have none); recipients of several users, the
+  shared model, since one copy of the message with one set of fields reaches them all.
 - **Actions.** Off by default. Above a P(spam) the operator chooses (``reject_above``,
   ``quarantine_above``), compared as log-odds, so that P values near 1 stay exact:
   reject with 550 5.7.1, or quarantine (Postfix's hold queue) with the headers added.
@@ -56,6 +60,7 @@ import Milter
 from .client import MAX_MESSAGE_BYTES
 from .errors import TextnbError
 from .filter import SA_FLAG, SA_STATUS, SCORE, STATUS, describe_error, score_with, verdict_fields
+from .users import user_from_recipients
 
 __all__ = ["MilterPolicy", "MilterError", "MilterScorer", "MilterSession", "parse_socket",
            "action_for", "message_bytes", "run_milter"]
@@ -66,6 +71,9 @@ log = logging.getLogger("textnb.milter")
 # SIGHUP as a stop too).
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 REJECT_REPLY = ("550", "5.7.1", "Message refused as spam (textnb)")
+# Recipients kept per message for choosing a user's model; past this many the message is
+# a list's or a broadcast and gets the shared model anyway (several users' recipients do).
+MAX_RECIPIENTS = 100
 
 
 class MilterError(TextnbError):
@@ -146,18 +154,20 @@ def message_bytes(headers: list[tuple[bytes, bytes]], body: bytes) -> bytes:
 class MilterScorer:
     """Verdicts from a ResidentModel on one worker thread, each within ``timeout``.
 
-    model (ResidentModel): what scores (reloaded by :meth:`watch`).
+    model (ResidentModel | ModelSet): what scores (reloaded by :meth:`watch`).
     policy (MilterPolicy): the cost ratio and timeout.
+    telemetry (Telemetry | None): counts messages, verdicts and latency (textnb.telemetry).
     """
 
-    def __init__(self, model, policy: MilterPolicy):
-        self.model, self.policy = model, policy
+    def __init__(self, model, policy: MilterPolicy, telemetry=None):
+        self.model, self.policy, self.telemetry = model, policy, telemetry
         self.messages = 0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="textnb-score")
 
-    def score(self, raw: bytes):
-        """The Verdict, or TimeoutError when none came within the policy's timeout."""
-        future = self._pool.submit(self._score, raw)
+    def score(self, raw: bytes, user: str | None = None):
+        """The Verdict (from ``user``'s model, None: the shared or only one), or
+        TimeoutError when none came within the policy's timeout."""
+        future = self._pool.submit(self._score, raw, user)
         try:
             return future.result(timeout=self.policy.timeout)
         except FutureTimeout:
@@ -165,8 +175,9 @@ class MilterScorer:
             raise TimeoutError(f"no verdict within {self.policy.timeout:g} s "
                                "(--timeout)") from None
 
-    def _score(self, raw: bytes):
-        verdict = score_with(self.model.spam_filter, raw, self.policy.cost_ratio)
+    def _score(self, raw: bytes, user: str | None):
+        model, _ = self.model.for_scoring(user)  # a user's model loads here, on first use
+        verdict = score_with(model.spam_filter, raw, self.policy.cost_ratio)
         self.messages += 1  # one worker thread: no race
         return verdict
 
@@ -177,11 +188,16 @@ class MilterScorer:
 
         def loop():
             while not stop.wait(interval):
-                self.model.check()
+                for model in self.model.loaded():
+                    model.check()
 
         thread = threading.Thread(target=loop, name="textnb-reload", daemon=True)
         thread.start()
         return thread
+
+    def observe(self, kind: str, seconds: float | None = None, label: str | None = None):
+        if self.telemetry is not None:
+            self.telemetry.observe(kind, seconds, label)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -215,8 +231,10 @@ class MilterSession(Milter.Base):
     unchanged (or tempfails it), never reaches libmilter.
     """
 
-    def __init__(self, scorer: MilterScorer, policy: MilterPolicy, in_flight: _InFlight):
+    def __init__(self, scorer: MilterScorer, policy: MilterPolicy, in_flight: _InFlight,
+                 recipient_user: str | None = None):
         self.scorer, self.policy, self.in_flight = scorer, policy, in_flight
+        self.recipient_user = recipient_user
         self._error_reply = Milter.TEMPFAIL if policy.on_error == "tempfail" else Milter.ACCEPT
         # lower-case name -> the name to delete it by (MTAs match names case-blind)
         self._replaced = {name.lower(): name.decode("ascii") for name in policy.replaced}
@@ -232,6 +250,7 @@ class MilterSession(Milter.Base):
         self._chunks: list[bytes] = []
         self._size = 0
         self._seen: Counter = Counter()  # the message's own fields of the names we replace
+        self._recipients: list[str] = []
 
     def _guarded(self, step, *args):
         try:
@@ -242,6 +261,7 @@ class MilterSession(Milter.Base):
                       "tempfailed" if self._error_reply == Milter.TEMPFAIL
                       else "accepted unchanged")
             self._reset()
+            self.scorer.observe("error")
             return self._error_reply
 
     def _queue_id(self) -> str:
@@ -261,9 +281,26 @@ class MilterSession(Milter.Base):
         log.warning("%s: message over %d bytes (--max-bytes) accepted unscored and "
                     "unchanged", self._queue_id(), self.policy.max_bytes)
         self._reset()
+        self.scorer.observe("unscored")
         return False
 
     # -- callbacks (libmilter's threads) --------------------------------------------
+    def envfrom(self, sender, *params):
+        # A new transaction: recipients of an earlier one that ended without a message
+        # (RSET, or every recipient refused) must not choose this one's model.
+        self._recipients = []
+        return Milter.CONTINUE
+
+    def envrcpt(self, to, *params):
+        return self._guarded(self._envrcpt, to)
+
+    def _envrcpt(self, to):
+        if self._recipients is not None and len(self._recipients) < MAX_RECIPIENTS:
+            self._recipients.append(to)
+        else:  # more than any one user's mail: the shared model (user_from_recipients)
+            self._recipients = None
+        return Milter.CONTINUE
+
     @Milter.decode("bytes")
     def header(self, field, value):
         return self._guarded(self._header, field, value)
@@ -297,11 +334,16 @@ class MilterSession(Milter.Base):
             self._reset()  # after the answer: a shutdown waits for it
 
     def _answer(self, raw: bytes, seen: Counter):
-        verdict = self.scorer.score(raw)
+        started = time.monotonic()
+        user = None
+        if self.recipient_user and self._recipients:
+            user = user_from_recipients(self._recipients, self.recipient_user)
+        verdict = self.scorer.score(raw, user)
+        self.scorer.observe("message", time.monotonic() - started, verdict.label)
         action = action_for(verdict, self.policy)
         qid = self._queue_id()
-        log.info("%s: %s log-odds=%.3f%s", qid, verdict.label, verdict.log_odds,
-                 f" ({action}ed)" if action else "")
+        log.info("%s: %s log-odds=%.3f%s%s", qid, verdict.label, verdict.log_odds,
+                 f" user={user}" if user else "", f" ({action}ed)" if action else "")
         if action == "reject":
             self.setreply(*REJECT_REPLY)
             return Milter.REJECT
@@ -375,10 +417,15 @@ def _prepare_unix(path: Path) -> None:
 
 
 def run_milter(model, spec: str, policy: MilterPolicy, *, allow_remote: bool = False,
-               reload_interval: float = 1.0, name: str = "textnb", started=None) -> int:
+               reload_interval: float = 1.0, name: str = "textnb", started=None,
+               recipient_user: str | None = None, telemetry=None) -> int:
     """Serve the milter on ``spec`` until SIGTERM or SIGINT; RETURNS the messages scored.
 
-    model (ResidentModel): the model, loaded. started (Callable[[], None] | None):
+    model (ResidentModel | ModelSet): the model, or the users' models, loaded.
+    recipient_user (str | None): with a ModelSet, how a recipient names its user
+    ('local' or 'address', textnb.users.user_from_recipients); None: never a user's model.
+    telemetry (Telemetry | None): what the metrics port reports.
+    started (Callable[[], None] | None):
     called once the socket is about to open (the CLI prints its banner there).
     Called from the main thread, it installs handlers for STOP_SIGNALS that stop
     libmilter (``smfi_stop``); libmilter itself runs on a thread of its own.
@@ -391,10 +438,10 @@ def run_milter(model, spec: str, policy: MilterPolicy, *, allow_remote: bool = F
         raise MilterError(f"reload interval {reload_interval} must be >= 0 (0: never)")
     if unix_path is not None:
         _prepare_unix(unix_path)
-    scorer = MilterScorer(model, policy)
+    scorer = MilterScorer(model, policy, telemetry)
     in_flight = _InFlight()
     stop, stopping = threading.Event(), threading.Event()
-    Milter.factory = lambda: MilterSession(scorer, policy, in_flight)
+    Milter.factory = lambda: MilterSession(scorer, policy, in_flight, recipient_user)
     # The last line of defence: a fault outside our guards still follows --on-error.
     milter.set_exception_policy(Milter.TEMPFAIL if policy.on_error == "tempfail"
                                 else Milter.ACCEPT)

@@ -253,12 +253,13 @@ class ScorerServer:
     socket_mode (int): the Unix socket's mode (0600: only this OS user may connect).
     user_from_peer (bool): the user is the connecting process's login name
         (SO_PEERCRED), and a request naming another user is refused (textnb.users).
+    telemetry (Telemetry | None): counts each reply and its latency (textnb.telemetry).
     """
 
     def __init__(self, model: ResidentModel, address, *, max_bytes: int = MAX_MESSAGE_BYTES,
                  max_clients: int = 8, timeout: float = 10.0, reload_interval: float = 1.0,
                  allow_remote: bool = False, socket_mode: int = 0o600,
-                 user_from_peer: bool = False):
+                 user_from_peer: bool = False, telemetry=None):
         if max_bytes < 1 or max_clients < 1 or not timeout > 0 or reload_interval < 0:
             raise ServerError(f"max_bytes={max_bytes}, max_clients={max_clients}, "
                               f"timeout={timeout}, reload_interval={reload_interval}: the "
@@ -273,6 +274,7 @@ class ScorerServer:
             raise ServerError("--user-from-peer needs a Unix socket: over TCP the scorer "
                               "cannot see which user connects")
         self.requests = 0
+        self.telemetry = telemetry
         self._slots = threading.BoundedSemaphore(max_clients)
         self._handlers: set[threading.Thread] = set()
         self._listener: socket.socket | None = None
@@ -433,10 +435,13 @@ class ScorerServer:
     def _handle(self, conn: socket.socket) -> None:
         try:
             with conn:
-                deadline = time.monotonic() + self.timeout
+                started = time.monotonic()
+                deadline = started + self.timeout
                 reply = self._respond(conn, deadline)
                 conn.settimeout(max(0.05, deadline - time.monotonic()))
                 conn.sendall(reply)
+                if self.telemetry is not None:
+                    self.telemetry.observe_reply(reply, time.monotonic() - started)
         except OSError as exc:  # the client left, or was too slow
             log.info("client dropped: %s", exc.strerror or exc)
         except Exception:  # noqa: BLE001 - one bad request must not stop the server

@@ -55,7 +55,8 @@ from pathlib import Path
 from .errors import TextnbError
 from .learning import journal_path
 
-__all__ = ["SHARED", "ModelSet", "UserNameError", "check_user"]
+__all__ = ["RECIPIENT_MODES", "SHARED", "ModelSet", "UserNameError", "check_user",
+           "user_from_recipients"]
 
 SHARED = "_shared"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
@@ -71,6 +72,35 @@ def check_user(name: str) -> str:
         raise UserNameError(f"user name {name!r} is not allowed; use 1-64 letters, digits and "
                             ". _ @ + -, starting with a letter or digit")
     return name
+
+
+RECIPIENT_MODES = ("local", "address")
+
+
+def user_from_recipients(recipients, mode: str = "local") -> str | None:
+    """The user whose model scores a message for these envelope recipients, or None
+    for the shared model (the milter's rule; docs/milter.md).
+
+    recipients (list[str]): as the MTA sends them (``<alice@example.org>``, any case).
+    mode (str): 'local': the local part without a ``+extension`` (``alice``), as Dovecot's
+        ``%n`` names a system user; 'address': the whole address (virtual users).
+    One user for all the recipients: that user. Recipients of different users: None,
+    because a milter adds one set of header fields to the one copy of the message that
+    all of them get. A name :func:`check_user` refuses (or no recipient): None.
+    """
+    users = set()
+    for recipient in recipients:
+        address = recipient.strip().strip("<>").lower()
+        local, _, domain = address.rpartition("@")
+        if mode == "local":
+            name = (local or domain).split("+", 1)[0]
+        else:
+            name = address
+        try:
+            users.add(check_user(name))
+        except UserNameError:
+            return None
+    return users.pop() if len(users) == 1 else None
 
 
 class ModelSet:

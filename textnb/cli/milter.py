@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from ._metrics import MetricsOpt, start_metrics, stop_metrics
 from ._util import CostOpt, ModelOpt, app, check_cost_ratio, model_path, operator_errors
 
 
@@ -26,6 +27,9 @@ def milter_cli(
     timeout: float = typer.Option(10.0, "--timeout", help="Seconds a message may wait for its verdict; then --on-error applies. Also the wait for sessions on SIGTERM."),
     reload_interval: float = typer.Option(1.0, "--reload-interval", help="Seconds between checks of the model file for a retrained model (0: never reload)."),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="Permit a non-loopback inet: address. The milter protocol has no authentication: firewall it."),
+    models: Optional[Path] = typer.Option(None, "--models", help="A model per user, as 'textnb serve --models DIR': the recipient names the user; several users' recipients, or a user without a model, get DIR/_shared/model.tnb (or --model)."),
+    recipient_user: str = typer.Option("local", "--recipient-user", help="With --models, the user a recipient names: local (alice+tag@example.org -> alice) or address (alice@example.org)."),
+    metrics: Optional[str] = MetricsOpt,
 ):
     # fmt: on
     """Run as a milter: add X-TextNB-Status and X-TextNB-Score to each message, until SIGTERM.
@@ -39,26 +43,43 @@ def milter_cli(
         if p is not None and not 0 < p < 1:
             raise typer.BadParameter(f"{p} must be a probability between 0 and 1 (e.g. 0.999)",
                                      param_hint=option)
+    if recipient_user not in ("local", "address"):
+        raise typer.BadParameter(f"'{recipient_user}' is not local or address",
+                                 param_hint="--recipient-user")
     logging.basicConfig(level=logging.INFO, format="textnb milter: %(message)s")
     with operator_errors():
         try:
             from ..milter import MilterPolicy, parse_socket, run_milter
         except ImportError as exc:  # pymilter, or the libmilter it links, is missing
             raise _missing_library(exc) from None
+        from ..health import training_health
         from ..server import ResidentModel
+        from ..users import ModelSet
 
         policy = MilterPolicy(spamassassin, reject_above, quarantine_above, on_error,
                               max_bytes, timeout, cost_ratio).check()
         parse_socket(socket_spec, allow_remote)  # a bad address fails before the model loads
-        path = model_path(model)
-        resident = ResidentModel(path)
+        if models is not None:
+            resident = ModelSet(models, model)
+            path = f"{models}/<user>/model.tnb by recipient, shared {resident.shared.path}"
+        else:
+            path = model_path(model)
+            resident = ResidentModel(path)
+        for line in training_health(resident.spam_filter.n_learned).problems:
+            typer.echo(f"textnb milter: warning: {line}", err=True)
+        telemetry, metrics_port = start_metrics(metrics, resident)
 
         def banner():
             typer.echo(f"textnb milter: model {path} on {socket_spec} (pid {os.getpid()}); "
                        "SIGTERM stops", err=True)
 
-        run_milter(resident, socket_spec, policy, allow_remote=allow_remote,
-                   reload_interval=reload_interval, started=banner)
+        try:
+            run_milter(resident, socket_spec, policy, allow_remote=allow_remote,
+                       reload_interval=reload_interval, started=banner,
+                       recipient_user=recipient_user if models is not None else None,
+                       telemetry=telemetry)
+        finally:
+            stop_metrics(metrics_port)
 
 
 def _missing_library(exc: ImportError):

@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from ._metrics import MetricsOpt, start_metrics, stop_metrics
 from ._util import ModelOpt, app, model_path, operator_errors
 
 
@@ -29,6 +30,7 @@ def serve_cli(
     flush_seconds: float = typer.Option(1.0, "--flush-seconds", help="Longest time a learned update (textnb-client --learn) waits in the journal before the model file is rewritten."),
     socket_mode: str = typer.Option("0600", "--socket-mode", help="Octal mode of the Unix socket; 0666 lets other users' clients connect (with --user-from-peer)."),
     user_from_peer: bool = typer.Option(False, "--user-from-peer", help="With --models: the user is the connecting process's login name (SO_PEERCRED); a client naming another user is refused."),
+    metrics: Optional[str] = MetricsOpt,
 ):
     # fmt: on
     """Keep the model loaded and answer 'textnb filter --server' / 'textnb-client' until SIGTERM."""
@@ -66,10 +68,12 @@ def serve_cli(
         else:
             path = model_path(model)
             resident = ResidentModel(path, flush_seconds=flush_seconds)
+        telemetry, metrics_port = start_metrics(metrics, resident)  # a port in use fails here
         server = ScorerServer(resident, address, max_bytes=max_bytes,
                               max_clients=max_clients, timeout=timeout,
                               reload_interval=reload_interval, allow_remote=allow_remote,
-                              socket_mode=mode, user_from_peer=user_from_peer).bind()
+                              socket_mode=mode, user_from_peer=user_from_peer,
+                              telemetry=telemetry).bind()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     for line in training_health(resident.spam_filter.n_learned).problems:
@@ -78,4 +82,7 @@ def serve_cli(
                       if models is not None else ""), err=True)
     typer.echo(f"textnb serve: model {path} on {show_address(server.bound_address)} "
                f"(pid {os.getpid()}); SIGTERM stops", err=True)
-    server.serve_forever(stop)
+    try:
+        server.serve_forever(stop)
+    finally:
+        stop_metrics(metrics_port)
