@@ -442,6 +442,34 @@ static const char *reason_of(int error)
     return error == ETIMEDOUT ? "timed out" : strerror(error);
 }
 
+/* A socket of our own user, or one in a folder no third user can write to: owned by root
+ * or by the socket's owner, and not writable by group or others. Anyone can create a
+ * socket in a shared folder such as /tmp, and a scorer that answers "ham" to everything
+ * would be an easy way in; in such a folder only the scorer's own user (or root) can
+ * have put it, as for 'textnb serve --user-from-peer' (docs/learning.md). */
+static int trusted_socket(const char *path, const struct stat *st)
+{
+    struct stat folder;
+    const char *slash = strrchr(path, '/');
+    char *dir;
+    int ok;
+
+    if (st->st_uid == getuid())
+        return 1;
+    if (slash == NULL)
+        dir = concat(".", "", "");
+    else if (slash == path)
+        dir = concat("/", "", "");
+    else {
+        dir = concat(path, "", "");
+        dir[slash - path] = '\0';
+    }
+    ok = stat(dir, &folder) == 0 && (folder.st_uid == 0 || folder.st_uid == st->st_uid)
+         && !(folder.st_mode & (S_IWGRP | S_IWOTH));
+    free(dir);
+    return ok;
+}
+
 static int connect_scorer(const struct address *a, double timeout, char *err)
 {
     struct sockaddr_un un;
@@ -467,11 +495,9 @@ static int connect_scorer(const struct address *a, double timeout, char *err)
         struct stat st;
         if (stat(a->path, &st) != 0)
             return fail(err, a, strerror(errno));
-        /* Only a socket of our own user: anyone can create one in a shared directory,
-         * and a scorer that answers "ham" to everything would be an easy way in. */
-        if (st.st_uid != getuid()) {
-            snprintf(err, ERR_SIZE, "socket %s belongs to uid %ld, not to this user", a->path,
-                     (long)st.st_uid);
+        if (!trusted_socket(a->path, &st)) {
+            snprintf(err, ERR_SIZE, "socket %s belongs to uid %ld, not to this user, in a "
+                     "folder others can write to", a->path, (long)st.st_uid);
             return -1;
         }
         if (strlen(a->path) >= sizeof un.sun_path)

@@ -101,11 +101,10 @@ def _connect(address: str | tuple[str, int], timeout: float) -> _socket.socket:
         infos = _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM)
         family, kind, proto, _, target = infos[0]
     else:
-        # Only a socket of our own user: anyone can create one in a shared directory, and
-        # a scorer that answers "ham" to everything would be an easy way in.
         owner = os.stat(address).st_uid
-        if owner != os.getuid():
-            raise ScorerUnavailable(f"socket {address} belongs to uid {owner}, not to this user")
+        if owner != os.getuid() and not _trusted_folder(address, owner):
+            raise ScorerUnavailable(f"socket {address} belongs to uid {owner}, not to this "
+                                    "user, in a folder others can write to")
         family, kind, proto, target = _socket.AF_UNIX, _socket.SOCK_STREAM, 0, address
     sock = _socket.socket(family, kind, proto)
     try:
@@ -115,6 +114,18 @@ def _connect(address: str | tuple[str, int], timeout: float) -> _socket.socket:
         sock.close()
         raise
     return sock
+
+
+def _trusted_folder(path: str, owner: int) -> bool:
+    """Whether only ``owner`` (or root) can have put a socket in ``path``'s folder.
+
+    Anyone can create a socket in a shared folder such as /tmp, and a scorer that
+    answers "ham" to everything would be an easy way in; so another user's socket is
+    trusted only in a folder owned by root or by that user and writable by no group
+    or other (the scorer of ``textnb serve --user-from-peer``, docs/learning.md).
+    """
+    folder = os.stat(os.path.dirname(path) or ".")
+    return folder.st_uid in (0, owner) and not folder.st_mode & 0o022
 
 
 def _read_reply(sock: _socket.socket) -> bytes:

@@ -16,9 +16,12 @@ from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
 def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
     """Show what a model was trained on, its settings and its size."""
     from .. import commands
+    from ..health import training_health
 
     with operator_errors():
         summary = commands.info(model_path(model))
+    health = training_health(summary["messages"])
+    summary["health"] = health.to_dict()
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
@@ -42,5 +45,9 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
                                                  cfg["tokenizer"]["bigrams"]))
     typer.echo(f"decision:    cost ratio {cfg['decision']['cost_ratio']}, threshold "
                + (f"{threshold:.3f} (tuned)" if threshold is not None else "ln(cost ratio)"))
+    limits = summary["health"]
+    typer.echo("training:    " + (f"ok (at least {limits['min_per_class']} messages of each "
+                                  f"class, at most {limits['max_imbalance']:g} to 1)"
+                                  if health.ok else "\n             ".join(health.problems)))
 
 
