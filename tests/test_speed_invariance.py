@@ -31,6 +31,7 @@ from textnb import parallel, pipeline, retrain, store
 from textnb.cli import app
 from textnb.config import FilterConfig, TokenizerConfig
 from textnb.corpora import iter_corpus
+from textnb.engines import workers
 from textnb.mail import parse_message
 from textnb.pipeline import SpamFilter
 from textnb.sources import RawMessage, iter_index
@@ -203,6 +204,9 @@ def small_batches(monkeypatch):
     start = parallel.TokenWorkers._start
     monkeypatch.setattr(parallel.TokenWorkers, "_start",
                         lambda self: started.append(self.jobs) or start(self))
+    pool = workers.Workers._pool  # the engines' (textnb.engines.workers)
+    monkeypatch.setattr(workers.Workers, "_pool",
+                        lambda self: started.append(self.jobs) or pool(self))
     return started
 
 

@@ -1,6 +1,9 @@
 """The commands as plain functions: they take paths and options, return data, print nothing.
 
-``textnb.cli`` wraps each in a typer command; other code and tests call these directly.
+``textnb.cli`` wraps each in a typer command, one call each; other code and tests call
+these directly. Where the work runs is an argument: ``engine`` (``textnb.engines``:
+the local process pool, or a Dask cluster); None means the local engine with
+``jobs`` processes (default 1 here; the CLI's default is every core).
 """
 
 from __future__ import annotations
@@ -17,6 +20,21 @@ from .errors import EmptyTrainingSetError, SourceError
 from .pipeline import ScoredMessage, SpamFilter
 from .sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
 from . import store
+
+
+def engine_for(engine=None, jobs: int | None = 1):
+    """``engine`` itself, or the local engine with ``jobs`` processes (None: every core)."""
+    if engine is not None:
+        return engine
+    from .engines import LocalEngine
+
+    return LocalEngine(jobs)
+
+
+def _check_sources(spam, ham, index, tsv) -> None:
+    if not (spam or ham or index or tsv):
+        raise SourceError("no training messages given; pass --spam SRC and --ham SRC, "
+                          "or --index FILE (lines 'spam PATH' / 'ham PATH')")
 
 
 def labelled_messages(spam: Sequence[str] = (), ham: Sequence[str] = (),
@@ -43,36 +61,89 @@ def unlabelled_messages(sources: Sequence[str] = (), index: Sequence[str] = (),
 
 def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
           ham: Sequence[str] = (), index: Sequence[str] = (), tsv: Sequence[str] = (),
-          progress: Callable[[int], None] | None = None, jobs: int = 1) -> dict[str, Any]:
+          progress: Callable[[int], None] | None = None, jobs: int | None = 1,
+          engine=None) -> dict[str, Any]:
     """Train a new model from scratch and save it atomically. Returns a summary.
 
-    Trains through the ledger (``textnb.retrain.fit``): a message given twice is
+    Trains through the ledger, as ``textnb.retrain`` does: a message given twice is
     learned once, and the model can later be retrained and forgotten from exactly.
-    ``jobs`` processes parse and tokenise; the model does not depend on how many.
+    The engine's workers parse, tokenise and count; the model does not depend on
+    the engine or on how many processes it runs.
     """
     from .lock import model_lock
-    from .retrain import fit
 
+    _check_sources(spam, ham, index, tsv)
+    engine = engine_for(engine, jobs)
+    files = engine.plan_labelled(spam, ham, index, tsv)
     start = time.perf_counter()
     spam_filter = SpamFilter(config)
-    with spam_filter.parallel(jobs):
-        report = fit(spam_filter, labelled_messages(spam, ham, index, tsv), progress=progress)
+    report = engine.learn(spam_filter, files, progress=progress)
+    missing = [k for k, v in spam_filter.n_learned.items() if v == 0]
+    if missing:
+        raise EmptyTrainingSetError(
+            f"no {' or '.join(missing)} messages in the training set; textnb needs "
+            "examples of both spam and ham (give --spam and --ham sources, or an index)")
     elapsed = time.perf_counter() - start
     with model_lock(model_path):  # never interleaved with a retrain of the same file
         store.save(spam_filter, model_path)
     summary = spam_filter.summary()
     summary.update(model=str(model_path), seconds=round(elapsed, 3),
-                   size_bytes=Path(model_path).stat().st_size, duplicates=report.known)
+                   size_bytes=Path(model_path).stat().st_size, duplicates=report.known,
+                   **engine.run_info())
     return summary
 
 
+def retrain(model_path: Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
+            index: Sequence[str] = (), tsv: Sequence[str] = (), regime: str = "all",
+            margin: float | None = None, progress: Callable[[int], None] | None = None,
+            lock_timeout: float | None = None, jobs: int | None = 1, engine=None
+            ) -> dict[str, Any]:
+    """``textnb.retrain.retrain`` (locked, atomic, through the ledger) on an engine."""
+    from .retrain import DEFAULT_MARGIN
+    from .retrain import retrain as retrain_model
+
+    return retrain_model(model_path, spam, ham, index, tsv, regime,
+                         DEFAULT_MARGIN if margin is None else margin, progress,
+                         lock_timeout=lock_timeout, engine=engine_for(engine, jobs))
+
+
+def scores(model_path: Path, files, engine) -> tuple[SpamFilter, Iterator]:
+    """The model, and the engine's ``ScoredBatch``es of the planned files (lazily)."""
+    spam_filter = store.load(model_path)  # names a missing or damaged file before any work
+    return spam_filter, engine.score(spam_filter, files)
+
+
 def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),
-             tsv: Sequence[str] = (), cost_ratio: float | None = None, jobs: int = 1
-             ) -> Iterator[ScoredMessage]:
-    """Score and decide each message, lazily (``jobs`` processes parse and tokenise)."""
-    spam_filter = store.load(model_path)
-    with spam_filter.parallel(jobs):
-        yield from spam_filter.classify(unlabelled_messages(sources, index, tsv), cost_ratio)
+             tsv: Sequence[str] = (), cost_ratio: float | None = None, jobs: int | None = 1,
+             engine=None) -> Iterator[ScoredMessage]:
+    """Score and decide each message, lazily, in message order. The inputs are planned
+    and the model loaded now (errors before any work); scoring runs as it is consumed."""
+    engine = engine_for(engine, jobs)
+    files = engine.plan_unlabelled(sources, index, tsv)
+    spam_filter, batches = scores(model_path, files, engine)
+    return _decisions(spam_filter, batches, cost_ratio)
+
+
+def _decisions(spam_filter: SpamFilter, batches, cost_ratio) -> Iterator[ScoredMessage]:
+    costs = spam_filter.cost_model(cost_ratio)
+    for batch in batches:
+        for source, score, p in zip(batch.sources, batch.log_odds,
+                                    spam_filter.p_spam(batch.log_odds)):
+            yield ScoredMessage(source, costs.decide(score, p))
+
+
+def classify_to_folder(model_path: Path, output: Path, sources: Sequence[str] = (),
+                       index: Sequence[str] = (), tsv: Sequence[str] = (),
+                       cost_ratio: float | None = None, output_format: str = "jsonl",
+                       engine=None) -> dict[str, Any]:
+    """Verdicts written by the workers to part files in ``output`` (Dask engine only:
+    ``textnb.distributed.classify_to_files``)."""
+    from .distributed import EngineError, classify_to_files
+
+    if engine is None or engine.name != "dask":
+        raise EngineError("--output goes with --engine dask (the workers write the files)")
+    return classify_to_files(model_path, output, sources, index, tsv, cost_ratio,
+                             output_format, engine.scheduler, engine.n_partitions)
 
 
 def info(model_path: Path) -> dict[str, Any]:
@@ -93,19 +164,21 @@ def explain(model_path: Path, source: str, k: int = 15, cost_ratio: float | None
 
 
 def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = (),
-             ham: Sequence[str] = (), tsv: Sequence[str] = (), cost_ratio: float | None = None
-             ) -> dict[str, Any]:
-    """The field's metrics on held-out labelled messages."""
-    spam_filter = store.load(model_path)
+             ham: Sequence[str] = (), tsv: Sequence[str] = (), cost_ratio: float | None = None,
+             jobs: int | None = 1, engine=None) -> dict[str, Any]:
+    """The field's metrics on held-out labelled messages (only labels and log-odds are kept)."""
+    _check_sources(spam, ham, index, tsv)
+    engine = engine_for(engine, jobs)
+    files = engine.plan_labelled(spam, ham, index, tsv)
+    spam_filter, batches = scores(model_path, files, engine)
     is_spam: list[bool] = []
-
-    def raws():  # streams the messages; only their labels and scores are kept
-        for message in labelled_messages(spam, ham, index, tsv):
-            is_spam.append(message.label == "spam")
-            yield message.raw
-
-    scores = spam_filter.log_odds(raws())
-    return evaluation_summary(spam_filter, np.array(is_spam, dtype=bool), scores, cost_ratio)
+    log_odds = []
+    for batch in batches:
+        is_spam += [label == "spam" for label in batch.labels]
+        log_odds.append(batch.log_odds)
+    y = np.array(is_spam, dtype=bool)
+    return evaluation_summary(spam_filter, y, np.concatenate(log_odds) if log_odds
+                              else np.zeros(0), cost_ratio)
 
 
 def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarray,

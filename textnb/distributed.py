@@ -66,28 +66,19 @@ import numpy as np
 
 from . import store
 from .config import FilterConfig
+from .engines.counting import LABELS, Counts, Work, count_work, merge_counts
 from .errors import EmptyTrainingSetError, SourceError, TextnbError
-from .ledger import DIGEST_SIZE, normalise, tokens_hash
-from .pipeline import BATCH_SIZE, LABEL_CODES, ScoredMessage, SpamFilter
+from .ledger import DIGEST_SIZE, normalise
+from .pipeline import LABEL_CODES, ScoredMessage, SpamFilter
 
-# The single-process readers themselves, so a worker reads a file exactly as
+# The single-process plan and readers themselves, so a worker reads a file exactly as
 # iter_labelled does (tests/test_distributed.py checks the two streams are equal).
-from .sources import (
-    RawMessage,
-    _existing,
-    _files_below,
-    _index_entries,
-    _is_maildir,
-    _read_file,
-    _read_tsv,
-)
-from .vectorize import Vocabulary
+from .sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
 
 __all__ = ["SourceFile", "Counts", "EngineError", "connect", "labelled_files", "unlabelled_files",
-           "partition", "read_files", "merge_counts", "train", "retrain", "classify",
+           "partition", "read_files", "merge_counts", "plan_run", "count_partition",
+           "learn_files", "score_partition", "train", "retrain", "classify",
            "classify_to_files", "evaluate"]
-
-LABELS = ("ham", "spam")  # label codes 0 and 1 (pipeline.LABEL_CODES)
 
 # Partials merged by one task (Dask's own tree reductions default to 8 too). Merging
 # SpamAssassin's counts costs 0.13 CPU-s in all from 2 partitions, 0.52 from 128 (3 levels),
@@ -108,71 +99,32 @@ class EngineError(TextnbError):
 # -- the input, as files --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SourceFile:
-    """One file of the input, read on a worker exactly as ``textnb.sources`` reads it.
-
-    path (str): the file. label (str | None): 'spam', 'ham' or None (TSV lines carry
-    their own). form (str): 'mail' (one message, or an mbox when it starts with 'From '),
-    'maildir' (one message, never split) or 'tsv' ('label<TAB>text' lines).
-    vanish_ok (bool): a file gone by the time it is read is skipped (directory walks).
-    """
-
-    path: str
-    label: str | None
-    form: str = "mail"
-    vanish_ok: bool = False
-
-
-def _files_of(spec: str, label: str | None) -> Iterator[SourceFile]:
-    if os.fspath(spec) == "-":
+def _no_stdin(files: list[SourceFile]) -> list[SourceFile]:
+    if any(f.form == "stdin" for f in files):
         raise SourceError("--engine dask reads the mail on the workers, from files; '-' "
                           "(standard input) cannot be split: save it to a file first")
-    path = _existing(spec)
-    if not path.is_dir():
-        yield SourceFile(str(path), label)
-    elif _is_maildir(path):
-        for sub in ("cur", "new"):
-            for file in _files_below(path / sub):
-                yield SourceFile(str(file), label, "maildir", vanish_ok=True)
-    else:
-        for file in _files_below(path):
-            yield SourceFile(str(file), label, vanish_ok=True)
-
-
-def _index_files(index: str) -> Iterator[SourceFile]:
-    path = _existing(index)
-    for label, target, _ in _index_entries(path, path.parent):
-        yield SourceFile(str(target), label)
+    return files
 
 
 def labelled_files(spam: Sequence[str] = (), ham: Sequence[str] = (), index: Sequence[str] = (),
                    tsv: Sequence[str] = ()) -> list[SourceFile]:
-    """The files of labelled sources, in ``iter_labelled``'s order (spam, ham, index, TSV).
+    """``sources.plan_labelled``, from files only (the workers cannot read standard input).
 
-    Lists directories and reads index files (for their paths), never a message.
-    RAISES SourceError when no source is given or a path is missing.
+    RAISES SourceError when no source is given, a path is missing or one is '-'.
     """
     if not (spam or ham or index or tsv):
         raise SourceError("no training messages given; pass --spam SRC and --ham SRC, "
                           "or --index FILE (lines 'spam PATH' / 'ham PATH')")
-    files = [f for spec in spam for f in _files_of(spec, "spam")]
-    files += [f for spec in ham for f in _files_of(spec, "ham")]
-    files += [f for path in index for f in _index_files(path)]
-    files += [SourceFile(str(_existing(path)), None, "tsv") for path in tsv]
-    return files
+    return _no_stdin(plan_labelled(spam, ham, index, tsv))
 
 
 def unlabelled_files(sources: Sequence[str] = (), index: Sequence[str] = (),
                      tsv: Sequence[str] = ()) -> list[SourceFile]:
-    """The files of messages to score, in ``commands.unlabelled_messages``' order."""
+    """``sources.plan_unlabelled``, from files only (no standard input by default)."""
     if not (sources or index or tsv):
         raise SourceError("--engine dask needs files to read: give files, directories, "
                           "mboxes or Maildirs, or --index FILE (not standard input)")
-    files = [f for spec in sources for f in _files_of(spec, None)]
-    files += [f for path in index for f in _index_files(path)]
-    files += [SourceFile(str(_existing(path)), None, "tsv") for path in tsv]
-    return files
+    return _no_stdin(plan_unlabelled(sources, index, tsv))
 
 
 def partition(files: Sequence[SourceFile], n_partitions: int) -> list[list[SourceFile]]:
@@ -189,12 +141,7 @@ def partition(files: Sequence[SourceFile], n_partitions: int) -> list[list[Sourc
 
 def read_files(files: Sequence[SourceFile]) -> Iterator[RawMessage]:
     """The messages of some files, in order (run on the workers)."""
-    for f in files:
-        if f.form == "tsv":
-            yield from _read_tsv(Path(f.path))
-        else:
-            yield from _read_file(Path(f.path), f.label, mbox=f.form != "maildir",
-                                  vanish_ok=f.vanish_ok)
+    return read_planned(files)
 
 
 # -- the cluster --------------------------------------------------------------------
@@ -261,53 +208,7 @@ def _tree_merge(client, futures: list, merge: Callable):
     return level[0]
 
 
-# -- counts and their merge ---------------------------------------------------------
-
-
-@dataclass
-class Counts:
-    """The sufficient statistics of some messages, over their own tokens.
-
-    tokens (list[str]): distinct tokens, in order of first sight.
-    class_count (ndarray): shape (2,), messages per class (ham, spam).
-    feature_count (ndarray): shape (2, n_tokens), the model's per-class counts.
-    doc_freq (ndarray): shape (n_tokens,), messages holding each token.
-    """
-
-    tokens: list[str]
-    class_count: np.ndarray
-    feature_count: np.ndarray
-    doc_freq: np.ndarray
-
-    @classmethod
-    def of(cls, spam_filter: SpamFilter) -> Counts:
-        model = spam_filter.model
-        n = len(spam_filter.vocabulary)
-        if not hasattr(model, "class_count_"):  # learned nothing
-            return cls([], np.zeros(2), np.zeros((2, 0)), np.zeros(0))
-        return cls(list(spam_filter.vocabulary.tokens_), model.class_count_.copy(),
-                   model.feature_count_[:, :n].copy(), spam_filter.doc_freq_[:n].copy())
-
-    def add_to(self, spam_filter: SpamFilter, weight: float = 1.0) -> None:
-        spam_filter.add_counts(self.tokens, self.class_count, self.feature_count, self.doc_freq,
-                               weight)
-
-
-def merge_counts(*parts: Counts) -> Counts:
-    """The counts of consecutive runs of messages, given in order, as one.
-
-    Columns: the first part's tokens, then each next part's unseen tokens in their
-    order, which is the order of first sight over the concatenated runs.
-    """
-    vocabulary = Vocabulary()
-    columns = [vocabulary.add(p.tokens) for p in parts]
-    n = len(vocabulary)
-    class_count, feature_count, doc_freq = np.zeros(2), np.zeros((2, n)), np.zeros(n)
-    for p, cols in zip(parts, columns):
-        class_count += p.class_count
-        feature_count[:, cols] += p.feature_count
-        doc_freq[cols] += p.doc_freq
-    return Counts(vocabulary.tokens_, class_count, feature_count, doc_freq)
+# -- counts and their merge: textnb.engines.counting (Counts, merge_counts) ----------------
 
 
 def _merge_partials(*partials: tuple[Counts, Counts]) -> tuple[Counts, Counts]:
@@ -363,24 +264,12 @@ def _changed(files: Sequence[SourceFile]) -> SourceError:
                        "the command again")
 
 
-def _count_partition(files: Sequence[SourceFile], config: FilterConfig, plan: _Plan
-                     ) -> tuple[Counts, Counts, np.ndarray]:
+def count_partition(files: Sequence[SourceFile], config: FilterConfig, plan: _Plan
+                    ) -> tuple[Counts, Counts, np.ndarray]:
     """Counts to add (new messages, and moved ones under their new label), counts to
-    remove (moved ones under their old label), and the tokens hash of each learned message."""
-    from .retrain import LedgerMismatchError
-
-    tokenizer = _tokenizing_filter(config)
-    plus, minus = SpamFilter(config), SpamFilter(config)
-    hashes = np.zeros(len(plan.digest), dtype=np.uint64)
-    adds: list[tuple[list[str], str]] = []
-    removes: list[tuple[list[str], str]] = []
-
-    def flush() -> None:
-        for target, todo in ((plus, adds), (minus, removes)):
-            if todo:
-                target.learn_tokens([t for t, _ in todo], [label for _, label in todo])
-                todo.clear()
-
+    remove (moved ones under their old label), and the tokens hash of each learned
+    message: ``counting.count_work`` on the messages the plan picks."""
+    work = Work([], [], [], [], [])
     k = n_read = 0
     for i, message in enumerate(read_files(files)):
         n_read += 1
@@ -391,23 +280,16 @@ def _count_partition(files: Sequence[SourceFile], config: FilterConfig, plan: _P
         norm = normalise(message.raw)
         if hashlib.sha256(norm).digest() != plan.digest[k].tobytes():
             raise _changed(files)
-        tokens = tokenizer.tokens(norm)
-        hashes[k] = tokens_hash(tokens)
-        if plan.old[i] >= 0:
-            if hashes[k] != plan.old_hash[k]:
-                raise LedgerMismatchError(
-                    f"message {message.source!r} tokenises differently now than when it was "
-                    "learned (a textnb upgrade changed the tokenizer?), so its counts cannot be "
-                    "removed exactly; train the model again from your mail with 'textnb train'")
-            removes.append((tokens, LABELS[plan.old[i]]))
-        adds.append((tokens, LABELS[plan.label[i]]))
+        work.norms.append(norm)
+        work.labels.append(int(plan.label[i]))
+        work.old.append(int(plan.old[i]))
+        work.old_hash.append(int(plan.old_hash[k]) if plan.old[i] >= 0 else None)
+        work.sources.append(message.source)
         k += 1
-        if len(adds) >= BATCH_SIZE:
-            flush()
     if n_read != len(plan.label):
         raise _changed(files)
-    flush()
-    return Counts.of(plus), Counts.of(minus), hashes
+    counted = count_work(_tokenizing_filter(config), work)
+    return counted.plus, counted.minus, counted.hashes
 
 
 def _pair(partial: tuple[Counts, Counts, np.ndarray]) -> tuple[Counts, Counts]:
@@ -421,7 +303,7 @@ def _hashes(partial: tuple[Counts, Counts, np.ndarray]) -> np.ndarray:
 # -- training: the client side ----------------------------------------------------------
 
 
-def _plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
+def plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
     """Decide what to learn, as ``textnb.retrain``'s regime 'all' does one message at a time.
 
     A message (digest) is learned once, at its first place in the run, under the last
@@ -481,8 +363,8 @@ def _plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
     return plans, report, (digests[picked], label[picked], old[picked] < 0)
 
 
-def _learn(client, spam_filter: SpamFilter, files: list[SourceFile], n_partitions: int | None,
-           progress: Callable[[int], None] | None):
+def learn_files(client, spam_filter: SpamFilter, files: list[SourceFile],
+                n_partitions: int | None = None, progress: Callable[[int], None] | None = None):
     """Add labelled files to a filter's counts and ledger on the cluster.
 
     RETURNS (LearnReport, dict): the report, and how the run went (partitions, workers,
@@ -492,11 +374,11 @@ def _learn(client, spam_filter: SpamFilter, files: list[SourceFile], n_partition
     start = time.perf_counter()
     parts = partition(files, n_partitions or _default_partitions(client, len(files)))
     digested = client.gather(client.map(_digest_partition, parts, pure=False))
-    plans, report, (digests, labels, is_new) = _plan_run(digested, spam_filter.ledger)
+    plans, report, (digests, labels, is_new) = plan_run(digested, spam_filter.ledger)
     digest_seconds = time.perf_counter() - start
 
     config = spam_filter.config
-    leaves = [client.submit(_count_partition, part, config, plan, pure=False)
+    leaves = [client.submit(count_partition, part, config, plan, pure=False)
               for part, plan in zip(parts, plans)]
     root = _tree_merge(client, client.map(_pair, leaves, pure=False), _merge_partials)
     sizes = {leaf.key: len(plan.label) for leaf, plan in zip(leaves, plans)}
@@ -535,26 +417,11 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
     RETURNS (dict): ``commands.train``'s summary, with ``engine``, ``partitions`` and
         ``workers``.
     """
-    from .lock import model_lock
+    from .commands import train as train_command
+    from .engines.dask import DaskEngine
 
-    files = labelled_files(spam, ham, index, tsv)
-    spam_filter = SpamFilter(config)
-    with connect(scheduler) as client:
-        start = time.perf_counter()
-        report, run = _learn(client, spam_filter, files, n_partitions, progress)
-        elapsed = time.perf_counter() - start
-    missing = [k for k, v in spam_filter.n_learned.items() if v == 0]
-    if missing:
-        raise EmptyTrainingSetError(
-            f"no {' or '.join(missing)} messages in the training set; textnb needs "
-            "examples of both spam and ham (give --spam and --ham sources, or an index)")
-    with model_lock(model_path):
-        store.save(spam_filter, model_path)
-    summary = spam_filter.summary()
-    summary.update(model=str(model_path), seconds=round(elapsed, 3),
-                   size_bytes=Path(model_path).stat().st_size, duplicates=report.known,
-                   engine="dask", **run)
-    return summary
+    return train_command(model_path, config, spam, ham, index, tsv, progress=progress,
+                         engine=DaskEngine(scheduler, n_partitions))
 
 
 def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
@@ -566,28 +433,20 @@ def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str]
 
     RETURNS (dict): ``retrain.retrain``'s result, with ``engine``, ``partitions``, ``workers``.
     """
-    from .lock import model_lock, remove_stale_temp_files
-    from .retrain import _load_or_new, _summary
+    from .engines.dask import DaskEngine
+    from .retrain import retrain as retrain_model
 
+    return retrain_model(model_path, spam, ham, index, tsv, regime, progress=progress,
+                         lock_timeout=lock_timeout, create=create,
+                         engine=DaskEngine(scheduler, n_partitions))
+
+
+def check_regime(regime: str) -> None:
+    """EngineError for a regime that cannot be split across workers."""
     if regime != "all":
         raise EngineError(f"--regime {regime} scores each message with the model that all "
                           "earlier messages made, one at a time, so it cannot be split across "
                           "workers; use --engine local, or --regime all")
-    if not (spam or ham or index or tsv):
-        raise SourceError("no messages to retrain on; pass --spam SRC and/or --ham SRC, "
-                          "--maildir DIR, or --index FILE")
-    model_path = Path(model_path)
-    files = labelled_files(spam, ham, index, tsv)
-    with connect(scheduler) as client, model_lock(model_path, timeout=lock_timeout):
-        start = time.perf_counter()
-        remove_stale_temp_files(model_path)
-        spam_filter, created = _load_or_new(model_path, create)
-        report, run = _learn(client, spam_filter, files, n_partitions, progress)
-        if report.changed:
-            store.save(spam_filter, model_path)
-        seconds = time.perf_counter() - start
-    return {**asdict(report), "created": created and report.changed,
-            **_summary(spam_filter, model_path, seconds, report.changed), "engine": "dask", **run}
 
 
 # -- scoring ------------------------------------------------------------------------------
@@ -609,26 +468,34 @@ def _load_model(model_path: Path) -> tuple[SpamFilter, bytes]:
     return spam_filter, Path(model_path).read_bytes()
 
 
-def _classify_partition(files, key: str, data: bytes, cost_ratio: float | None
-                        ) -> list[ScoredMessage]:
-    return list(_scoring_filter(key, data).classify(read_files(files), cost_ratio))
-
-
-def _score_partition(files, key: str, data: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Is each message spam (by its label), and its log-odds."""
-    is_spam: list[bool] = []
+def score_partition(files, key: str, data: bytes
+                    ) -> tuple[list[str], list[str | None], np.ndarray]:
+    """Each message's source, label and log-odds (run on a worker)."""
+    sources, labels = [], []
 
     def raws():
         for message in read_files(files):
-            is_spam.append(message.label == "spam")
+            sources.append(message.source)
+            labels.append(message.label)
             yield message.raw
 
     scores = _scoring_filter(key, data).log_odds(raws())
-    return np.asarray(is_spam, dtype=bool), scores
+    return sources, labels, scores
 
 
 def _scatter_model(client, data: bytes):
     return hashlib.sha256(data).hexdigest(), client.scatter(data, broadcast=True, hash=False)
+
+
+def score_files(client, spam_filter: SpamFilter, files: Sequence[SourceFile],
+                n_partitions: int | None = None) -> Iterator[tuple]:
+    """(sources, labels, log-odds) per partition, in order, as the workers finish them."""
+    key, model = _scatter_model(client, store.dumps(spam_filter))
+    parts = partition(files, n_partitions or _default_partitions(client, len(files)))
+    futures = [client.submit(score_partition, part, key, model, pure=False) for part in parts]
+    for i, future in enumerate(futures):
+        yield future.result()
+        futures[i] = None  # releases the partition's results on the cluster
 
 
 def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),
@@ -639,20 +506,11 @@ def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str]
     The files are listed and the model read now (errors before any work); the
     partitions are scored on the workers as the iterator is consumed.
     """
-    files = unlabelled_files(sources, index, tsv)
-    _, data = _load_model(model_path)
-    return _classify_stream(files, data, cost_ratio, scheduler, n_partitions)
+    from .commands import classify as classify_command
+    from .engines.dask import DaskEngine
 
-
-def _classify_stream(files, data, cost_ratio, scheduler, n_partitions) -> Iterator[ScoredMessage]:
-    with connect(scheduler) as client:
-        key, model = _scatter_model(client, data)
-        parts = partition(files, n_partitions or _default_partitions(client, len(files)))
-        futures = [client.submit(_classify_partition, part, key, model, cost_ratio, pure=False)
-                   for part in parts]
-        for i, future in enumerate(futures):
-            yield from future.result()
-            futures[i] = None  # releases the partition's results on the cluster
+    return classify_command(model_path, sources, index, tsv, cost_ratio,
+                            engine=DaskEngine(scheduler, n_partitions))
 
 
 def decision_row(scored: ScoredMessage) -> dict[str, Any]:
@@ -731,16 +589,9 @@ def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = 
              ham: Sequence[str] = (), tsv: Sequence[str] = (), cost_ratio: float | None = None,
              scheduler=None, n_partitions: int | None = None) -> dict[str, Any]:
     """``commands.evaluate`` on a Dask cluster: messages scored on the workers; only their
-    labels and log-odds (9 bytes a message) come back for the metrics."""
-    from .commands import evaluation_summary
+    labels and log-odds come back for the metrics."""
+    from .commands import evaluate as evaluate_command
+    from .engines.dask import DaskEngine
 
-    files = labelled_files(spam, ham, index, tsv)
-    spam_filter, data = _load_model(model_path)
-    with connect(scheduler) as client:
-        key, model = _scatter_model(client, data)
-        parts = partition(files, n_partitions or _default_partitions(client, len(files)))
-        scored = client.gather([client.submit(_score_partition, part, key, model, pure=False)
-                                for part in parts])
-    y = np.concatenate([labels for labels, _ in scored])
-    scores = np.concatenate([s for _, s in scored])
-    return evaluation_summary(spam_filter, y, scores, cost_ratio)
+    return evaluate_command(model_path, index, spam, ham, tsv, cost_ratio,
+                            engine=DaskEngine(scheduler, n_partitions))

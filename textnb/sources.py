@@ -25,7 +25,8 @@ from typing import BinaryIO
 from .errors import MailboxFormatError, SourceError
 from .skipped import lenient, unreadable
 
-__all__ = ["RawMessage", "iter_messages", "iter_index", "iter_tsv", "iter_labelled"]
+__all__ = ["RawMessage", "SourceFile", "iter_messages", "iter_index", "iter_tsv", "iter_labelled",
+           "plan_labelled", "plan_unlabelled", "read_planned"]
 
 LABELS = ("spam", "ham")
 _BLANK = (b"\n", b"\r\n")
@@ -346,3 +347,90 @@ def iter_labelled(spam: Sequence[PathSpec] = (), ham: Sequence[PathSpec] = (),
     iterators += [iter_index(path) for path in index]
     iterators += [iter_tsv(path) for path in tsv]
     return chain.from_iterable(iterators)
+
+
+# -- plan, then read: the inputs as a list of files (what the engines split) ------------
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input file, read exactly as the iterators above read it.
+
+    path (str): the file ('-' for standard input). label (str | None): 'spam', 'ham' or
+        None (TSV lines carry their own).
+    form (str): 'mail' (one message, or an mbox when it starts with 'From '), 'maildir'
+        (one message, never split), 'tsv' ('label<TAB>text' lines) or 'stdin'.
+    vanish_ok (bool): a file gone by the time it is read is skipped (directory walks).
+    """
+
+    path: str
+    label: str | None
+    form: str = "mail"
+    vanish_ok: bool = False
+
+
+def _plan_spec(spec: PathSpec, label: str | None) -> Iterator[SourceFile]:
+    if os.fspath(spec) == "-":
+        yield SourceFile("-", label, "stdin")
+        return
+    path = _existing(spec)
+    if not path.is_dir():
+        yield SourceFile(str(path), label)
+    elif _is_maildir(path):
+        for sub in ("cur", "new"):
+            for file in _files_below(path / sub):
+                yield SourceFile(str(file), label, "maildir", vanish_ok=True)
+    else:
+        for file in _files_below(path):
+            yield SourceFile(str(file), label, vanish_ok=True)
+
+
+def _plan_index(index: PathSpec) -> Iterator[SourceFile]:
+    path = _existing(index)
+    for label, target, _ in _index_entries(path, path.parent):
+        yield SourceFile(str(target), label)
+
+
+def plan_labelled(spam: Sequence[PathSpec] = (), ham: Sequence[PathSpec] = (),
+                  index: Sequence[PathSpec] = (), tsv: Sequence[PathSpec] = ()
+                  ) -> list[SourceFile]:
+    """The files of labelled sources, in ``iter_labelled``'s order (spam, ham, index, TSV).
+
+    Lists directories and reads index files (for their paths), never a message: the
+    plan is small (one entry a file) and can be cut into runs for several processes.
+    ``read_planned(plan)`` yields what ``iter_labelled`` would.
+    RAISES SourceError for a missing path, MailboxFormatError for a bad index line.
+    """
+    for name, specs in (("spam", spam), ("ham", ham), ("index", index), ("tsv", tsv)):
+        if isinstance(specs, (str, bytes, os.PathLike)):
+            raise TypeError(f"{name}= expects a list of paths, got the single path {specs!r}; "
+                            f"wrap it: {name}=[{specs!r}]")
+    files = [f for spec in spam for f in _plan_spec(spec, "spam")]
+    files += [f for spec in ham for f in _plan_spec(spec, "ham")]
+    files += [f for path in index for f in _plan_index(path)]
+    files += [SourceFile(str(_existing(path)), None, "tsv") for path in tsv]
+    return files
+
+
+def plan_unlabelled(sources: Sequence[PathSpec] = (), index: Sequence[PathSpec] = (),
+                    tsv: Sequence[PathSpec] = ()) -> list[SourceFile]:
+    """The files of messages to score: plain sources (standard input when nothing is
+    given), index files (their labels kept, for evaluation), TSV files."""
+    if not (sources or index or tsv):
+        sources = ["-"]
+    files = [f for spec in sources for f in _plan_spec(spec, None)]
+    files += [f for path in index for f in _plan_index(path)]
+    files += [SourceFile(str(_existing(path)), None, "tsv") for path in tsv]
+    return files
+
+
+def read_planned(files: Iterable[SourceFile]) -> Iterator[RawMessage]:
+    """The messages of planned files, in order (as the iterators above yield them)."""
+    for f in files:
+        if f.form == "stdin":
+            yield from _read_stdin(f.label)
+        elif f.form == "tsv":
+            yield from _read_tsv(Path(f.path))
+        else:
+            yield from _read_file(Path(f.path), f.label, mbox=f.form != "maildir",
+                                  vanish_ok=f.vanish_ok)

@@ -37,8 +37,8 @@ TsvOpt = typer.Option(None, "--tsv", help="File of 'label<TAB>text' lines, as th
 CostOpt = typer.Option(None, "--cost-ratio", "-r", help="Cost of losing a ham / cost of letting a spam through (λ): spam when log-odds > ln λ.")
 JsonOpt = typer.Option(False, "--json", help="JSON output, for scripts.")
 StrictOpt = typer.Option(False, "--strict", help="Stop at the first input that cannot be read (exit 1, the model untouched). Default: skip such inputs and list them on stderr at the end (with --engine dask, a file a worker cannot read still stops the run).")
-JobsOpt = typer.Option(1, "--jobs", "-j", min=1, help="Processes that parse and tokenise mail (this one and N-1 workers); results do not depend on N.")
-EngineOpt = typer.Option("local", "--engine", help="Where the work runs: local (this process) or dask (a Dask cluster; pip install 'textnb\\[dask]').")
+JobsOpt = typer.Option(None, "--jobs", "-j", min=1, help="With --engine local: worker processes that parse, tokenise and count or score mail (default: every core); results do not depend on N.")
+EngineOpt = typer.Option("local", "--engine", help="Where the work runs: local (processes on this machine) or dask (a Dask cluster; pip install 'textnb\\[dask]').")
 SchedulerOpt = typer.Option(None, "--scheduler", help="With --engine dask: the scheduler's address (tcp://HOST:8786) or scheduler file. Default: $DASK_SCHEDULER_ADDRESS, else a cluster of this machine's cores.")
 # fmt: on
 
@@ -102,14 +102,20 @@ def check_cost_ratio(cost_ratio: Optional[float]) -> None:
                                  param_hint="--cost-ratio")
 
 
-def on_dask(engine: str, scheduler: Optional[str]) -> bool:
-    """True for --engine dask; a usage error for an unknown engine or a stray --scheduler."""
+def pick_engine(engine: str, scheduler: Optional[str], jobs: Optional[int] = None):
+    """The engine the options name (textnb.engines); a usage error for an unknown engine,
+    a stray --scheduler, or --jobs with the Dask engine."""
     if engine not in ("local", "dask"):
         raise typer.BadParameter(f"'{engine}' is not an engine; use local or dask",
                                  param_hint="--engine")
     if scheduler is not None and engine != "dask":
         raise typer.BadParameter("--scheduler goes with --engine dask", param_hint="--scheduler")
-    return engine == "dask"
+    if engine == "dask" and jobs is not None:
+        raise typer.BadParameter("--jobs goes with --engine local (a Dask cluster has "
+                                 "its own workers)", param_hint="--jobs")
+    from ..engines import make_engine
+
+    return make_engine(engine, jobs=jobs, scheduler=scheduler)
 
 
 class Progress:
@@ -140,3 +146,4 @@ def _version_callback(value: bool):
 def main(version: bool = typer.Option(False, "--version", callback=_version_callback,
                                       is_eager=True, help="Show the version and exit.")):
     """textnb: naive Bayes spam filtering with explicit misclassification costs."""
+

@@ -23,8 +23,8 @@ from ._util import (
     check_cost_ratio,
     model_path,
     nothing_done,
-    on_dask,
     operator_errors,
+    pick_engine,
     skipping_unreadable,
 )
 
@@ -42,7 +42,7 @@ def classify_cli(
     scheduler: Optional[str] = SchedulerOpt,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="With --engine dask: a new folder where each worker writes its partition's verdicts (part-00000.jsonl ...), instead of sending them back."),
     output_format: str = typer.Option("jsonl", "--output-format", help="With --output: jsonl (as --json prints) or parquet (needs pyarrow)."),
-    jobs: int = JobsOpt,
+    jobs: Optional[int] = JobsOpt,
     strict: bool = StrictOpt,
 ):
     # fmt: on
@@ -55,30 +55,20 @@ def classify_cli(
 
     with operator_errors(), skipping_unreadable(strict) as skipped:
         check_cost_ratio(cost_ratio)
-        dask = on_dask(engine, scheduler)
-        if dask and jobs != 1:
-            raise typer.BadParameter("--jobs goes with --engine local (a Dask cluster has "
-                                     "its own workers)", param_hint="--jobs")
+        chosen = pick_engine(engine, scheduler, jobs)
         if output is not None:
-            if not dask:
+            if chosen.name != "dask":
                 raise typer.BadParameter("--output goes with --engine dask (the workers write "
                                          "the files)", param_hint="--output")
-            from ..distributed import classify_to_files
-
-            result = classify_to_files(model_path(model), output, sources or [], index or [],
-                                       tsv or [], cost_ratio, output_format, scheduler)
+            result = commands.classify_to_folder(model_path(model), output, sources or [],
+                                                 index or [], tsv or [], cost_ratio,
+                                                 output_format, engine=chosen)
             typer.echo(json.dumps(result) if as_json else
                        f"{result['messages']:,} messages ({result['counts']['spam']:,} spam) in "
                        f"{len(result['files'])} files in {output} ({result['seconds']:.1f} s)")
             return
-        if dask:
-            from ..distributed import classify as classify_on_dask
-
-            verdicts = classify_on_dask(model_path(model), sources or [], index or [], tsv or [],
-                                        cost_ratio, scheduler)
-        else:
-            verdicts = commands.classify(model_path(model), sources or [], index or [], tsv or [],
-                                         cost_ratio, jobs=jobs)
+        verdicts = commands.classify(model_path(model), sources or [], index or [], tsv or [],
+                                     cost_ratio, engine=chosen)
         counts = {"spam": 0, "ham": 0, "unsure": 0}
         for scored in verdicts:
             d = scored.decision

@@ -13,6 +13,7 @@ from ._util import (
     EngineOpt,
     HamOpt,
     IndexOpt,
+    JobsOpt,
     JsonOpt,
     ModelOpt,
     SchedulerOpt,
@@ -22,8 +23,8 @@ from ._util import (
     app,
     check_cost_ratio,
     model_path,
-    on_dask,
     operator_errors,
+    pick_engine,
     skipping_unreadable,
 )
 
@@ -40,6 +41,7 @@ def evaluate_cli(
     as_json: bool = JsonOpt,
     engine: str = EngineOpt,
     scheduler: Optional[str] = SchedulerOpt,
+    jobs: Optional[int] = JobsOpt,
     strict: bool = StrictOpt,
 ):
     # fmt: on
@@ -52,14 +54,8 @@ def evaluate_cli(
 
     with operator_errors(), skipping_unreadable(strict):
         check_cost_ratio(cost_ratio)
-        if on_dask(engine, scheduler):
-            from ..distributed import evaluate as evaluate_on_dask
-
-            result = evaluate_on_dask(model_path(model), index or [], spam or [], ham or [],
-                                      tsv or [], cost_ratio, scheduler)
-        else:
-            result = commands.evaluate(model_path(model), index or [], spam or [], ham or [],
-                                       tsv or [], cost_ratio)
+        result = commands.evaluate(model_path(model), index or [], spam or [], ham or [],
+                                   tsv or [], cost_ratio, engine=pick_engine(engine, scheduler, jobs))
     if as_json:
         typer.echo(json.dumps(result, default=float))
         return

@@ -12,6 +12,7 @@ from ._util import (
     EngineOpt,
     HamOpt,
     IndexOpt,
+    JobsOpt,
     JsonOpt,
     ModelOpt,
     Progress,
@@ -22,8 +23,8 @@ from ._util import (
     app,
     model_path,
     nothing_done,
-    on_dask,
     operator_errors,
+    pick_engine,
     skipping_unreadable,
 )
 
@@ -47,6 +48,7 @@ def retrain_cli(
     as_json: bool = JsonOpt,
     engine: str = EngineOpt,
     scheduler: Optional[str] = SchedulerOpt,
+    jobs: Optional[int] = JobsOpt,
     strict: bool = StrictOpt,
 ):
     # fmt: on
@@ -55,7 +57,7 @@ def retrain_cli(
     Inputs that cannot be read are skipped and listed on stderr (exit 0 if any message
     was read); with --strict the first one stops the run (exit 1) and the model stays.
     """
-    from .. import retrain
+    from .. import commands
     from ..layouts import maildir_sources
 
     with operator_errors(), skipping_unreadable(strict) as skipped:
@@ -67,19 +69,11 @@ def retrain_cli(
         elif spam_folder or ham_folder:
             raise typer.BadParameter("--spam-folder and --ham-folder name folders of a "
                                      "--maildir; give --maildir DIR too", param_hint="--maildir")
-        dask = on_dask(engine, scheduler)
+        chosen = pick_engine(engine, scheduler, jobs)
         progress = Progress("read")
         try:
-            if dask:
-                from ..distributed import retrain as retrain_on_dask
-
-                result = retrain_on_dask(model_path(model), spam, ham, index or [], tsv or [],
-                                         regime, progress, lock_timeout=wait, scheduler=scheduler)
-            else:
-                result = retrain.retrain(
-                    model_path(model), spam, ham, index or [], tsv or [], regime=regime,
-                    margin=retrain.DEFAULT_MARGIN if margin is None else margin,
-                    progress=progress, lock_timeout=wait)
+            result = commands.retrain(model_path(model), spam, ham, index or [], tsv or [],
+                                      regime, margin, progress, lock_timeout=wait, engine=chosen)
         finally:
             progress.close()
     nothing_done(skipped, result["read"])

@@ -22,8 +22,8 @@ from ._util import (
     TsvOpt,
     app,
     model_path,
-    on_dask,
     operator_errors,
+    pick_engine,
     skipping_unreadable,
 )
 
@@ -44,7 +44,7 @@ def train_cli(
     as_json: bool = JsonOpt,
     engine: str = EngineOpt,
     scheduler: Optional[str] = SchedulerOpt,
-    jobs: int = JobsOpt,
+    jobs: Optional[int] = JobsOpt,
     strict: bool = StrictOpt,
 ):
     # fmt: on
@@ -65,20 +65,11 @@ def train_cli(
                 raise typer.BadParameter(f"{item!r} is not section.key=value", param_hint="--set")
             overrides[key.strip()] = parse_override_value(value.strip())
         cfg = load_config(config, overrides)
-        dask = on_dask(engine, scheduler)
-        if dask and jobs != 1:
-            raise typer.BadParameter("--jobs goes with --engine local (a Dask cluster has "
-                                     "its own workers)", param_hint="--jobs")
+        chosen = pick_engine(engine, scheduler, jobs)
         progress = Progress("trained")
         try:
-            if dask:
-                from ..distributed import train as train_on_dask
-
-                summary = train_on_dask(model_path(model), cfg, spam or [], ham or [],
-                                        index or [], tsv or [], scheduler, progress=progress)
-            else:
-                summary = commands.train(model_path(model), cfg, spam or [], ham or [],
-                                         index or [], tsv or [], progress=progress, jobs=jobs)
+            summary = commands.train(model_path(model), cfg, spam or [], ham or [], index or [],
+                                     tsv or [], progress=progress, engine=chosen)
         finally:
             progress.close()
     if as_json:

@@ -1,0 +1,49 @@
+"""Where the work runs: the engines behind ``textnb.commands``.
+
+Every engine offers the same calls, so a third one is one module:
+
+- ``plan_labelled(spam, ham, index, tsv)`` / ``plan_unlabelled(sources, index, tsv)``:
+  the input as a list of ``sources.SourceFile`` (directories listed, index files
+  read, no message read);
+- ``learn(spam_filter, files, regime, margin, progress) -> retrain.LearnReport``: count
+  the files' messages into the filter's sufficient statistics and ledger (workers
+  parse, tokenise and count; only counts come back, see ``counting``);
+- ``score(spam_filter, files) -> Iterator[ScoredBatch]``: log-odds in message order;
+- ``check(regime)`` (refuse what it cannot do, before any work) and ``run_info()``.
+
+Engines: ``local`` (``LocalEngine(jobs)``: processes on this machine, every core by
+default) and ``dask`` (``DaskEngine(scheduler, n_partitions)``: a Dask cluster,
+``textnb.distributed``). Results do not depend on the engine or on how many
+processes run it.
+"""
+
+from __future__ import annotations
+
+from .local import LocalEngine, ScoredBatch
+from .workers import available_cores
+
+__all__ = ["ENGINES", "LocalEngine", "ScoredBatch", "available_cores", "make_engine"]
+
+ENGINES = ("local", "dask")
+
+
+def make_engine(name: str = "local", jobs: int | None = None, scheduler=None,
+                n_partitions: int | None = None):
+    """The engine called ``name``.
+
+    jobs (int | None): local only: worker processes (None: every core).
+    scheduler, n_partitions: dask only (see ``textnb.distributed.connect``).
+    RAISES ValueError for an unknown engine or an option the engine does not take.
+    """
+    if name == "local":
+        if scheduler is not None or n_partitions is not None:
+            raise ValueError("a scheduler and partitions go with the dask engine")
+        return LocalEngine(jobs)
+    if name == "dask":
+        if jobs is not None:
+            raise ValueError("jobs go with the local engine (a Dask cluster has its own "
+                             "workers)")
+        from .dask import DaskEngine
+
+        return DaskEngine(scheduler, n_partitions)
+    raise ValueError(f"'{name}' is not an engine; use {' or '.join(ENGINES)}")

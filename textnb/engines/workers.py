@@ -1,0 +1,124 @@
+"""An ordered map over worker processes, with at most a few tasks in flight.
+
+``Workers(jobs, state, task).map(items)`` yields ``task(state, item)`` for each
+item, in item order. With ``jobs == 1``, or when the items turn out to be only
+one, everything runs in this process: no pool, nothing pickled. Otherwise
+``jobs`` worker processes start at the second item, forked where the platform
+allows it, so they inherit ``state`` (a filter with spaCy already loaded: a fork
+costs milliseconds, a spaCy load about a second). Where fork is not available
+they are spawned and get a portable copy of the state (its model file's bytes,
+or its configuration).
+
+At most ``IN_FLIGHT_PER_JOB * jobs`` items are handed out before the first
+result is taken back, so memory stays flat however long the input, and the
+items may be produced lazily by code that depends on earlier items (the ledger
+plan of batch k+1 depends on batch k's).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
+from typing import Any
+
+__all__ = ["Workers", "available_cores"]
+
+# Two items per worker: one it works on, one waiting, so it never idles while the
+# calling process merges a result; more only holds more batches in memory.
+IN_FLIGHT_PER_JOB = 2
+
+_task: tuple[Callable, Any] | None = None  # per worker process: (task, state)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (the default number of jobs)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _start_worker(task: Callable, state: Any) -> None:
+    global _task
+    _task = (task, _restore(state))
+
+
+def _run(item: Any) -> Any:
+    task, state = _task
+    return task(state, item)
+
+
+def _portable(state: Any) -> Any:
+    """What a spawned worker gets: a fitted filter's model bytes, or the settings."""
+    from ..pipeline import SpamFilter
+
+    if isinstance(state, SpamFilter):
+        if hasattr(state.model, "class_count_"):
+            from ..store import dumps
+
+            return ("model", dumps(state))
+        return ("config", state.config)
+    return state
+
+
+def _restore(state: Any) -> Any:
+    if isinstance(state, tuple) and len(state) == 2 and state[0] in ("model", "config"):
+        from ..pipeline import SpamFilter
+        from ..store import loads
+
+        return loads(state[1]) if state[0] == "model" else SpamFilter(state[1])
+    return state
+
+
+class Workers:
+    """Run ``task(state, item)`` over items in ``jobs`` processes, results in order.
+
+    jobs (int): worker processes (1: this process alone).
+    state: what every task gets (forked: shared as it is at the second item).
+    task (callable): a module-level function (spawned workers import it by name).
+    """
+
+    def __init__(self, jobs: int, state: Any, task: Callable[[Any, Any], Any]):
+        if jobs < 1:
+            raise ValueError(f"jobs={jobs}: give at least 1 process")
+        self.jobs, self.state, self.task = jobs, state, task
+        self.started = 0  # pools started (tests check that small inputs start none)
+
+    def map(self, items: Iterable[Any]) -> Iterator[Any]:
+        items = iter(items)
+        first = next(items, None)
+        if first is None:
+            return
+        second = next(items, None) if self.jobs > 1 else None
+        if second is None:  # one process: here, in order
+            yield self.task(self.state, first)
+            for item in items:
+                yield self.task(self.state, item)
+            return
+        pool = self._pool()
+        pending: deque = deque()
+        try:
+            for item in chain([first, second], items):
+                pending.append(pool.apply_async(_run, (item,)))
+                if len(pending) >= IN_FLIGHT_PER_JOB * self.jobs:
+                    yield pending.popleft().get()
+            while pending:
+                yield pending.popleft().get()
+        except BaseException:  # an error, Ctrl-C, or the consumer stopped early
+            pool.terminate()
+            raise
+        else:
+            pool.close()
+        finally:
+            pool.join()
+
+    def _pool(self):
+        self.started += 1
+        if "fork" in multiprocessing.get_all_start_methods():
+            context, state = multiprocessing.get_context("fork"), self.state
+        else:
+            context, state = multiprocessing.get_context(), _portable(self.state)
+        return context.Pool(self.jobs, initializer=_start_worker, initargs=(self.task, state))
