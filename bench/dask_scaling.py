@@ -64,10 +64,10 @@ def merge_cost(client, files, n_partitions: int) -> dict:
 
     parts = dd.partition(files, n_partitions)
     digested = client.gather(client.map(dd._digest_partition, parts, pure=False))
-    plans, _, _ = dd._plan_run(digested, SpamFilter().ledger)
+    plans, _, _ = dd.plan_run(digested, SpamFilter().ledger)
     config = FilterConfig()
     start = time.perf_counter()
-    leaves = [client.submit(dd._count_partition, part, config, plan, pure=False)
+    leaves = [client.submit(dd.count_partition, part, config, plan, pure=False)
               for part, plan in zip(parts, plans)]
     pairs = client.map(dd._pair, leaves, pure=False)
     wait(pairs)
