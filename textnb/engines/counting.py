@@ -22,7 +22,7 @@ from ..pipeline import SpamFilter
 from ..retrain import LedgerMismatchError
 from ..vectorize import Vocabulary
 
-__all__ = ["LABELS", "Counts", "merge_counts", "Work", "Counted", "count_work"]
+__all__ = ["LABELS", "Counts", "merge_counts", "Work", "Counted", "count_work", "count_into"]
 
 
 
@@ -112,7 +112,21 @@ def count_work(tokenizing: SpamFilter, work: Work) -> Counted:
     The ledger's tokens hash is taken here too, beside the tokens, so that no token
     list ever leaves the worker.
     """
-    config = tokenizing.config
+    plus, minus = SpamFilter(tokenizing.config), SpamFilter(tokenizing.config)
+    hashes = count_into(tokenizing, work, plus, minus)
+    return Counted(Counts.of(plus), Counts.of(minus), hashes)
+
+
+def count_into(tokenizing: SpamFilter, work: Work, plus: SpamFilter, minus: SpamFilter | None
+               ) -> np.ndarray:
+    """Count ``work`` into ``plus`` (every message under its label) and the moved
+    messages under their old labels into ``minus`` (None: out of ``plus``, weight -1).
+    RETURNS (ndarray of uint64): each message's tokens hash.
+
+    One process counts straight into its model (``minus=None``); a worker counts into
+    empty filters whose ``Counts`` it sends back (``count_work``). The counts are
+    the same integers either way (tests/test_engines.py).
+    """
     token_lists = [tokenizing.tokens(norm) for norm in work.norms]
     hashes = np.fromiter(map(tokens_hash, token_lists), dtype=np.uint64, count=len(token_lists))
     removes, old_labels = [], []
@@ -127,10 +141,12 @@ def count_work(tokenizing: SpamFilter, work: Work) -> Counted:
                 "removed exactly; train the model again from your mail with 'textnb train'")
         removes.append(token_lists[i])
         old_labels.append(LABELS[old])
-    plus, minus = SpamFilter(config), SpamFilter(config)
-    if token_lists:
+    if token_lists:  # additions first: counts never dip below 0
         plus.learn_tokens(token_lists, [LABELS[code] for code in work.labels])
     if removes:
-        minus.learn_tokens(removes, old_labels)
-    return Counted(Counts.of(plus), Counts.of(minus), hashes)
+        if minus is None:
+            plus.learn_tokens(removes, old_labels, weight=-1.0)
+        else:
+            minus.learn_tokens(removes, old_labels)
+    return hashes
 

@@ -31,7 +31,7 @@ from ..errors import EmptyTrainingSetError
 from ..ledger import Ledger, normalise
 from ..pipeline import LABEL_CODES, SpamFilter
 from ..sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
-from .counting import Counted, Work, count_work
+from .counting import Counted, Work, count_into, count_work
 from .workers import Workers, available_cores
 
 __all__ = ["LocalEngine", "ScoredBatch"]
@@ -174,8 +174,14 @@ class LocalEngine:
                 planned.append(planner.plan(batch))
                 yield planned[-1].work
 
-        if self.jobs > 1:
-            spam_filter.tokenizer.spacy  # loaded once, before the workers fork
+        if self.jobs == 1:  # one process: count straight into the model, no merge
+            for work in works():
+                batch = planned.popleft()
+                planner.finish(batch, count_into(spam_filter, work, spam_filter, None))
+                if progress:
+                    progress(batch.n_read)
+            return report
+        spam_filter.tokenizer.spacy  # loaded once, before the workers fork
         self.last_workers = workers = Workers(self.jobs, spam_filter, count_work)
         for counted in workers.map(works()):
             done: Counted = counted
