@@ -1,6 +1,7 @@
 """Training health (textnb.health): the limits, and that info, classify and the scorer say them."""
 
 import json
+import threading
 
 import pytest
 from typer.testing import CliRunner
@@ -38,3 +39,30 @@ def test_info_says_when_a_model_has_too_little_training(tmp_path, sample_model_f
     as_json = json.loads(runner.invoke(app, ["info", "--json", "--model",
                                              str(sample_model_file)]).output)
     assert as_json["health"]["ok"] is False and len(as_json["health"]["problems"]) == 2
+
+
+def test_classify_warns_on_stderr_and_keeps_stdout_for_the_verdicts(sample_model_file):
+    runner = CliRunner()  # click 8.2+: result.stdout and result.stderr kept apart
+    message = SAMPLE / "spam" / "001.eml"
+    result = runner.invoke(app, ["classify", "--json", "--model", str(sample_model_file),
+                                 str(message)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["label"] == "spam"  # stdout: the verdicts only
+    assert "textnb: warning: only 40 spam messages learned (fewer than 200)" in result.stderr
+    assert "only 60 ham messages learned" in result.stderr
+
+
+def test_the_scorer_says_the_health_of_the_model_a_user_gets(tmp_path, sample_model_file):
+    from textnb.client import ping
+    from textnb.server import ResidentModel, ScorerServer
+
+    server = ScorerServer(ResidentModel(sample_model_file), str(tmp_path / "s.sock")).bind()
+    stop = threading.Event()
+    thread = threading.Thread(target=server.serve_forever, args=(stop,))
+    thread.start()
+    try:
+        status = ping(str(tmp_path / "s.sock"))
+    finally:
+        stop.set()
+        thread.join(timeout=15)
+    assert status["health"] == "low" and (status["spam"], status["ham"]) == ("40", "60")

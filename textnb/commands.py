@@ -115,12 +115,16 @@ def scores(model_path: Path, files, engine) -> tuple[SpamFilter, Iterator]:
 
 def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),
              tsv: Sequence[str] = (), cost_ratio: float | None = None, jobs: int | None = 1,
-             engine=None) -> Iterator[ScoredMessage]:
+             engine=None, on_model=None) -> Iterator[ScoredMessage]:
     """Score and decide each message, lazily, in message order. The inputs are planned
-    and the model loaded now (errors before any work); scoring runs as it is consumed."""
+    and the model loaded now (errors before any work); scoring runs as it is consumed.
+    on_model (Callable[[SpamFilter], object] | None): called with the loaded model (the
+    CLI reads its training health there, textnb.health)."""
     engine = engine_for(engine, jobs)
     files = engine.plan_unlabelled(sources, index, tsv)
     spam_filter, batches = scores(model_path, files, engine)
+    if on_model is not None:
+        on_model(spam_filter)
     return _decisions(spam_filter, batches, cost_ratio)
 
 

@@ -3,34 +3,14 @@
 A Bayes filter with too little or one-sided training does not fail loudly: it gives
 confident verdicts that are often wrong. rspamd and SpamAssassin refuse to use a
 Bayes database before 200 messages of each class. textnb says so instead (``info``,
-``classify``, the scorer's PING) and, with per-user models, scores a user whose own
-model is not healthy with the shared model (textnb.users).
+``classify``, the scorer's and the milter's start-up, the scorer's PING) and scores
+anyway: a new installation still filters. With per-user models a user's model starts
+as the shared model's counts (textnb.users), so a user's first few learned messages
+never make a model of their own that is this thin.
 
-The limits come from bench/learning_curve.py (md5 split, test = 1 in 5; 5 random
-training draws per row; error % of the default threshold ln λ, and (1-AUC)%):
-
-    per class     SpamAssassin           Enron 1-3
-                  error%   (1-AUC)%      error%   (1-AUC)%
-       25          7.93     2.925         11.07    4.740
-       50          7.43     1.755          5.94    1.839
-      100          4.04     0.468          3.91    0.888
-      200          2.55     0.245          2.65    0.403
-      400          1.75     0.126          1.96    0.229
-      800          1.15     0.066          1.36    0.121
-
-Below 200 a class's errors are 1.5-4.5 times those at 200 on both corpora, and the
-spread between draws is widest (SpamAssassin (1-AUC)% 0.29-0.71 at 100, 0.16-0.45 at
-200); from 200 on each doubling gains a steady third. Hence 200, the same as rspamd's
-and SpamAssassin's. Imbalance, 400 of one class against 400/r of the other:
-
-    r             1:1    1:4    1:10   1:20   1:40
-    SpamAssassin  1.80   3.28   5.74   8.69   17.6   error%
-    Enron 1-3     1.94   3.66   7.83   16.4   24.5
-
-Up to 1:4 the loss is that of the short class's size (balanced 100 + 100 scores
-4.04 / 3.91); from 1:10 imbalance itself costs on Enron (1:10 is 7.83 against 5.94
-for balanced 50 + 50; 1:20 16.4 against 11.07 for 25 + 25). Hence a warning when one
-class has 10 times the other's messages or more.
+The limits come from bench/learning_curve.py's curves on SpamAssassin and Enron 1-3;
+the tables and the reasoning are in docs/learning.md#training-health, and the gist
+beside each constant below.
 """
 
 from __future__ import annotations
@@ -39,7 +19,13 @@ from dataclasses import dataclass, field
 
 __all__ = ["MIN_PER_CLASS", "MAX_IMBALANCE", "Health", "training_health"]
 
+# 200 learned messages of each class: below that, the default threshold's error rate is
+# 1.5 to 4 times the rate at 200 on both corpora, and from 200 on each doubling removes
+# about a third of the errors (bench/learning_curve.py: md5 split, 5 random draws per
+# size; SpamAssassin 4.27% at 100 + 100, 2.69% at 200 + 200, 1.77% at 400 + 400).
 MIN_PER_CLASS = 200
+# 10 to 1: on Enron 1-3, 400 + 40 errs 7.83% against 5.94% for a balanced 50 + 50, so
+# imbalance itself costs from there on; at 1:4 only the short class's size does.
 MAX_IMBALANCE = 10.0
 
 

@@ -10,25 +10,15 @@ Layout: ``DIR/_shared/model.tnb`` (or ``--model PATH``) is the shared model;
   the shared model (its counts and its ledger) plus that message, so a user's
   model holds the shared counts and the user's own added to them. That is the best
   of the combinations measured (bench/per_user.py; Enron 1-3 as three users, each
-  scored on the latest fifth of their own mail; mean over the users):
-
-      mean of the three users: (1-AUC)%, and error% of the default threshold ln λ
-      shared only (the other two's mail)  0.558;  error% 3.63
-      own  25 + 25      0.506 added, 4.392 own only;  error% 3.45 added, 13.17 own
-      own 100 + 100     0.462 added, 1.864 own only;  error% 3.21 added,  8.66 own
-      own 200 + 200     0.399 added, 1.282 own only;  error% 3.18 added,  6.68 own
-      own 400 + 400     0.342 added, 0.728 own only;  error% 3.12 added,  4.18 own
-      own all (~1,500)  0.138 added, 0.184 own only;  error% 1.82 added,  2.03 own
-
-  Adding the counts beats both the user's own and the shared model at every size;
-  a mean of the two models' log-odds ("blend") falls between (its error% is a
-  little lower at some sizes, its (1-AUC)% and sm% worse at all). A user's own
-  model alone is worse than the shared one until it has all ~1,500 of their
-  messages, so "the shared model until the user has N of each" would lose to
-  adding from the first learned message (docs/mail-server.md has the whole table).
+  scored on the latest fifth of their own mail; the table is in
+  docs/learning.md#a-model-per-user): mean (1-AUC)% 0.558 with the shared model alone,
+  0.506 / 0.399 / 0.138 with the user's 25 + 25 / 200 + 200 / all messages added, against
+  4.392 / 1.282 / 0.184 for the user's messages alone. So the user's counts are added
+  from the first learned message, not switched to at some count.
   A message the shared model learned under one label and the user moves to the
-  other is moved in the user's copy only. The cost: the shared model's later updates do not reach users who
-  already have a model (retrain theirs, or delete it to start again from the shared).
+  other is moved in the user's copy only. The cost: the shared model's later updates
+  do not reach users who already have a model (retrain theirs, or delete it to start
+  again from the shared).
 - **Names.** 1-64 characters of ``A-Z a-z 0-9 . _ @ + -``, starting with a letter or
   digit: no ``/``, no ``..`` path, no ``_shared``; anything else is refused with an
   ERROR naming the rule (:func:`check_user`).
@@ -41,8 +31,11 @@ system user on behalf of everybody. With ``--user-from-peer`` the scorer reads t
 connecting process's uid (``SO_PEERCRED``) and uses that uid's login name as the
 user, refusing a request that names another; for that the socket must be reachable
 by the users (``--socket-mode 0666`` in a folder they can enter), and each user's
-client runs as that user (e.g. Dovecot's IMAPSieve with per-user system accounts).
-Over TCP there is no peer uid and ``--user-from-peer`` is refused.
+client runs as that user (e.g. Dovecot's IMAPSieve with per-user system accounts);
+the clients accept another user's socket only in a folder no third user can write to.
+Over TCP there is no peer uid and ``--user-from-peer`` is refused. A user's folder is
+created 0700, so no other uid reads a model file directly. tests/test_isolation.py
+checks all of this with real OS users (docs/learning.md#isolation).
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ def classify_cli(
     was classified); with --strict the first one stops the run (exit 1).
     """
     from .. import commands
+    from ..health import training_health
 
     with operator_errors(), skipping_unreadable(strict) as skipped:
         check_cost_ratio(cost_ratio)
@@ -67,8 +68,11 @@ def classify_cli(
                        f"{result['messages']:,} messages ({result['counts']['spam']:,} spam) in "
                        f"{len(result['files'])} files in {output} ({result['seconds']:.1f} s)")
             return
+        unhealthy: list[str] = []
         verdicts = commands.classify(model_path(model), sources or [], index or [], tsv or [],
-                                     cost_ratio, engine=chosen)
+                                     cost_ratio, engine=chosen,
+                                     on_model=lambda f: unhealthy.extend(
+                                         training_health(f.n_learned).problems))
         counts = {"spam": 0, "ham": 0, "unsure": 0}
         for scored in verdicts:
             d = scored.decision
@@ -79,6 +83,8 @@ def classify_cli(
                                        "threshold": d.threshold}))
             else:
                 typer.echo(f"{d.label:<6} {d.log_odds:>10.2f} {d.p_spam:>8.6f}  {scored.source}")
+    for line in unhealthy:  # after the verdicts, where a user reading them sees it
+        typer.echo(f"textnb: warning: {line}", err=True)
     nothing_done(skipped, sum(counts.values()))
     if not as_json and sys.stderr.isatty():
         typer.echo(", ".join(f"{v} {k}" for k, v in counts.items()), err=True)
