@@ -1,7 +1,7 @@
 """textnb against bogofilter, spamprobe and scikit-learn: speed, memory, size, accuracy.
 
     python bench/compare.py [--corpus spamassassin --corpus enron] [--repeats 3]
-        [--jobs 1 --jobs 2] [--peer NAME ...] [--json bench/results/compare.json]
+        [--jobs 1 --jobs 0] [--peer NAME ...] [--json bench/results/compare.json]
     python bench/compare.py --scaling 1000,5000,20000,100000,1x,2x,4x [--corpus NAME]
         [--jobs 2] [--json bench/results/scaling.json]
 
@@ -189,20 +189,20 @@ def run_textnb(s: peers.Split, jobs: int) -> Run:
     model = s.workdir / f"textnb-j{jobs}.tnb"
     model.unlink(missing_ok=True)
     textnb = [sys.executable, "-m", "textnb"]
+    jobs_args = ["--jobs", str(jobs)] if jobs else []  # 0: the default, every core
     train_cmd = [*textnb, "train", "--model", model.name, "--index", index.name, "--json",
-                 "--jobs", str(jobs)]
-    classify_cmd = [*textnb, "classify", "--model", model.name, "--json", "--jobs", str(jobs),
-                    "test"]
-    out, train = measured(train_cmd, s.workdir, sample_tree=jobs > 1)
+                 *jobs_args]
+    classify_cmd = [*textnb, "classify", "--model", model.name, "--json", *jobs_args, "test"]
+    out, train = measured(train_cmd, s.workdir, sample_tree=jobs != 1)
     summary = json.loads(out)
-    out, classify = measured(classify_cmd, s.workdir, sample_tree=jobs > 1)
+    out, classify = measured(classify_cmd, s.workdir, sample_tree=jobs != 1)
     verdicts = {}
     for line in out.splitlines():
         v = json.loads(line)
         verdicts[v["source"]] = v
     order = [verdicts[str(Path("test") / Path(p).name)] for p in s.test]
     run = peers.PeerRun(
-        peer=f"textnb --jobs {jobs}",
+        peer=f"textnb --jobs {jobs}" if jobs else "textnb (default jobs)",
         scores=np.array([v["log_odds"] for v in order]),
         is_spam_pred=np.array([v["label"] == "spam" for v in order]),
         train_s=train.wall_s,
@@ -319,7 +319,8 @@ def _spread(values: list[float]) -> dict:
 def compare(corpus: str, repeats: int, jobs: list[int], only: list[str] | None,
             log=print) -> dict:
     runners, notes = _runners(only)
-    runners = [(f"textnb --jobs {j}", lambda s, j=j: run_textnb(s, j)) for j in jobs] + runners
+    runners = [(f"textnb --jobs {j}" if j else "textnb (default jobs)",
+                lambda s, j=j: run_textnb(s, j)) for j in jobs] + runners
     runs: dict[str, list[Run]] = {name: [] for name, _ in runners}
     errors, loads = [], []
     with tempfile.TemporaryDirectory(prefix=f"textnb-compare-{corpus}-") as tmp:
@@ -506,7 +507,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="corpus (repeatable; default: spamassassin and enron)")
     parser.add_argument("--repeats", type=int, default=3, help="runs of every filter (default 3)")
     parser.add_argument("--jobs", type=int, action="append",
-                        help="textnb --jobs values to run (repeatable; default: 1 and 2)")
+                        help="textnb --jobs values to run (repeatable; 0: the default, every "
+                             "core; default: 1 and 0)")
     parser.add_argument("--peer", action="append", help=f"peers to run (default: {', '.join(DEFAULT_PEERS)})")
     parser.add_argument("--scaling", metavar="SIZES",
                         help="scaling mode: training sizes, e.g. 1000,5000,20000,100000,1x,2x,4x")
@@ -526,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
             result = scaling(corpus, args.scaling, args.jobs or [2], log)
             print(format_scaling(result), flush=True)
         else:
-            result = compare(corpus, args.repeats, args.jobs or [1, 2], args.peer, log)
+            result = compare(corpus, args.repeats, args.jobs or [1, 0], args.peer, log)
             print(format_table(result) + "\n", flush=True)
         results.append(result)
     if args.json:
