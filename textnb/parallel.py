@@ -1,4 +1,11 @@
-"""Parse and tokenise in several processes (``--jobs N``); everything else stays in one.
+"""Parse and tokenise in several processes for ``SpamFilter.parallel(jobs)``; everything
+else stays in one.
+
+This is the library path for code that calls ``SpamFilter.fit`` or ``log_odds`` itself.
+The commands and the CLI (``--jobs N``) use ``textnb.engines.local`` instead, where the
+workers also count and score, and only counts or log-odds come back: SpamAssassin's
+4,814 training messages, two processes: 2.2 s of CPU in the calling process and 11.9 s
+in the workers there (bench/stages.py), against 8.3 s + 4.1 s here (below).
 
 A batch of raw messages is cut into ``jobs`` contiguous slices: the calling
 process tokenises the first itself and ``jobs - 1`` worker processes the others,
