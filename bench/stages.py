@@ -1,6 +1,6 @@
 """Where textnb's time goes, per stage, beside bogofilter in the same run.
 
-    python -m bench.stages [--corpus spamassassin] [--json OUT.json]
+    python -m bench.stages [--corpus spamassassin] [--json OUT.json] [--before DIR]
 
 On the corpus's README split (written to a temporary folder, one file a message,
 ``bench/peers.py``'s ``write_split``):
@@ -20,6 +20,10 @@ On the corpus's README split (written to a temporary folder, one file a message,
    importing textnb's CLI, importing the scoring modules (NumPy, SciPy, spaCy),
    loading the model, building the tokenizer and scoring (a child process per part,
    best of 3).
+
+With ``--before DIR`` (a folder holding an earlier ``textnb/``, e.g. from ``git
+archive REV textnb | tar -x -C DIR``) the commands of 2. are also run with that code,
+in the same run, for a before/after table.
 
 The machine is shared: the load average is recorded before and after, and speeds
 are reported as ratios to bogofilter's, measured in the same run.
@@ -106,30 +110,36 @@ def stages(s: peers.Split) -> dict[str, float]:
     return {k: round(v, 3) for k, v in out.items()}
 
 
-def run(cmd: list[str], cwd: Path) -> dict[str, float]:
-    """Wall and CPU seconds (children's user + system) of one command."""
+def run(cmd: list[str], cwd: Path, code: Path | None = None) -> dict[str, float]:
+    """Wall and CPU seconds (children's user + system) of one command (``code``: the
+    folder whose ``textnb`` it imports, first on PYTHONPATH)."""
+    env = dict(os.environ, PYTHONPATH=str(code)) if code else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall_s": round(wall, 3), "cpu_s": round(used, 3)}
 
 
-def commands(s: peers.Split) -> dict[str, dict]:
-    """textnb's train and classify, one process and the default, and bogofilter's."""
+def commands(s: peers.Split, before: Path | None = None) -> dict[str, dict]:
+    """textnb's train and classify, one process and the default (and the same commands
+    of the ``before`` code), and bogofilter's."""
     index = s.workdir / "train.index"
     index.write_text("".join(f"spam {p}\n" for p in s.train_spam)
                      + "".join(f"ham {p}\n" for p in s.train_ham))
     textnb = [sys.executable, "-m", "textnb"]
     out = {}
-    for name, jobs in (("jobs1", ["--jobs", "1"]), ("default", [])):
+    runs = [("jobs1", ["--jobs", "1"], None), ("default", [], None)]
+    if before:
+        runs += [("before_jobs1", ["--jobs", "1"], before), ("before_jobs2", ["--jobs", "2"], before)]
+    for name, jobs, code in runs:
         model = f"m-{name}.tnb"
         out[f"train_{name}"] = run([*textnb, "train", "--model", model, "--index", index.name,
-                                    "--json", *jobs], s.workdir)
+                                    "--json", *jobs], s.workdir, code)
         out[f"classify_{name}"] = run([*textnb, "classify", "--model", model, "--json", *jobs,
-                                       "test"], s.workdir)
+                                       "test"], s.workdir, code)
     bogo = peers.run_bogofilter(s)
     out["bogofilter"] = {"train_s": round(bogo.train_s, 3), "classify_s": round(bogo.classify_s, 3)}
     return out
@@ -169,7 +179,9 @@ def table(result: dict) -> list[str]:
         lines.append(f"{what}: " + ", ".join(f"{k} {v:.2f}" for k, v in zip(stage_names, parts))
                      + f", everything else {other:.2f} s CPU ({other / single['cpu_s']:.0%} of "
                      f"{single['cpu_s']:.2f})")
-        for name in ("jobs1", "default"):
+        for name in ("before_jobs1", "before_jobs2", "jobs1", "default"):
+            if f"{what}_{name}" not in cm:
+                continue
             r = cm[f"{what}_{name}"]
             ratio = bogo[f"{what}_s"] / r["wall_s"]
             lines.append(f"  {what} {name}: {r['wall_s']:.2f} s wall ({n / r['wall_s']:,.0f} msg/s, "
@@ -186,13 +198,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default="spamassassin")
     parser.add_argument("--json", type=Path, help="write the result here")
+    parser.add_argument("--before", type=Path, help="a folder with an earlier textnb/ to "
+                        "run the same commands with")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="textnb-stages-") as tmp:
         s = peers.write_split(args.corpus, Path(tmp))
         result = {"corpus": args.corpus, "n_train": len(s.train_spam) + len(s.train_ham),
                   "n_test": len(s.test), "cores": os.cpu_count(), "load_before": load()}
         result["stages"] = stages(s)
-        result["commands"] = commands(s)
+        result["commands"] = commands(s, args.before)
         result["startup"] = startup(s)
         result["load_after"] = load()
     for line in table(result):
