@@ -167,6 +167,14 @@ def dump_lines(spam_filter: SpamFilter) -> Iterator[str]:
     for digest in ledger:
         yield _SEP.join(("ledger", digest.hex(), ledger.label(digest),
                          f"{ledger.tokens_hash(digest):016x}"))
+    if ledger.pruned_at:  # a size bound dropped tokens: what forget needs to stay exact
+        yield _SEP.join(("history", str(ledger.next_serial), str(ledger.pruned_at)))
+        ledger.cover(len(counts["tokens"]))
+        for token, born in zip(counts["tokens"], ledger.born.tolist()):
+            if born:
+                yield _SEP.join(("born", escape(token), str(born)))
+        for digest in ledger:
+            yield _SEP.join(("serial", digest.hex(), str(ledger.serial(digest))))
     yield _SEP.join(("end", str(len(counts["tokens"])), str(len(ledger))))
 
 
@@ -182,8 +190,9 @@ class DumpFormatError(ModelFormatError):
 
 # record kind -> how many TAB-separated fields it has, its kind included
 _FIELDS = {FORMAT_NAME: 2, "written-by": 2, "setting": 3, "messages": 3, "threshold": 2,
-           "calibration": 2, "numeric": 4, "class": 3, "token": 5, "ledger": 4, "end": 3}
-_SINGLE = (FORMAT_NAME, "written-by", "threshold", "calibration", "end")
+           "calibration": 2, "numeric": 4, "class": 3, "token": 5, "ledger": 4, "end": 3,
+           "history": 3, "born": 3, "serial": 3}
+_SINGLE = (FORMAT_NAME, "written-by", "threshold", "calibration", "end", "history")
 
 
 @dataclass
@@ -203,6 +212,8 @@ class _Reader:
     docs: list = field(default_factory=list)
     ledger: Ledger = field(default_factory=Ledger)
     ledger_line: dict = field(default_factory=dict)  # digest -> line
+    born: dict = field(default_factory=dict)         # token -> (line, serial)
+    serials: dict = field(default_factory=dict)      # digest -> (line, serial)
 
     def error(self, line: int | None, problem: str, fix: str = "") -> DumpFormatError:
         where = f"'{self.name}' line {line}" if line else f"'{self.name}'"
@@ -353,6 +364,53 @@ class _Reader:
         self.ledger.record(key, self._label(n, label), int(tokens_hash, 16))
         self.ledger_line[key] = n
 
+    def _whole(self, n: int, text: str, what: str) -> int:
+        if not text.isdigit():
+            raise self.error(n, f"{what} {text[:40]!r} is not a whole number >= 0")
+        return int(text)
+
+    def _born(self, n: int, text: str, serial: str) -> None:
+        try:
+            token = unescape(text)
+        except ValueError as exc:
+            raise self.error(n, f"token {text[:60]!r}: {exc}") from None
+        self.born[token] = (n, self._whole(n, serial, f"the serial {text[:60]!r} is born at"))
+
+    def _serial(self, n: int, digest: str, serial: str) -> None:
+        key = bytes.fromhex(digest) if re.fullmatch("[0-9a-f]{64}", digest) else None
+        if key is None:
+            raise self.error(n, f"{digest[:70]!r} is not a SHA-256 digest")
+        self.serials[key] = (n, self._whole(n, serial, "serial"))
+
+    def _history(self) -> None:
+        """Serials and column history (only in dumps of pruned models: textnb.prune)."""
+        if "history" not in self.once:
+            if self.born or self.serials:
+                line = min(n for n, _ in (*self.born.values(), *self.serials.values()))
+                raise self.error(line, "born/serial lines without the 'history' line",
+                                 "restore it from the original dump")
+            return
+        line, (next_serial, pruned_at) = self.once["history"]
+        state = np.array([self._whole(line, next_serial, "next serial"),
+                          self._whole(line, pruned_at, "pruned-at serial")], np.int64)
+        missing = next((d for d in self.ledger if d not in self.serials), None)
+        if missing is not None:
+            raise self.error(self.ledger_line[missing], f"message {missing.hex()[:12]}... has "
+                             "no 'serial' line", "restore it from the original dump")
+        unknown = next((t for t in self.born if t not in self.token_line), None)
+        if unknown is not None:
+            raise self.error(self.born[unknown][0], f"'born' names token {unknown[:60]!r}, "
+                             "which has no token line", "delete the line")
+        born = np.array([self.born.get(t, (0, 0))[1] for t in self.tokens], np.int64)
+        arrays = self.ledger.to_arrays()
+        serial = np.array([self.serials[d][1] for d in self.ledger], np.int64)
+        try:
+            self.ledger = Ledger.from_arrays(arrays["ledger_digest"], arrays["ledger_label"],
+                                             arrays["ledger_tokens"], serial, born,
+                                             np.full(len(born), state[0], np.int64), state)
+        except ValueError as exc:
+            raise self.error(line, f"the history does not fit the ledger ({exc})") from None
+
     # -- the whole -------------------------------------------------------------------
     def finish(self, last_line: int) -> SpamFilter:
         if FORMAT_NAME not in self.once:
@@ -368,6 +426,7 @@ class _Reader:
                              f"lines, the dump holds {found[0]} and {found[1]} (lines lost or "
                              "added)", "restore the lines, or if the edit was on purpose "
                              f"write 'end<TAB>{found[0]}<TAB>{found[1]}'")
+        self._history()
         config = self._config()
         class_count = np.array([self._required(self.classes, "class", c)[1] for c in LABELS])
         feature_count = np.array([self.ham, self.spam], dtype=np.float64).reshape(2, -1)

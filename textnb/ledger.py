@@ -104,14 +104,32 @@ def tokens_hash(tokens: Iterable[str]) -> int:
 
 
 class Ledger:
-    """Learned messages: digest (32 bytes) -> (label code 0 ham / 1 spam, tokens hash).
+    """Learned messages: digest (32 bytes) -> (label code 0 ham / 1 spam, tokens hash, serial).
 
     Kept in insertion order, which is the order the arrays are saved in. The
-    model file holds it as three arrays (see :meth:`to_arrays`).
+    model file holds it as arrays (see :meth:`to_arrays`).
+
+    Serials and column history (what makes a size bound exact, ``textnb.prune``).
+    Every learned message gets the next *serial* (0, 1, 2, ...; a relabelled message
+    keeps its own); ``pruned_at`` is the serial count at the last prune (0: never).
+    Per vocabulary column the ledger keeps ``last``, the serial of the latest message
+    that held the token, and ``born``, the serial from which the column counts: a
+    column is made when a message holds a token the vocabulary lacks, and it is born
+    at ``pruned_at``. That is exact: no message since the last prune held the token
+    (it would have its column), and one before it that did had its count dropped
+    with the token. So a column holds message m's count iff ``born <= serial(m)``,
+    and :meth:`held` tells ``forget`` and relabelling exactly which of a message's
+    tokens the model still counts. Columns made outside ``textnb.retrain`` (or in a
+    file from before serials) get the same ``born`` when first covered, and ``last``
+    = now, which is conservative (a prune keeps them a while longer).
     """
 
     def __init__(self):
-        self._entries: dict[bytes, tuple[int, int]] = {}
+        self._entries: dict[bytes, tuple[int, int, int]] = {}
+        self.next_serial = 0
+        self.pruned_at = 0
+        self.born = np.zeros(0, dtype=np.int64)
+        self.last = np.zeros(0, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -123,7 +141,18 @@ class Ledger:
         return iter(self._entries)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Ledger) and self._entries == other._entries
+        """The same messages with the same labels and token hashes (what the counts hold);
+        serials and column history say when, see :meth:`same_history`."""
+        return (isinstance(other, Ledger) and len(self) == len(other)
+                and all(other._entries.get(d, (None,))[:2] == e[:2]
+                        for d, e in self._entries.items()))
+
+    def same_history(self, other: "Ledger") -> bool:
+        """Equal, and with the same serials and column history (a file's round trip)."""
+        return (self == other and self._entries == other._entries
+                and (self.next_serial, self.pruned_at) == (other.next_serial, other.pruned_at)
+                and np.array_equal(self.born, other.born)
+                and np.array_equal(self.last, other.last))
 
     def label(self, digest: bytes) -> str | None:
         """'spam', 'ham', or None for a message not in the ledger."""
@@ -133,18 +162,29 @@ class Ledger:
     def tokens_hash(self, digest: bytes) -> int:
         return self._entries[digest][1]
 
-    def record(self, digest: bytes, label: str, tokens_hash: int) -> None:
-        """Add an entry, or relabel an existing one (its place in the order stays)."""
+    def serial(self, digest: bytes) -> int:
+        """The message's place in the order of learning (relabelling keeps it)."""
+        return self._entries[digest][2]
+
+    def record(self, digest: bytes, label: str, tokens_hash: int, serial: int | None = None
+               ) -> int:
+        """Add an entry (with the next serial), or relabel an existing one (its place in
+        the order and its serial stay). RETURNS (int): the entry's serial."""
         if len(digest) != DIGEST_SIZE:
             raise ValueError(f"a digest has {DIGEST_SIZE} bytes, got {len(digest)}")
-        self._entries[digest] = (LABELS.index(label), int(tokens_hash))
+        old = self._entries.get(digest)
+        if serial is None:
+            serial = old[2] if old is not None else self.next_serial
+        self.next_serial = max(self.next_serial, serial + 1)
+        self._entries[digest] = (LABELS.index(label), int(tokens_hash), int(serial))
+        return serial
 
     def remove(self, digest: bytes) -> None:
         del self._entries[digest]
 
     def counts(self) -> dict[str, int]:
         """Entries per label: {'ham': n, 'spam': n}."""
-        spam = sum(code for code, _ in self._entries.values())
+        spam = sum(entry[0] for entry in self._entries.values())
         return {"ham": len(self._entries) - spam, "spam": spam}
 
     def summary(self, n_learned: dict[str, int]) -> dict:
@@ -158,30 +198,97 @@ class Ledger:
         untracked = {k: int(n_learned.get(k, 0)) - counts[k] for k in LABELS}
         return {"messages": len(self), **counts, "untracked": sum(untracked.values())}
 
+    # -- column history --------------------------------------------------------
+    def cover(self, n_columns: int) -> None:
+        """Extend the column history to ``n_columns`` (see the class docstring)."""
+        extra = n_columns - self.born.shape[0]
+        if extra > 0:
+            self.born = np.concatenate([self.born, np.full(extra, self.pruned_at, np.int64)])
+            self.last = np.concatenate([self.last, np.full(extra, self.next_serial, np.int64)])
+
+    def saw(self, columns: np.ndarray, serial: int) -> None:
+        """Message ``serial`` holds ``columns`` (its token columns)."""
+        if len(columns):
+            self.cover(int(columns.max()) + 1)
+            self.last[columns] = serial
+
+    def held(self, digest: bytes, columns: np.ndarray) -> np.ndarray:
+        """Which of a learned message's token columns (-1: not in the vocabulary) still
+        hold its contribution: a bool mask, all True when nothing was pruned since it."""
+        columns = np.asarray(columns, dtype=np.int64)
+        held = columns >= 0
+        serial = self.serial(digest)
+        if serial >= self.pruned_at:  # learned after the last prune: nothing of it went
+            return held
+        born = np.full(columns.shape, self.pruned_at, np.int64)  # not covered: see cover()
+        covered = held & (columns < self.born.shape[0])
+        born[covered] = self.born[columns[covered]]
+        return held & (born <= serial)
+
+    def keep_columns(self, keep: np.ndarray) -> None:
+        """Drop the history of the columns a prune removed (``keep``: bool per column)."""
+        self.cover(keep.shape[0])
+        self.born, self.last = self.born[:keep.shape[0]][keep], self.last[:keep.shape[0]][keep]
+        if not keep.all():
+            self.pruned_at = self.next_serial
+
     # -- storage -------------------------------------------------------------
-    def to_arrays(self) -> dict[str, np.ndarray]:
+    def to_arrays(self, n_columns: int | None = None) -> dict[str, np.ndarray]:
         """The entries as arrays, in order: ``ledger_digest`` uint8 of shape (n, 32),
-        ``ledger_label`` uint8 (n,), ``ledger_tokens`` uint64 (n,)."""
+        ``ledger_label`` uint8 (n,), ``ledger_tokens`` uint64 (n,), ``ledger_serial``
+        int64 (n,); the column history ``ledger_born``, ``ledger_last`` int64
+        (n_columns,) and ``ledger_state`` int64 [next_serial, pruned_at]."""
         n = len(self._entries)
         digests = np.frombuffer(b"".join(self._entries), dtype=np.uint8).reshape(n, DIGEST_SIZE)
-        labels = np.fromiter((c for c, _ in self._entries.values()), dtype=np.uint8, count=n)
-        hashes = np.fromiter((h for _, h in self._entries.values()), dtype=np.uint64, count=n)
-        return {"ledger_digest": digests, "ledger_label": labels, "ledger_tokens": hashes}
+        values = self._entries.values()
+        labels = np.fromiter((e[0] for e in values), dtype=np.uint8, count=n)
+        hashes = np.fromiter((e[1] for e in values), dtype=np.uint64, count=n)
+        serials = np.fromiter((e[2] for e in values), dtype=np.int64, count=n)
+        if n_columns is not None:
+            self.cover(n_columns)
+        k = self.born.shape[0] if n_columns is None else n_columns
+        # Serials fit 32 bits for two billion messages. The history costs 9 % of the file
+        # (SpamAssassin learned in delivery order: 4,726,869 bytes, 4,304,723 without the
+        # serials and history; int64 would make it 4,764,116: compression takes most of it).
+        small = np.int32 if self.next_serial < 2**31 else np.int64
+        return {"ledger_digest": digests, "ledger_label": labels, "ledger_tokens": hashes,
+                "ledger_serial": serials.astype(small), "ledger_born": self.born[:k].astype(small),
+                "ledger_last": self.last[:k].astype(small),
+                "ledger_state": np.array([self.next_serial, self.pruned_at], np.int64)}
 
     @classmethod
-    def from_arrays(cls, digest: np.ndarray, label: np.ndarray, tokens: np.ndarray) -> "Ledger":
-        """The inverse of :meth:`to_arrays`; ValueError when the arrays do not fit together."""
+    def from_arrays(cls, digest: np.ndarray, label: np.ndarray, tokens: np.ndarray,
+                    serial: np.ndarray | None = None, born: np.ndarray | None = None,
+                    last: np.ndarray | None = None, state: np.ndarray | None = None
+                    ) -> "Ledger":
+        """The inverse of :meth:`to_arrays`; ValueError when the arrays do not fit together.
+        Files from before serials have none: the entries get 0, 1, 2, ... in order (no
+        such file was ever pruned, so any increasing numbering is exact)."""
         n = label.shape[0]
         if (digest.dtype != np.uint8 or digest.shape != (n, DIGEST_SIZE)
-                or tokens.shape != (n,) or label.ndim != 1):
+                or tokens.shape != (n,) or label.ndim != 1
+                or (serial is not None and serial.shape != (n,))):
             raise ValueError(f"ledger arrays disagree: digests {digest.shape}, labels "
-                             f"{label.shape}, token hashes {tokens.shape}")
+                             f"{label.shape}, token hashes {tokens.shape}"
+                             + (f", serials {serial.shape}" if serial is not None else ""))
         if n and int(label.max()) > 1:
             raise ValueError("ledger labels must be 0 (ham) or 1 (spam)")
         ledger = cls()
         raw = np.ascontiguousarray(digest).tobytes()
         keys = [raw[i * DIGEST_SIZE:(i + 1) * DIGEST_SIZE] for i in range(n)]
-        ledger._entries = dict(zip(keys, zip(label.tolist(), tokens.astype(np.uint64).tolist())))
+        serial = np.arange(n, dtype=np.int64) if serial is None else serial.astype(np.int64)
+        ledger._entries = dict(zip(keys, zip(label.tolist(), tokens.astype(np.uint64).tolist(),
+                                             serial.tolist())))
         if len(ledger._entries) != n:
             raise ValueError("ledger has duplicate digests")
+        ledger.next_serial = int(serial.max()) + 1 if n else 0
+        if state is not None:
+            if state.shape != (2,) or int(state[0]) < ledger.next_serial or state[1] < 0:
+                raise ValueError(f"ledger state {state.tolist()} does not fit its serials")
+            ledger.next_serial, ledger.pruned_at = int(state[0]), int(state[1])
+        if born is not None or last is not None:
+            if born is None or last is None or born.shape != last.shape or born.ndim != 1:
+                raise ValueError("ledger column history: born and last must come together, "
+                                 "of one length")
+            ledger.born, ledger.last = born.astype(np.int64), last.astype(np.int64)
         return ledger

@@ -152,6 +152,14 @@ def merge_filters(filters: Sequence[SpamFilter], names: Sequence[str] | None = N
         raise MergeError(f"merge needs two or more models, got {len(filters)}")
     names = list(names) if names is not None else [f"input {i + 1}" for i in range(len(filters))]
     _check_settings(filters, names)
+    # A pruned model's columns count from different points of its own history
+    # (textnb.prune); summed with another's they would no longer say which messages
+    # they hold, and forget would stop being exact.
+    pruned = [name for f, name in zip(filters, names) if f.ledger.pruned_at]
+    if pruned:
+        raise MergeError(f"{', '.join(repr(n) for n in pruned)} had rare tokens pruned "
+                         "(textnb compact --prune); merge models before pruning them, then "
+                         "prune the merge")
     overlaps = _overlaps(filters)
     conflicts = [d for d, c in overlaps.items() if len(set(c.labels.values())) > 1]
     if conflicts and on_conflict == "refuse":

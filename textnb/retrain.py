@@ -36,8 +36,11 @@ is wrong whatever its scores.
 
 Files: the model is loaded, updated and written back while holding the model's
 lock (``textnb.lock``), so two retrains at once run one after the other and
-neither loses its update; the write is atomic (``store.atomic_write``: temp file,
-fsync, rename), so ``kill -9`` at any moment leaves the old file or the new one.
+neither loses its update. The update is written as one record appended to the
+model's journal (``textnb.delta``: writes proportional to the change), or, when the
+journal has grown past a quarter of the file, by rewriting the file atomically
+(``store.atomic_write``: temp file, fsync, rename); ``kill -9`` at any moment leaves
+the model as before the run or as after it.
 """
 
 from __future__ import annotations
@@ -50,7 +53,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from . import store
+import numpy as np
+
+from . import delta, store
 from .config import FilterConfig
 from .errors import EmptyTrainingSetError, NotFittedError, SourceError, TextnbError
 from .ledger import normalise, tokens_hash
@@ -59,7 +64,7 @@ from .pipeline import BATCH_SIZE, SpamFilter
 from .sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
 
 __all__ = ["REGIMES", "DEFAULT_MARGIN", "LearnReport", "LedgerMismatchError", "fit",
-           "learn_messages", "forget_messages", "retrain", "forget"]
+           "learn_messages", "forget_messages", "held_tokens", "retrain", "forget"]
 
 REGIMES = ("all", "error", "thick")
 # The thick regime's margin, in log-odds beyond the threshold. It depends on the score
@@ -105,6 +110,9 @@ class LearnReport:
     moved: dict[str, int] = field(default_factory=lambda: {"spam": 0, "ham": 0})
     known: int = 0
     passed: int = 0
+    # Moved messages some of whose tokens a size bound had dropped (textnb.prune): the
+    # counts the model still held for them were moved, exactly; the dropped ones stay gone.
+    pruned: int = 0
 
     @property
     def changed(self) -> bool:
@@ -193,18 +201,43 @@ def _checked_tokens(spam_filter: SpamFilter, seen: _Seen, tokens: list[str] | No
     return tokens
 
 
+def held_tokens(spam_filter: SpamFilter, digest: bytes, tokens: list[str]
+                ) -> tuple[list[str], bool]:
+    """The tokens of a learned message whose counts the model still holds, and whether
+    that is all of them (False: a size bound dropped some since it was learned)."""
+    index = spam_filter.vocabulary.index_
+    columns = np.fromiter((index.get(t, -1) for t in tokens), np.int64, count=len(tokens))
+    held = spam_filter.ledger.held(digest, columns)
+    if held.all():
+        return tokens, True
+    return [t for t, h in zip(tokens, held.tolist()) if h], False
+
+
+def _columns(spam_filter: SpamFilter, tokens: list[str]) -> np.ndarray:
+    index = spam_filter.vocabulary.index_
+    return np.unique(np.fromiter(map(index.__getitem__, tokens), np.int64, count=len(tokens)))
+
+
 def _apply(spam_filter: SpamFilter, adds: list[tuple[_Seen, list[str]]],
            moves: list[tuple[_Seen, list[str], str]], report: LearnReport) -> None:
-    """Learn new messages and move relabelled ones (additions first: counts never dip < 0)."""
+    """Learn new messages and move relabelled ones (additions first: counts never dip < 0).
+    A moved message moves the counts the model holds for it (``held_tokens``)."""
     ledger = spam_filter.ledger
-    plus = [(s.label, t) for s, t in adds] + [(s.label, t) for s, t, _ in moves]
+    ledger.cover(len(spam_filter.vocabulary))  # columns made outside retrain, if any
+    held_moves = []
+    for seen, tokens, old in moves:
+        held, whole = held_tokens(spam_filter, seen.digest, tokens)
+        held_moves.append((seen, held, old))
+        report.pruned += not whole
+    plus = [(s.label, t) for s, t in adds] + [(s.label, t) for s, t, _ in held_moves]
     if plus:
         spam_filter.learn_tokens([t for _, t in plus], [label for label, _ in plus])
-    if moves:
-        spam_filter.learn_tokens([t for _, t, _ in moves], [old for _, _, old in moves],
-                                 weight=-1.0)
+    if held_moves:
+        spam_filter.learn_tokens([t for _, t, _ in held_moves],
+                                 [old for _, _, old in held_moves], weight=-1.0)
     for seen, tokens in adds:
-        ledger.record(seen.digest, seen.label, tokens_hash(tokens))
+        serial = ledger.record(seen.digest, seen.label, tokens_hash(tokens))
+        ledger.saw(_columns(spam_filter, tokens), serial)
         report.learned[seen.label] += 1
     for seen, _, _ in moves:
         ledger.record(seen.digest, seen.label, ledger.tokens_hash(seen.digest))
@@ -289,10 +322,12 @@ def forget_messages(spam_filter: SpamFilter, messages: Iterable[RawMessage],
     (the ledger knows what each was learned as).
 
     RETURNS (dict): ``forgotten`` per class, ``not_found`` (not in the ledger, or
-        repeated), ``read``.
+        repeated), ``read``, ``pruned``: forgotten messages some of whose tokens a size
+        bound had dropped before (textnb.prune; the counts still held for them were
+        removed exactly, the dropped ones were gone already).
     """
     ledger = spam_filter.ledger
-    result = {"read": 0, "forgotten": {"spam": 0, "ham": 0}, "not_found": 0}
+    result = {"read": 0, "forgotten": {"spam": 0, "ham": 0}, "not_found": 0, "pruned": 0}
     iterator = iter(messages)
     while batch := list(islice(iterator, BATCH_SIZE)):
         gone: dict[bytes, tuple[str, list[str]]] = {}
@@ -305,7 +340,9 @@ def forget_messages(spam_filter: SpamFilter, messages: Iterable[RawMessage],
                 result["not_found"] += 1
                 continue
             seen = _Seen(label, norm, digest, message.source)
-            gone[digest] = (label, _checked_tokens(spam_filter, seen))
+            held, whole = held_tokens(spam_filter, digest, _checked_tokens(spam_filter, seen))
+            gone[digest] = (label, held)
+            result["pruned"] += not whole
         if gone:
             spam_filter.learn_tokens([t for _, t in gone.values()],
                                      [label for label, _ in gone.values()], weight=-1.0)
@@ -320,15 +357,19 @@ def forget_messages(spam_filter: SpamFilter, messages: Iterable[RawMessage],
 # -- model files ------------------------------------------------------------------
 
 
-def _load_or_new(model_path: Path, create: bool) -> tuple[SpamFilter, bool]:
+def _load_or_new(model_path: Path, create: bool):
+    """The filter, the journal's state (None for a new model) and a snapshot to diff."""
     if create and not model_path.exists():
-        return SpamFilter(FilterConfig()), True
-    return store.load(model_path), False
+        return SpamFilter(FilterConfig()), None, None
+    spam_filter, state = store.load_for_update(model_path)
+    return spam_filter, state, delta.Snapshot.of(spam_filter)
 
 
-def _summary(spam_filter: SpamFilter, model_path: Path, seconds: float, written: bool
-             ) -> dict[str, Any]:
-    return {"model": str(model_path), "written": written, "seconds": round(seconds, 3),
+def _summary(spam_filter: SpamFilter, model_path: Path, seconds: float, written: bool,
+             how: str | None = None) -> dict[str, Any]:
+    # how: 'journal' (a record appended to MODEL.delta) or 'rewritten' (textnb.delta)
+    return {"model": str(model_path), "written": written, "write": how,
+            "seconds": round(seconds, 3),
             "messages": dict(spam_filter.n_learned),
             "ledger": spam_filter.ledger.summary(spam_filter.n_learned),
             "vocabulary_size": len(spam_filter.vocabulary)}
@@ -365,16 +406,21 @@ def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str]
     with model_lock(model_path, timeout=lock_timeout):
         start = time.perf_counter()
         remove_stale_temp_files(model_path)
-        spam_filter, created = _load_or_new(model_path, create)
+        spam_filter, state, before = _load_or_new(model_path, create)
         if engine is None:
+            report = learn_messages(spam_filter, messages, regime, margin, progress)
+        elif spam_filter.ledger.pruned_at:
+            # The engines move relabelled messages' whole token lists; after a prune only
+            # the tokens the model still holds may move (held_tokens), as learn_messages does.
+            engine = None
+            messages = iter_labelled(spam=spam, ham=ham, index=index, tsv=tsv)
             report = learn_messages(spam_filter, messages, regime, margin, progress)
         else:
             report = engine.learn(spam_filter, files, regime, margin, progress)
-        if report.changed:
-            store.save(spam_filter, model_path)
+        how = delta.commit(spam_filter, model_path, before, state) if report.changed else None
         seconds = time.perf_counter() - start
-    return {**asdict(report), "created": created and report.changed,
-            **_summary(spam_filter, model_path, seconds, report.changed),
+    return {**asdict(report), "created": state is None and report.changed,
+            **_summary(spam_filter, model_path, seconds, report.changed, how),
             **(engine.run_info() if engine is not None else {})}
 
 
@@ -396,10 +442,10 @@ def forget(model_path: str | Path, sources: Sequence[str] = (), index: Sequence[
     with model_lock(model_path, timeout=lock_timeout):
         start = time.perf_counter()
         remove_stale_temp_files(model_path)
-        spam_filter = store.load(model_path)
+        spam_filter, state = store.load_for_update(model_path)
+        before = delta.Snapshot.of(spam_filter)
         result = forget_messages(spam_filter, messages, progress)
         written = any(result["forgotten"].values())
-        if written:
-            store.save(spam_filter, model_path)
+        how = delta.commit(spam_filter, model_path, before, state) if written else None
         seconds = time.perf_counter() - start
-    return {**result, **_summary(spam_filter, model_path, seconds, written)}
+    return {**result, **_summary(spam_filter, model_path, seconds, written, how)}

@@ -11,6 +11,10 @@ The file is a ZIP archive (readable with any unzip tool) holding:
   learned messages (``textnb.ledger``), present when it has entries. They are
   optional members of format 1: a file without them loads with an empty ledger,
   and an older textnb reading a file with them checks and ignores them.
+- ``ledger_serial.npy``, ``ledger_born.npy``, ``ledger_last.npy``, ``ledger_state.npy``:
+  each learned message's serial, each column's history and the ledger's counters
+  (``Ledger``'s docstring), which keep ``forget`` exact under a size bound
+  (``textnb.prune``); optional as well (a file without them was never pruned).
 
 Writes are atomic: the archive goes to a temporary file beside the target,
 is fsync'd, and is renamed over the target; a crash leaves the old file or the
@@ -84,9 +88,9 @@ def dumps(spam_filter: SpamFilter) -> bytes:
         "feature_count.npy": _npy_bytes(model.feature_count_),
         "doc_freq.npy": _npy_bytes(spam_filter.doc_freq_),
     }
-    if len(spam_filter.ledger):
-        members.update({f"{name}.npy": _npy_bytes(array)
-                        for name, array in spam_filter.ledger.to_arrays().items()})
+    if len(spam_filter.ledger) or spam_filter.ledger.next_serial:
+        arrays = spam_filter.ledger.to_arrays(len(spam_filter.vocabulary.tokens_))
+        members.update({f"{name}.npy": _npy_bytes(array) for name, array in arrays.items()})
     if getattr(spam_filter, "numeric", None) is not None:  # model.numeric_model (textnb.numeric)
         members.update({f"numeric_{name}.npy": _npy_bytes(array)
                         for name, array in spam_filter.numeric.to_arrays().items()})
@@ -103,10 +107,16 @@ def dumps(spam_filter: SpamFilter) -> bytes:
 
 
 def save(spam_filter: SpamFilter, path: str | Path) -> Path:
-    """Write the model atomically (temp file, fsync, rename, fsync the folder)."""
+    """Write the model atomically (temp file, fsync, rename, fsync the folder), then
+    remove the journal of the file it replaced (``MODEL.delta``, textnb.delta): the
+    filter saved is the whole model, whatever that journal held (a crash in between
+    leaves a journal naming the old file's checksum, which loading ignores)."""
     path = Path(path)
     data = dumps(spam_filter)
     atomic_write(path, data)
+    from .delta import Journal
+
+    Journal(path).remove()
     return path
 
 
@@ -168,7 +178,14 @@ def with_saved_defaults(config: dict) -> dict:
 
 
 def load(path: str | Path) -> SpamFilter:
-    """Read a model file; ModelFormatError names the problem and the fix."""
+    """Read a model file and apply its journal (``MODEL.delta``, textnb.delta);
+    ModelFormatError names the problem and the fix."""
+    return load_for_update(path)[0]
+
+
+def load_for_update(path: str | Path):
+    """``load``, and the journal's state (``textnb.delta.JournalState``) that
+    ``delta.commit`` appends to. RETURNS (SpamFilter, JournalState)."""
     path = Path(path)
     if not path.exists():
         raise ModelFormatError(
@@ -179,7 +196,20 @@ def load(path: str | Path) -> SpamFilter:
     except OSError as exc:
         raise ModelFormatError(f"cannot read model '{path}': {(exc.strerror or str(exc)).lower()}; "
                                "give --model the path of a readable model file") from None
-    return loads(data, name=str(path))
+    spam_filter = loads(data, name=str(path))
+    from .delta import journal_path, replay
+
+    try:
+        state = replay(spam_filter, path, data)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ModelFormatError(
+            f"the journal '{journal_path(path)}' has records that do not fit model '{path}' "
+            f"({exc}); move the journal away to use the model as last rewritten (its "
+            "records' messages then need 'textnb retrain' again)") from None
+    except OSError as exc:
+        raise ModelFormatError(f"cannot read the journal '{journal_path(path)}': "
+                               f"{(exc.strerror or str(exc)).lower()}") from None
+    return spam_filter, state
 
 
 def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
@@ -223,7 +253,11 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
         if "ledger_digest.npy" in members:
             ledger = Ledger.from_arrays(
                 *(np.load(io.BytesIO(members[f"ledger_{a}.npy"]), allow_pickle=False)
-                  for a in ("digest", "label", "tokens")))
+                  if f"ledger_{a}.npy" in members else None
+                  for a in ("digest", "label", "tokens", "serial", "born", "last", "state")))
+            if ledger.born.shape[0] > len(tokens):
+                raise ValueError(f"the ledger's column history has {ledger.born.shape[0]} "
+                                 f"columns, the vocabulary {len(tokens)}")
         numeric = {n[len("numeric_"):-len(".npy")]: np.load(io.BytesIO(data), allow_pickle=False)
                    for n, data in members.items() if n.startswith("numeric_")}
         if numeric:

@@ -57,6 +57,10 @@ def forget_cli(
     gone, n = result["forgotten"], result["messages"]
     typer.echo(f"forgot {gone['spam']:,} spam and {gone['ham']:,} ham; "
                f"{result['not_found']:,} not in the ledger")
+    if result.get("pruned"):
+        typer.echo(f"{result['pruned']:,} of them had tokens a size bound dropped earlier "
+                   "(textnb compact --prune): the counts the model still held were removed, "
+                   "the dropped ones were gone already")
     verb = "written" if result["written"] else "unchanged"
     typer.echo(f"model {verb}: {result['model']} ({n['spam']:,} spam, {n['ham']:,} ham; "
                f"ledger {result['ledger']['messages']:,})")

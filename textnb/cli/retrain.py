@@ -85,6 +85,10 @@ def retrain_cli(
                f"(regime {result['regime']}); moved {moved['spam']:,} to spam and "
                f"{moved['ham']:,} to ham; {result['known']:,} already known; "
                f"{result['passed']:,} passed by the regime")
+    if result.get("pruned"):
+        typer.echo(f"{result['pruned']:,} moved message(s) had tokens a size bound dropped "
+                   "earlier (textnb compact --prune): the counts the model still held were "
+                   "moved, the dropped ones stay gone")
     verb = ("created" if result["created"] else "written") if result["written"] else "unchanged"
     typer.echo(f"model {verb}: {result['model']} ({n['spam']:,} spam, {n['ham']:,} ham; "
                f"ledger {result['ledger']['messages']:,}) in {result['seconds']:.1f} s")
