@@ -22,7 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from textnb.config import load_config, parse_override_value  # noqa: E402
-from textnb.corpora import CORPORA, corpora_root, iter_corpus, split  # noqa: E402
+from textnb.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,  # noqa: E402
+                            iter_corpus, split)  # noqa: E402
 from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds  # noqa: E402
 from textnb.evidence import pair_columns  # noqa: E402
 from textnb.metrics import summary  # noqa: E402
@@ -32,8 +33,11 @@ from textnb.vectorize import Vocabulary, binarize  # noqa: E402
 KEYS = ("one_minus_auc_pct", "hm_pct", "sm_pct", "sm_pct_at_hm_0.1pct", "fp", "fn")
 
 
-def tokenised_split(name: str, spam_filter: SpamFilter):
-    train, test = split(iter_corpus(name))
+def tokenised_split(name: str, spam_filter: SpamFilter, chronological: bool = False):
+    if chronological:  # per class, the latest fifth by date is the test part
+        train, test = chronological_split(name, iter_corpus(name))
+    else:
+        train, test = split(iter_corpus(name))
     start = time.perf_counter()
     tokens = [spam_filter.tokens(e.raw) for e in train + test]
     seconds = time.perf_counter() - start
@@ -52,9 +56,9 @@ def test_scores(tokens, y, n_train: int, cfg):
     return score_rows(model, Xf[n_train:], cfg.model, pairs), X, pairs
 
 
-def run(name: str, cfg, cv: int) -> dict:
+def run(name: str, cfg, cv: int, chronological: bool = False) -> dict:
     spam_filter = SpamFilter(cfg)
-    tokens, y, n_train, tok_seconds = tokenised_split(name, spam_filter)
+    tokens, y, n_train, tok_seconds = tokenised_split(name, spam_filter, chronological)
     train_rows = np.arange(n_train)
     test_rows = np.arange(n_train, len(y))
     scores, X, pairs = test_scores(tokens, y, n_train, cfg)
@@ -77,6 +81,8 @@ def main(argv=None):
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("--cv", type=int, default=0)
     parser.add_argument("--json")
+    parser.add_argument("--split", choices=("hash", "chronological"), default="hash",
+                        help="the corpora README's hash split, or its split per class by date")
     args = parser.parse_args(argv)
     if corpora_root() is None:
         sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
@@ -86,8 +92,9 @@ def main(argv=None):
         overrides[key] = parse_override_value(value)
     cfg = load_config(args.config, overrides)
     results = []
-    for name in args.corpus or CORPORA:
-        r = run(name, cfg, args.cv)
+    chronological = args.split == "chronological"
+    for name in args.corpus or (CHRONOLOGICAL if chronological else CORPORA):
+        r = run(name, cfg, args.cv, chronological)
         results.append(r)
         cells = "  ".join(f"{k}={r['test'][k]:.3f}" for k in KEYS)
         cvcells = ("  cv: " + "  ".join(f"{k}={r['cv'][k]:.3f}" for k in KEYS[:4])) if args.cv else ""

@@ -44,7 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from textnb import metrics  # noqa: E402
-from textnb.corpora import CORPORA, corpora_root, iter_corpus, split  # noqa: E402
+from textnb.corpora import CORPORA, chronological_split, corpora_root, iter_corpus, split  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "peers.json"
 
@@ -113,9 +113,13 @@ class PeerRun:
     extra: dict = field(default_factory=dict)
 
 
-def write_split(corpus: str, workdir: Path) -> Split:
-    """Load a corpus, split it, and write each message to its own file."""
-    train, test = split(iter_corpus(corpus))
+def write_split(corpus: str, workdir: Path, chronological: bool = False) -> Split:
+    """Load a corpus, split it (by hash, or per class by date: the corpora README's
+    chronological split), and write each message to its own file."""
+    if chronological:
+        train, test = chronological_split(corpus, iter_corpus(corpus))
+    else:
+        train, test = split(iter_corpus(corpus))
     paths = {"spam": [], "ham": []}
     for i, example in enumerate(train):
         rel = f"train/{example.label}/{i:06d}"
@@ -402,7 +406,8 @@ def _versions() -> dict:
     return versions
 
 
-def run_peers(corpora: list[str], only: list[str] | None = None, log=print) -> dict:
+def run_peers(corpora: list[str], only: list[str] | None = None, log=print,
+              chronological: bool = False) -> dict:
     """Run every available peer (or those named in ``only``) on every corpus; return the results."""
     peers, notes = _peers()
     if only:
@@ -415,7 +420,7 @@ def run_peers(corpora: list[str], only: list[str] | None = None, log=print) -> d
     rows, errors = [], []
     for corpus in corpora:
         with tempfile.TemporaryDirectory(prefix=f"textnb-peers-{corpus}-") as tmp:
-            s = write_split(corpus, Path(tmp))
+            s = write_split(corpus, Path(tmp), chronological)
             n_train = len(s.train_spam) + len(s.train_ham)
             log(f"{corpus}: {n_train} train, {len(s.test)} test ({int(s.y_test.sum())} spam)")
             for name, runner in peers:
@@ -431,7 +436,9 @@ def run_peers(corpora: list[str], only: list[str] | None = None, log=print) -> d
                 rows.append(row)
                 log(f"  {name}: (1-AUC)% {row['one_minus_auc_pct']:.4f}  {row['train_s']:.2f}s train")
     return {
-        "split": "test iff int(md5(relpath).hexdigest(), 16) % 5 == 0 (textnb.corpora.is_test)",
+        "split": ("per class, the latest fifth by date (textnb.corpora.chronological_split)"
+                  if chronological else
+                  "test iff int(md5(relpath).hexdigest(), 16) % 5 == 0 (textnb.corpora.is_test)"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), **_versions()},
         "notes": notes,
         "errors": errors,
@@ -465,12 +472,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--peer", action="append", help="peer to run, e.g. 'bogofilter' (repeatable; default: all)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file (default: %(default)s)")
+    parser.add_argument("--split", choices=("hash", "chronological"), default="hash",
+                        help="the corpora README's hash split, or its split per class by date")
     args = parser.parse_args(argv)
     if corpora_root() is None:
         print("error: public corpora not found; set TEXTNB_CORPORA or place them in ../shared/corpora", file=sys.stderr)
         return 1
     try:
-        results = run_peers(args.corpus or list(CORPORA), args.peer, log=lambda msg: print(msg, file=sys.stderr))
+        results = run_peers(args.corpus or list(CORPORA), args.peer,
+                            log=lambda msg: print(msg, file=sys.stderr),
+                            chronological=args.split == "chronological")
     except ValueError as exc:
         parser.error(str(exc))
     print(format_table(results))

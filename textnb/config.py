@@ -24,7 +24,7 @@ class TokenizerConfig:
     lowercase: bool = True
     min_token_length: int = 1
     max_token_length: int = 40
-    header_mode: str = "selected"
+    header_mode: str = "all"  # configs/default.toml: chosen by CV and chronological validation
     headers: tuple[str, ...] = (
         "subject", "from", "to", "cc", "reply-to", "sender", "return-path",
         "received", "content-type", "x-mailer", "user-agent", "message-id",
