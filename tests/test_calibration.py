@@ -28,7 +28,7 @@ def cost(y, scores, threshold, lam):
 def test_isotonic_equals_sklearn_isotonic_regression():
     from sklearn.isotonic import IsotonicRegression
 
-    m = cal.fit(S, Y, "isotonic", end_weight=0)
+    m = cal.fit(S, Y, "isotonic", end_weight=0, ham_tail=0)
     ref = IsotonicRegression(out_of_bounds="clip").fit(S, Y)
     grid = np.linspace(-25, 25, 1001)  # between knots, on them, and beyond both ends
     np.testing.assert_allclose(cal.predict_proba(m, grid), ref.predict(grid), atol=1e-12)
@@ -41,7 +41,7 @@ def test_isotonic_is_monotone_and_strictly_inside_0_1_with_end_weight():
     assert 0 < p.min() and p.max() < 1
     # Separable data: plain PAV says 0 and 1; the half counts keep p off them.
     s, y = np.arange(10.0), np.array([0] * 5 + [1] * 5)
-    assert cal.predict_proba(cal.fit(s, y, end_weight=0), [0, 9]).tolist() == [0.0, 1.0]
+    assert cal.predict_proba(cal.fit(s, y, end_weight=0, ham_tail=0), [0, 9]).tolist() == [0.0, 1.0]
     np.testing.assert_allclose(cal.predict_proba(cal.fit(s, y), [0, 9]), [0.5 / 5.5, 5 / 5.5])
 
 
@@ -85,7 +85,7 @@ def test_plain_pav_bayes_rule_is_the_least_cost_threshold(data, lam):
     y = np.array([d[1] for d in data], dtype=int)
     if y.min() == y.max():
         return
-    m = cal.fit(s, y, end_weight=0)
+    m = cal.fit(s, y, end_weight=0, ham_tail=0)
     best = min_cost_threshold(y, s, lam)[1]
     assert cost(y, s, cal.log_odds_threshold(m, lam), lam) == pytest.approx(best)
 
@@ -108,7 +108,39 @@ def test_end_weight_is_half_a_ham_above_and_half_a_spam_below_everything(data, l
 
     candidates = [-math.inf, math.inf] + list(np.unique(s) + 0.5)
     best = min(augmented(t) for t in candidates)
-    assert augmented(cal.log_odds_threshold(cal.fit(s, y), lam)) == pytest.approx(best)
+    assert augmented(cal.log_odds_threshold(cal.fit(s, y, ham_tail=0), lam)) == pytest.approx(best)
+
+
+def test_ham_tail_counts_by_hand():
+    # 40 hams 0..39: share 0.25 gives k = HAM_TAIL_MIN = 10 tail hams (30..39) over
+    # u = 29, excesses 1..10, scale 5.5; 10·exp(-(x - 29) / 5.5) hams expected above x.
+    hams = np.arange(40.0)
+    levels = np.array([28.0, 29.0, 31.0, 40.0])
+    start, counts, above_top = cal.ham_tail_counts(hams, levels, 0.25)
+    assert start == 1
+    above = 10 * np.exp(-(np.array([29.0, 31.0, 40.0]) - 29) / 5.5)
+    # the level at u holds the ham seen there (29); the levels above, the tail's share
+    assert counts.tolist() == pytest.approx([1.0, above[0] - above[1], above[1] - above[2]])
+    assert above_top == pytest.approx(above[2])
+    assert sum(counts[1:]) + above_top == pytest.approx(10.0)  # the tail keeps its k hams
+    assert cal.ham_tail_counts(hams, levels, 0.2) is None  # 8 hams are not a tail
+    assert cal.ham_tail_counts(np.arange(10.0), levels, 1.0) is None  # nothing below it
+
+
+def test_ham_tail_lifts_the_extreme_threshold_past_the_highest_ham():
+    # A ham-heavy sample with spams scattered above the highest ham: read as seen, the
+    # first spam above that ham is already "sure" at λ = 999 (the block above it holds
+    # no ham but the imaginary half); the tail expects hams to thin out, not to stop.
+    rng = np.random.default_rng(7)
+    hams, spams = rng.normal(0, 3, 3000), rng.normal(20, 6, 1000)
+    s, y = np.r_[hams, spams], np.r_[np.zeros(3000), np.ones(1000)]
+    seen = cal.log_odds_threshold(cal.fit(s, y, ham_tail=0), 999)
+    tailed = cal.log_odds_threshold(cal.fit(s, y), 999)
+    assert seen <= hams.max() + 1 < tailed
+    # Under 1,000 hams the top 1% is not a tail: the map is the one read as seen.
+    few = np.r_[hams[:999], spams]
+    yf = np.r_[np.zeros(999), np.ones(1000)]
+    assert cal.fit(few, yf)["x"] == cal.fit(few, yf, ham_tail=0)["x"]
 
 
 def test_brier_and_ece_by_hand():

@@ -164,7 +164,7 @@ def test_tune_write_then_classify_decides_by_calibrated_probability(trained, tmp
     for ratio, args in ((9, []), (1, ["--cost-ratio", "1"]), (3, ["--cost-ratio", "3"])):
         out = runner.invoke(app, ["classify", "--model", str(path), "--json", *args,
                                   str(SAMPLE / "unlabelled")])
-        rows = [json.loads(line) for line in out.output.splitlines()]
+        rows = [json.loads(line) for line in out.stdout.splitlines()]
         assert len(rows) == 6
         for row in rows:
             assert row["threshold"] == pytest.approx(cal.log_odds_threshold(tuned.calibration, ratio))
