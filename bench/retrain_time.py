@@ -18,7 +18,8 @@ times the steps of ``retrain.retrain`` in process: load (``store.load_for_update
 tokenise (the new messages' tokens, with a warm tokenizer), count (the rest of
 ``learn_messages``), then the write: ``rewrite`` (the whole file, atomically: what
 every retrain did before the journal) or ``journal`` (``delta.commit``: one record
-appended). Start-up is timed apart: a fresh ``python -c`` that imports the CLI and
+appended, whatever its size; the record's bytes are reported, so that the runs
+``delta.COMPACT_FRACTION`` would send to a rewrite can be told). Start-up is timed apart: a fresh ``python -c`` that imports the CLI and
 builds the tokenizer (what every ``textnb retrain`` command pays first). Medians of
 --repeats runs.
 
@@ -100,10 +101,15 @@ def _phases(model: Path, work: Path, new: list[RawMessage], write: str) -> dict[
         t = time.perf_counter()
         report = retrain.learn_messages(spam_filter, new)
         times["count"] = time.perf_counter() - t - times["tokenise"]
-        t = time.perf_counter()
-        how = delta.commit(spam_filter, copy, before, state, rewrite=write == "rewrite")
-        times["write"] = time.perf_counter() - t
+        fraction, delta.COMPACT_FRACTION = delta.COMPACT_FRACTION, 1e9  # time the append
+        try:
+            t = time.perf_counter()
+            how = delta.commit(spam_filter, copy, before, state, rewrite=write == "rewrite")
+            times["write"] = time.perf_counter() - t
+        finally:
+            delta.COMPACT_FRACTION = fraction
     times["total"] = time.perf_counter() - start
+    times["journal_bytes"] = delta.journal_path(copy).stat().st_size if write == "journal" else 0
     assert how == ("rewritten" if write == "rewrite" else "journal"), how
     assert sum(report.learned.values()) == len(new), report
     return times
@@ -139,7 +145,8 @@ def _journal_load(model: Path, work: Path, extra: list[RawMessage], cache) -> di
         start = time.perf_counter()
         loaded = store.load(copy)
         out[target] = {"load_s": round(time.perf_counter() - start, 3),
-                       "journal_bytes": journal.path.stat().st_size if target else 0}
+                       "journal_bytes": journal.path.stat().st_size if target else 0,
+                       "file_bytes": copy.stat().st_size}
         assert len(loaded.ledger) == len(spam_filter.ledger)
     return out
 
@@ -207,10 +214,11 @@ def main(argv=None) -> None:
         result["journal_load_50000"] = _journal_load(models[50_000], work, extra, cache)
     result["load_average_at_end"] = [round(x, 1) for x in os.getloadavg()]
     print(f"start-up (process, imports, tokenizer): {result['startup_s']} s")
-    print("model + new (write)          load  tokenise  count   write   total   x start-up")
+    print("model + new (write)          load  tokenise  count   write   total  + start-up  record")
     for name, r in runs.items():
         print(f"{name:26} {r['load']:6.3f} {r['tokenise']:8.3f} {r['count']:6.3f} "
-              f"{r['write']:7.3f} {r['total']:7.3f}  {r['total'] + result['startup_s']:7.3f}")
+              f"{r['write']:7.3f} {r['total']:7.3f}  {r['total'] + result['startup_s']:7.3f}"
+              f"  {int(r['journal_bytes']):8,}")
     for k, v in result["journal_load_50000"].items():
         print(f"50,000 model load with {k} one-message journal records: {v}")
     if args.json:

@@ -242,6 +242,10 @@ MATRIX = [
      ["'0.0.0.0'", "not a loopback address", "--allow-remote"]),
     ("serve-socket-and-tcp", ["serve", "-m", "{M}", "--socket", "{B}/s.sock", "--tcp", "1"], 2,
      ["give --socket or --tcp, not both"]),
+    ("compact-no-model", ["compact", "-m", "{B}/none.tnb"], 1,
+     ["{B}/none.tnb", "train one first with 'textnb train"]),
+    ("compact-bad-max-df", ["compact", "-m", "{M}", "--prune", "--max-df", "-1"], 2,
+     ["Invalid value for '--max-df'"]),
 ]
 
 
@@ -417,6 +421,7 @@ WRITERS = {
     "forget": ["forget", "-m", "{M}", "{S}/spam/001.eml"],
     "tune-write": ["tune", "-m", "{M}", "--write", "--index", "{S}/index", "-k", "2"],
     "import": ["import", "{B}/model.pmml", "-m", "{M}"],
+    "compact": ["compact", "-m", "{M}", "--prune"],
 }
 
 

@@ -51,12 +51,14 @@ __all__ = ["COMPACT_FRACTION", "Journal", "JournalState", "Snapshot", "apply", "
            "journal_path", "replay"]
 
 MAGIC = b"TNBD1"
-# Rewrite the model file once the journal exceeds this fraction of it. Replaying a
-# record costs about what loading the same bytes of model file does, so loading stays
-# within 1.25x of a compacted file's time, while a journal of a few messages' records
-# (a few kB each) lets hundreds of small runs append before one rewrite
-# (docs/retraining.md#speed).
-COMPACT_FRACTION = 0.25
+# Rewrite the model file once the journal would exceed this fraction of it. Replaying
+# costs more per byte than loading the file: on the 50,000-message model (14.5 MB,
+# load 1.66 s) 100 one-message records (0.49 MB, 3.4 %) add 0.46 s and 300 (1.47 MB,
+# 10 %) add 1.17 s, while a rewrite costs 2.0 s (bench/retrain_time.py,
+# docs/retraining.md#speed). At 5 % a load pays at most about +40 % (+20 % on average)
+# and a rewrite comes once per ~100 one-message runs; a 100-message record (0.31 MB)
+# still goes to the journal of that model and to a rewrite of a 5,000-message one.
+COMPACT_FRACTION = 0.05
 
 
 def journal_path(model_path: str | os.PathLike) -> Path:
@@ -134,40 +136,42 @@ def apply(spam_filter, patches: list[dict]) -> None:
     """Apply :func:`diff` patches, in order, to the filter the first was computed from
     (ValueError when the filter is not in the state a patch starts from).
 
-    The count deltas of all the patches are summed per token first and added in one
-    step, so replaying many small records costs one pass over the counts: the sums are
-    of whole numbers, exact in any order, and new tokens keep their order of first sight.
+    The count deltas of all the patches are summed per token first (``np.bincount``) and
+    added in one step, so replaying many small records costs one pass over the counts:
+    the sums are of whole numbers, exact in any order, and new tokens keep their order
+    of first sight.
     """
     if not patches:
         return
     n = len(spam_filter.vocabulary)
-    deltas: dict[str, np.ndarray] = {}  # token -> [ham, spam, doc_freq]
-    class_count = np.zeros(2)
     ledger = spam_filter.ledger
-    history = []
+    tokens: list[str] = []
+    class_count = np.zeros(2)
     for patch in patches:
         if patch["n_columns"] != n:
             raise ValueError(f"a patch starts from {patch['n_columns']} columns, the model "
                              f"has {n} at that point")
         n = patch["n_columns_after"]
-        fc = np.asarray(patch["feature_count"], dtype=np.float64).reshape(2, -1)
-        for j, token in enumerate(patch["tokens"]):
-            row = deltas.get(token)
-            if row is None:
-                row = deltas[token] = np.zeros(3)
-            row += (fc[0, j], fc[1, j], patch["doc_freq"][j])
+        tokens.extend(patch["tokens"])
         class_count += patch["class_count"]
         for digest in patch["removed"]:
             ledger.remove(bytes.fromhex(digest))
         for digest, code, tokens_hash, serial in patch["set"]:
             ledger.record(bytes.fromhex(digest), LABELS[code], tokens_hash, serial)
-        history.append(patch["history"])
-    rows = np.array(list(deltas.values())).reshape(-1, 3)
-    spam_filter.add_counts(list(deltas), class_count, rows[:, :2].T, rows[:, 2])
+    fc = np.concatenate([np.asarray(p["feature_count"], dtype=np.float64).reshape(2, -1)
+                         for p in patches], axis=1)
+    df = np.concatenate([np.asarray(p["doc_freq"], dtype=np.float64) for p in patches])
+    position = {t: i for i, t in enumerate(dict.fromkeys(tokens))}  # first sight
+    at = np.fromiter(map(position.__getitem__, tokens), np.int64, count=len(tokens))
+    k = len(position)
+    spam_filter.add_counts(list(position), class_count,
+                           np.vstack([np.bincount(at, fc[0], k), np.bincount(at, fc[1], k)]),
+                           np.bincount(at, df, k))
     if len(spam_filter.vocabulary) != n:
         raise ValueError(f"the patches end at {n} columns, the model has "
                          f"{len(spam_filter.vocabulary)}")
     spam_filter.n_learned = {k: int(v) for k, v in patches[-1]["n_learned"].items()}
+    history = [p["history"] for p in patches]
     top = max((max(h[0]) + 1 for h in history if h[0]), default=0)
     ledger.cover(top)
     for columns, born, last in history:  # in order: a later patch wins
@@ -240,21 +244,32 @@ class Journal:
 
     def append(self, state: JournalState, payload: bytes) -> int:
         """Append one encoded patch (after cutting off anything past ``state.valid_end``:
-        a stale journal or a record cut short) and fsync it. RETURNS the journal's size."""
+        a stale journal or a record cut short) and fsync it. RETURNS the journal's size.
+        A failed write (a full disk) is cut off again and raised as a WriteError naming
+        the journal; the model is then as it was."""
+        from .store import write_error
+
         header = MAGIC + b" base " + state.base_sha256.encode() + b"\n"
         fresh = state.valid_end == 0
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        keep = 0 if fresh else state.valid_end
+        data = (header if fresh else b"") + _frame(payload)
         try:
-            os.ftruncate(fd, 0 if fresh else state.valid_end)
-            os.lseek(fd, 0, os.SEEK_END)
-            data = (header if fresh else b"") + _frame(payload)
-            if os.write(fd, data) != len(data):  # a full disk: leave no partial record
-                os.ftruncate(fd, 0 if fresh else state.valid_end)
-                raise OSError(28, f"short write to the journal {self.path} (disk full?)")
-            os.fsync(fd)
-            size = os.fstat(fd).st_size
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "r+b") as fh:
+                try:
+                    fh.truncate(keep)
+                    fh.seek(keep)
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                except OSError:
+                    fh.truncate(keep)  # no partial record: the journal says what it said
+                    raise
+                size = keep + len(data)
+        except OSError as exc:
+            if fresh:
+                self.path.unlink(missing_ok=True)
+            raise write_error(self.path, exc) from exc
         if fresh:  # make the new file's name durable
             _fsync_folder(self.path.parent)
         state.valid_end, state.size, state.records = size, size, state.records + 1

@@ -38,7 +38,7 @@ Files: the model is loaded, updated and written back while holding the model's
 lock (``textnb.lock``), so two retrains at once run one after the other and
 neither loses its update. The update is written as one record appended to the
 model's journal (``textnb.delta``: writes proportional to the change), or, when the
-journal has grown past a quarter of the file, by rewriting the file atomically
+journal has grown past 5 % of the file (``delta.COMPACT_FRACTION``), by rewriting it atomically
 (``store.atomic_write``: temp file, fsync, rename); ``kill -9`` at any moment leaves
 the model as before the run or as after it.
 """

@@ -127,7 +127,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise _write_error(path, exc) from exc
+        raise write_error(path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -140,7 +140,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         if isinstance(exc, OSError):
-            raise _write_error(path, exc) from exc
+            raise write_error(path, exc) from exc
         raise
     try:  # make the rename itself durable
         dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -152,7 +152,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         pass
 
 
-def _write_error(path: Path, exc: OSError) -> WriteError:
+def write_error(path: Path, exc: OSError) -> WriteError:
+    """The WriteError for a failed write of ``path``: the reason and the fix."""
     reason = (exc.strerror or str(exc)).lower()
     return WriteError(f"cannot write '{path}': {reason}; {write_fix(exc)}; the file "
                       "there, if any, is unchanged")
