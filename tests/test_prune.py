@@ -159,6 +159,8 @@ def test_a_dropped_token_that_returns_counts_from_then_on(pruned):
 
 def test_pruned_model_round_trips_file_and_text_dump_with_its_history(pruned, tmp_path):
     _, model, _ = pruned
+    learn_messages(model, MESSAGES[80:85])  # columns born at the prune
+    assert model.ledger.born.any()
     path = store.save(model, tmp_path / "m.tnb")
     loaded = store.load(path)
     assert loaded.ledger.same_history(model.ledger)
@@ -171,6 +173,8 @@ def test_pruned_model_round_trips_file_and_text_dump_with_its_history(pruned, tm
     np.testing.assert_array_equal(imported.log_odds(m.raw for m in MESSAGES), scores)
     # and forget stays exact on the imported model
     result = forget_messages(imported, MESSAGES[:5])
+    assert_exact(imported)
+    forget_messages(imported, MESSAGES[80:85])
     assert_exact(imported)
     assert Counter(result["forgotten"]) == Counter({m.label: 0 for m in MESSAGES[:5]}) + \
         Counter(m.label for m in MESSAGES[:5])
@@ -192,3 +196,27 @@ def test_forget_says_which_messages_had_pruned_tokens(pruned, tmp_path):
     after = store.load(path)
     assert message_digest(lost.raw) not in after.ledger and len(after.ledger) == 78
     assert_exact(after)
+
+
+def test_merge_refuses_a_pruned_input_by_name(pruned):
+    from textnb.merge import MergeError, merge_filters
+
+    full, small, _ = pruned
+    with pytest.raises(MergeError, match=r"'b\.tnb' had rare tokens pruned.*merge models "
+                                         r"before pruning"):
+        merge_filters([full, small], names=["a.tnb", "b.tnb"])
+
+
+def test_a_dump_that_lost_a_born_line_is_refused_naming_the_history_line(pruned):
+    from textnb.dump import DumpFormatError
+
+    _, model, _ = pruned
+    learn_messages(model, MESSAGES[80:90])  # their new tokens count from the prune
+    lines = dump.dumps(model).decode().splitlines(keepends=True)
+    born = [i for i, line in enumerate(lines) if line.startswith("born\t")]
+    history = next(i for i, line in enumerate(lines) if line.startswith("history\t"))
+    assert born
+    del lines[born[0]]
+    with pytest.raises(DumpFormatError, match=rf"line {history + 1}: 'history' says "
+                                              rf"{len(born)} born lines"):
+        dump.loads("".join(lines).encode())

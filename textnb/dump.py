@@ -168,11 +168,12 @@ def dump_lines(spam_filter: SpamFilter) -> Iterator[str]:
         yield _SEP.join(("ledger", digest.hex(), ledger.label(digest),
                          f"{ledger.tokens_hash(digest):016x}"))
     if ledger.pruned_at:  # a size bound dropped tokens: what forget needs to stay exact
-        yield _SEP.join(("history", str(ledger.next_serial), str(ledger.pruned_at)))
         ledger.cover(len(counts["tokens"]))
-        for token, born in zip(counts["tokens"], ledger.born.tolist()):
-            if born:
-                yield _SEP.join(("born", escape(token), str(born)))
+        born_lines = [(t, b) for t, b in zip(counts["tokens"], ledger.born.tolist()) if b]
+        yield _SEP.join(("history", str(ledger.next_serial), str(ledger.pruned_at),
+                         str(len(born_lines))))
+        for token, born in born_lines:
+            yield _SEP.join(("born", escape(token), str(born)))
         for digest in ledger:
             yield _SEP.join(("serial", digest.hex(), str(ledger.serial(digest))))
     yield _SEP.join(("end", str(len(counts["tokens"])), str(len(ledger))))
@@ -191,7 +192,7 @@ class DumpFormatError(ModelFormatError):
 # record kind -> how many TAB-separated fields it has, its kind included
 _FIELDS = {FORMAT_NAME: 2, "written-by": 2, "setting": 3, "messages": 3, "threshold": 2,
            "calibration": 2, "numeric": 4, "class": 3, "token": 5, "ledger": 4, "end": 3,
-           "history": 3, "born": 3, "serial": 3}
+           "history": 4, "born": 3, "serial": 3}
 _SINGLE = (FORMAT_NAME, "written-by", "threshold", "calibration", "end", "history")
 
 
@@ -390,7 +391,11 @@ class _Reader:
                 raise self.error(line, "born/serial lines without the 'history' line",
                                  "restore it from the original dump")
             return
-        line, (next_serial, pruned_at) = self.once["history"]
+        line, (next_serial, pruned_at, n_born) = self.once["history"]
+        if self._whole(line, n_born, "born line count") != len(self.born):
+            raise self.error(line, f"'history' says {n_born} born lines, the dump holds "
+                             f"{len(self.born)} (lines lost or added)",
+                             "restore the lines from the original dump")
         state = np.array([self._whole(line, next_serial, "next serial"),
                           self._whole(line, pruned_at, "pruned-at serial")], np.int64)
         missing = next((d for d in self.ledger if d not in self.serials), None)
