@@ -1,6 +1,6 @@
 """Accuracy of textnb on the shared corpora with the corpora README's hash split.
 
-    python bench/accuracy.py [--corpus spamassassin ...] [--config FILE] [--set k=v ...]
+    python -m bench.accuracy [--corpus spamassassin ...] [--config FILE] [--set k=v ...]
         [--cv 5] [--json OUT]
 
 Tokenises each corpus once (train and test), trains on the train split and
@@ -19,16 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from textnb.config import load_config, parse_override_value  # noqa: E402
-from textnb.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,  # noqa: E402
-                            iter_corpus, split)  # noqa: E402
-from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds  # noqa: E402
-from textnb.evidence import pair_columns  # noqa: E402
-from textnb.metrics import summary  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.vectorize import Vocabulary, binarize  # noqa: E402
+from bench.common import test_scores
+from textnb.config import load_config, parse_override_value
+from textnb.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
+                            iter_corpus, split)
+from textnb.evaluate import out_of_fold_log_odds, stratified_folds
+from textnb.metrics import summary
+from textnb.pipeline import SpamFilter
 
 KEYS = ("one_minus_auc_pct", "hm_pct", "sm_pct", "sm_pct_at_hm_0.1pct", "fp", "fn")
 
@@ -44,16 +41,6 @@ def tokenised_split(name: str, spam_filter: SpamFilter, chronological: bool = Fa
     y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
     return tokens, y, len(train), seconds
 
-
-def test_scores(tokens, y, n_train: int, cfg):
-    """Train on the first ``n_train`` token lists, score the rest as a filter with
-    ``cfg`` would: (their log-odds, the term-count matrix of all, its pair columns)."""
-    vocab = Vocabulary()
-    X = vocab.transform(tokens, grow=True)
-    model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features)
-    Xf = binarize(X) if cfg.features.features == "binary" else X
-    pairs = pair_columns(vocab.tokens_)
-    return score_rows(model, Xf[n_train:], cfg.model, pairs), X, pairs
 
 
 def run(name: str, cfg, cv: int, chronological: bool = False) -> dict:

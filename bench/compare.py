@@ -1,8 +1,8 @@
 """textnb against bogofilter, spamprobe and scikit-learn: speed, memory, size, accuracy.
 
-    python bench/compare.py [--corpus spamassassin --corpus enron] [--repeats 3]
+    python -m bench.compare [--corpus spamassassin --corpus enron] [--repeats 3]
         [--jobs 1 --jobs 0] [--peer NAME ...] [--json bench/results/compare.json]
-    python bench/compare.py --scaling 1000,5000,20000,100000,1x,2x,4x [--corpus NAME]
+    python -m bench.compare --scaling 1000,5000,20000,100000,1x,2x,4x [--corpus NAME]
         [--jobs 2] [--json bench/results/scaling.json]
 
 Peers mode. The corpus's README split (test iff md5(relpath) % 5 == 0) is written
@@ -61,11 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import peers
-
+from bench import peers
 from textnb.corpora import CORPORA, corpora_root, iter_corpus, split
 
 DEFAULT_PEERS = ("bogofilter", "spamprobe (spam/good)", "spamprobe (spam/good) +sep",
@@ -276,7 +272,7 @@ def _sklearn_child(conn, workdir: str, train_spam, train_ham, test, y_test, bern
     conn.close()
 
 
-def run_sklearn(name: str, s: peers.Split) -> Run:
+def run_sklearn_spawned(name: str, s: peers.Split) -> Run:
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe(duplex=False)
     proc = context.Process(target=_sklearn_child, args=(
@@ -294,14 +290,14 @@ def run_sklearn(name: str, s: peers.Split) -> Run:
 
 def _runners(only: list[str] | None) -> tuple[list[tuple[str, object]], list[str]]:
     """(name, runner) of every peer to run besides textnb, and notes on skipped ones."""
-    available, notes = peers._peers()
+    available, notes = peers.available_peers()
     wanted = only or list(DEFAULT_PEERS)
     runners = []
     for name, runner in available:
         if name not in wanted:
             continue
         if name.startswith("sklearn"):
-            runners.append((name, lambda s, name=name: run_sklearn(name, s)))
+            runners.append((name, lambda s, name=name: run_sklearn_spawned(name, s)))
         else:
             runners.append((name, lambda s, name=name, runner=runner: run_isolated(name, runner, s)))
     known = {name for name, _ in available}
@@ -381,7 +377,7 @@ def _add_ratios(rows: list[dict]) -> None:
             r[f"{key}_vs_bogofilter"] = (r[key]["median"] / bogo[key]["median"]) if bogo else None
 
 
-def format_table(result: dict) -> str:
+def format_compare_table(result: dict) -> str:
     def cell(spread: dict, fmt: str) -> str:
         return f"{spread['median']:{fmt}} ({spread['min']:{fmt}}-{spread['max']:{fmt}})"
 
@@ -443,7 +439,7 @@ def write_repeated(corpus: str, n: int, folder: Path) -> tuple[Path, list[str], 
         rel = f"{example.label}/{i:06d}"
         paths[example.label].append(rel)
         lines.append(f"{example.label} {rel}\n")
-        peers._write(folder / rel, raw)
+        peers.write_file(folder / rel, raw)
     index = folder / "index"
     index.write_text("".join(lines))
     return index, paths["spam"], paths["ham"]
@@ -529,11 +525,11 @@ def main(argv: list[str] | None = None) -> int:
             print(format_scaling(result), flush=True)
         else:
             result = compare(corpus, args.repeats, args.jobs or [1, 0], args.peer, log)
-            print(format_table(result) + "\n", flush=True)
+            print(format_compare_table(result) + "\n", flush=True)
         results.append(result)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        machine = {"cpus": os.cpu_count(), **peers._versions()}
+        machine = {"cpus": os.cpu_count(), **peers.versions()}
         args.json.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n")
         log(f"wrote {args.json}")
     return 1 if any(r.get("errors") for r in results) else 0

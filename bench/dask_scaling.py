@@ -1,6 +1,6 @@
 """Training and scoring on Dask against the single process, on the SpamAssassin corpus.
 
-    python bench/dask_scaling.py [--workers 1 2] [--partitions 2 8 32 128] [--json OUT]
+    python -m bench.dask_scaling [--workers 1 2] [--partitions 2 8 32 128] [--json OUT]
 
 All in one run, on this machine:
 - throughput of ``textnb train`` (through the ledger) in one process, and on a
@@ -25,13 +25,11 @@ import time
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from textnb import commands  # noqa: E402
-from textnb import distributed as dd  # noqa: E402
-from textnb.config import FilterConfig  # noqa: E402
-from textnb.corpora import corpora_root  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
+from textnb import commands
+from textnb import distributed as dd
+from textnb.config import FilterConfig
+from textnb.corpora import corpora_root
+from textnb.pipeline import SpamFilter
 
 SPAM = ("spam", "spam_2")
 HAM = ("easy_ham", "easy_ham_2", "hard_ham")

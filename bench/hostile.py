@@ -1,6 +1,6 @@
 """Time and peak memory of every hostile-catalogue case, each in its own process.
 
-    python bench/hostile.py [--cases NAME ...] [--out bench/results/hostile.json]
+    python -m bench.hostile [--cases NAME ...] [--out bench/results/hostile.json]
 
 Each case of tests/hostile_cases.py runs in a fresh Python process that trains the
 small sample-corpus model, builds the case's bytes and then parses, tokenises and
@@ -27,13 +27,11 @@ import time
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(PROJECT), str(PROJECT / "tests")]
 
 # What each child runs: argv[1] is the case name ('' = the baseline, an empty message).
 CHILD = r"""
 import json, sys, time
-sys.path[:0] = [sys.argv[2], sys.argv[2] + "/tests"]
-from hostile_cases import CASES
+from tests.hostile_cases import CASES
 from textnb.pipeline import SpamFilter
 from textnb.sources import RawMessage, iter_index, iter_messages
 spam_filter = SpamFilter().fit(iter_index(sys.argv[2] + "/corpora/sample/index"))
@@ -59,8 +57,9 @@ print(json.dumps({"seconds": seconds, "labels": [d.label for d in decisions],
 def run_case(name: str) -> dict:
     """One case in a fresh process: its timing and verdicts, and the process's peak RSS."""
     with tempfile.TemporaryDirectory() as tmp, open(tmp + "/stderr", "w+b") as stderr:
+        # Run in the project folder: `python -c` puts it first on the path (tests.hostile_cases).
         proc = subprocess.run([sys.executable, "-c", CHILD, name, str(PROJECT), tmp + "/mbox"],
-                              stdout=subprocess.PIPE, stderr=stderr)
+                              stdout=subprocess.PIPE, stderr=stderr, cwd=PROJECT)
         stderr.seek(0)
         err = stderr.read()
     if proc.returncode != 0:
@@ -69,7 +68,7 @@ def run_case(name: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from hostile_cases import CASES
+    from tests.hostile_cases import CASES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="*", help="case names (default: all)")

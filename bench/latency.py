@@ -1,6 +1,6 @@
 """Per-message latency of the delivery paths, side by side on the same messages.
 
-    python bench/latency.py [--n 200] [--model PATH] [--json OUT]
+    python -m bench.latency [--n 200] [--model PATH] [--json OUT]
 
 One run, one sample: ``--n`` messages spread evenly over the SpamAssassin test
 split (the corpora README's md5 split), each piped, one process per message, through
@@ -46,70 +46,10 @@ import tempfile
 import time
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(PROJECT))
-
-from textnb import __version__  # noqa: E402
-from textnb.corpora import corpora_root, iter_corpus, split  # noqa: E402
-
-BIN = Path(sys.executable).parent
-
-
-def _script(name: str, module: str) -> list[str]:
-    """The installed console script beside this interpreter (not a pyenv shim), else -m."""
-    path = BIN / name
-    return [str(path)] if path.exists() else [sys.executable, "-m", module]
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def train_textnb(train, model: Path) -> None:
-    from textnb import store
-    from textnb.pipeline import SpamFilter
-    from textnb.sources import RawMessage
-
-    spam_filter = SpamFilter().fit(RawMessage(e.relpath, e.raw, e.label) for e in train)
-    store.save(spam_filter, model)
-
-
-def train_bogofilter(root: Path, train, db: Path) -> None:
-    db.mkdir()
-    for label, flag in (("spam", "-s"), ("ham", "-n")):
-        files = [str(root / "spamassassin" / e.relpath) for e in train if e.label == label]
-        for i in range(0, len(files), 500):  # stay under the argument-length limit
-            subprocess.run(["bogofilter", "-C", "-d", str(db), flag, "-B", *files[i:i + 500]],
-                           check=True)
-
-
-def build_c_client(workdir: Path) -> Path | None:
-    """clients/textnb-client.c compiled as `make -C clients` does; None without a compiler."""
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc is None:
-        print("no C compiler (apt-get install gcc): the compiled client is left out", flush=True)
-        return None
-    binary = workdir / "textnb-client"
-    subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", f'-DTEXTNB_VERSION="{__version__}"',
-                    "-o", str(binary), str(PROJECT / "clients" / "textnb-client.c")], check=True)
-    return binary
-
-
-def wait_for_scorer(sock: Path, server: subprocess.Popen, seconds: float = 180.0) -> None:
-    from textnb.client import ScorerUnavailable, ping
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"textnb serve exited with {server.returncode}: "
-                               f"{server.stderr.read().decode(errors='replace')}")
-        try:
-            ping(str(sock), timeout=1.0)
-            return
-        except ScorerUnavailable:
-            time.sleep(0.2)
-    raise RuntimeError(f"textnb serve did not answer on {sock} within {seconds:.0f} s")
+from bench.delivery import (build_c_client, console_script, train_bogofilter, train_textnb,
+                            wait_for_scorer)
+from bench.stats import percentile
+from textnb.corpora import corpora_root, iter_corpus, split
 
 
 def run(n: int, model: Path | None, workdir: Path, rounds: int = 1) -> dict:
@@ -129,16 +69,16 @@ def run(n: int, model: Path | None, workdir: Path, rounds: int = 1) -> dict:
     train_bogofilter(root, train, db)
 
     sock = workdir / "scorer.sock"
-    server = subprocess.Popen([*_script("textnb", "textnb"), "serve", "--model", str(model),
+    server = subprocess.Popen([*console_script("textnb", "textnb"), "serve", "--model", str(model),
                                "--socket", str(sock)], stderr=subprocess.PIPE)
     try:
         wait_for_scorer(sock, server)
         client_args = ["--server", str(sock), "--no-fallback", "--model", str(model)]
         paths = {
             "bogofilter -p -e": (["bogofilter", "-C", "-d", str(db), "-p", "-e"], b"X-Bogosity:"),
-            "textnb filter": ([*_script("textnb", "textnb"), "filter", "--model", str(model)],
+            "textnb filter": ([*console_script("textnb", "textnb"), "filter", "--model", str(model)],
                               b"X-TextNB-Status:"),
-            "textnb-client -> serve": ([*_script("textnb-client", "textnb.client"), *client_args],
+            "textnb-client -> serve": ([*console_script("textnb-client", "textnb.client"), *client_args],
                                        b"X-TextNB-Status:"),
             "python -S -m textnb.client -> serve": (
                 [sys.executable, "-S", "-m", "textnb.client", *client_args], b"X-TextNB-Status:"),
@@ -178,7 +118,7 @@ def run(n: int, model: Path | None, workdir: Path, rounds: int = 1) -> dict:
         ratios = [statistics.median(one) / statistics.median(bogo)
                   for one, bogo in zip(per_round, times["bogofilter -p -e"]) if one]
         rows[name] = {"median_ms": 1000 * statistics.median(every),
-                      "p90_ms": 1000 * _percentile(every, 0.9),
+                      "p90_ms": 1000 * percentile(every, 0.9),
                       "ratio_to_bogofilter": statistics.median(ratios),
                       "ratio_per_round": ratios}
     commands = {name: " ".join(cmd) for name, (cmd, _) in paths.items() if not callable(cmd)}

@@ -1,6 +1,6 @@
 """Learning one message: through the resident scorer, by `textnb retrain`, by bogofilter.
 
-    python bench/learn_latency.py [--n 40] [--rounds 3] [--retrain-n 8] [--json OUT]
+    python -m bench.learn_latency [--n 40] [--rounds 3] [--retrain-n 8] [--json OUT]
 
 What a Dovecot IMAPSieve script pays when a user moves one message into or out of
 Junk (docs/learning.md), on a SpamAssassin-sized model: textnb trained on the
@@ -41,19 +41,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from latency import (  # noqa: E402
-    _percentile,
-    _script,
-    build_c_client,
-    train_bogofilter,
-    train_textnb,
-    wait_for_scorer,
-)
-
-from textnb.corpora import corpora_root, iter_corpus, split  # noqa: E402
+from bench.delivery import (build_c_client, console_script, train_bogofilter, train_textnb,
+                            wait_for_scorer)
+from bench.stats import percentile
+from textnb.corpora import corpora_root, iter_corpus, split
 
 BOGOFILTER = "bogofilter -s|-n"
 RETRAIN = "textnb retrain (one message)"
@@ -82,17 +73,17 @@ def run(n: int, rounds: int, retrain_n: int, workdir: Path) -> dict:
     c_client = build_c_client(workdir)
 
     sock = workdir / "scorer.sock"
-    server = subprocess.Popen([*_script("textnb", "textnb"), "serve", "--model", str(model),
+    server = subprocess.Popen([*console_script("textnb", "textnb"), "serve", "--model", str(model),
                                "--socket", str(sock)], stderr=subprocess.PIPE)
     paths: dict[str, object] = {}
     if c_client is not None:
         paths["textnb-client (C) --learn -> serve"] = lambda label, f: [
             str(c_client), "--server", str(sock), "--learn", label]
     paths["textnb-client (Python) --learn -> serve"] = lambda label, f: [
-        *_script("textnb-client", "textnb.client"), "--server", str(sock), "--learn", label]
+        *console_script("textnb-client", "textnb.client"), "--server", str(sock), "--learn", label]
     paths[BOGOFILTER] = lambda label, f: ["bogofilter", "-C", "-d", str(db),
                                           "-s" if label == "spam" else "-n"]
-    paths[RETRAIN] = lambda label, f: [*_script("textnb", "textnb"), "retrain", "--model",
+    paths[RETRAIN] = lambda label, f: [*console_script("textnb", "textnb"), "retrain", "--model",
                                        str(retrain_model), f"--{label}", str(f)]
     exchange = "one learn exchange, from this process"
     times: dict[str, list[list[float]]] = {name: [[] for _ in range(rounds)]
@@ -137,7 +128,7 @@ def run(n: int, rounds: int, retrain_n: int, workdir: Path) -> dict:
         ratios = [statistics.median(one) / statistics.median(bogo)
                   for one, bogo in zip(per_round, times[BOGOFILTER]) if one]
         rows[name] = {"n": len(every), "median_ms": 1000 * statistics.median(every),
-                      "p90_ms": 1000 * _percentile(every, 0.9),
+                      "p90_ms": 1000 * percentile(every, 0.9),
                       "ratio_to_bogofilter": statistics.median(ratios),
                       "ratio_per_round": ratios}
     return {"n_messages": len(sample), "rounds": rounds, "train_messages": len(train),

@@ -1,6 +1,6 @@
 """How accuracy grows with the number of learned messages, and what imbalance costs.
 
-    python bench/learning_curve.py [--corpus spamassassin|enron] [--repeats 5] [--json OUT]
+    python -m bench.learning_curve [--corpus spamassassin|enron] [--repeats 5] [--json OUT]
 
 Chooses textnb.health's minimum per class and its imbalance limit. The corpus is split
 by the corpora README's md5 hash (test = 1 in 5); every test message is scored by models
@@ -26,38 +26,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from textnb import metrics  # noqa: E402
-from textnb.corpora import corpora_root, iter_corpus, split  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
+from bench.common import measures, tokenised, trained
+from textnb.corpora import corpora_root, iter_corpus, split
+from textnb.pipeline import SpamFilter
 
 SIZES = (25, 50, 100, 200, 400, 800)
 RATIOS = (1, 4, 10, 20, 40)
 
-
-def tokenised(examples, spam_filter: SpamFilter) -> list[tuple[str, list[str]]]:
-    """(label, tokens) of each example, in order."""
-    return [(e.label, spam_filter.tokens(e.raw)) for e in examples]
-
-
-def trained(pairs: list[tuple[str, list[str]]]) -> SpamFilter:
-    """A default filter counted from (label, tokens) pairs."""
-    spam_filter = SpamFilter()
-    spam_filter.learn_tokens([t for _, t in pairs], [label for label, _ in pairs])
-    return spam_filter
-
-
-def measures(spam_filter: SpamFilter, test: list[tuple[str, list[str]]]) -> dict[str, float]:
-    """(1-AUC)%, sm% at hm 0.1% and the default threshold's error % on ``test``."""
-    y = np.array([label == "spam" for label, _ in test])
-    scores = spam_filter.log_odds_tokens([t for _, t in test])
-    called = np.array([str(label) == "spam" for label in spam_filter.cost_model().labels(scores)])
-    return {"1-auc%": metrics.one_minus_auc_pct(y, scores),
-            "sm%@hm0.1%": metrics.sm_at_hm(y, scores, 0.001),
-            "error%": 100.0 * float(np.mean(called != y))}
 
 
 def _row(draws: list[dict[str, float]]) -> dict[str, list[float]]:

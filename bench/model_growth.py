@@ -1,6 +1,6 @@
 """How a model grows with mail, and what a bound on its size costs in accuracy.
 
-    python bench/model_growth.py [--step 2500] [--json OUT]
+    python -m bench.model_growth [--step 2500] [--json OUT]
 
 Growth. SpamAssassin in delivery order, then Enron 1-3 in delivery order
 (``textnb.corpora.delivery_order``): one mailbox's years, then another's, 22,588
@@ -17,8 +17,9 @@ last 10,000 messages.
 Bound, chronological. Per corpus, the corpora README's chronological split (per
 class by date, the latest fifth is the test part); the training part learned in
 date order, the bound applied once at the end, and the test part scored: (1-AUC)%,
-sm% at hm 0.1% and the default threshold's error % (bench/learning_curve.py's
-``measures``), tokens and model-file bytes against the unbounded model.
+sm% at hm 0.1% and the default threshold's error % (``bench.common.measures``,
+as bench/learning_curve.py reports them), tokens and model-file bytes against the
+unbounded model.
 
 Bound, online. Per corpus, delivery order in the TREC manner (bench/online.py: each
 message scored by the model as it stands, then learned), the bound applied every
@@ -39,45 +40,21 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from learning_curve import measures  # noqa: E402
-
-from textnb import dump, metrics, store  # noqa: E402
-from textnb.config import load_config  # noqa: E402
-from textnb.evidence import PAIR_PREFIX  # noqa: E402
-from textnb.corpora import chronological_split, corpora_root, delivery_order, iter_corpus  # noqa: E402
-from textnb.ledger import normalise  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF, prune  # noqa: E402
-from textnb.retrain import learn_messages  # noqa: E402
-from textnb.sources import RawMessage  # noqa: E402
+from bench.common import TokenCache, measures
+from textnb import dump, metrics, store
+from textnb.config import load_config
+from textnb.corpora import chronological_split, corpora_root, delivery_order, iter_corpus
+from textnb.ledger import normalise
+from textnb.pipeline import SpamFilter
+from textnb.prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF, prune
+from textnb.retrain import learn_messages
+from textnb.sources import RawMessage
 
 CORPORA = ("spamassassin", "enron")
 # (k, N): drop tokens in <= k learned messages unless in the last N learned ones.
 BOUNDS = ((1, 0), (PRUNE_MAX_DF, PRUNE_KEEP_LAST), (2, 2000), (2, 0))
 ONLINE_BOUNDS = ((PRUNE_MAX_DF, PRUNE_KEEP_LAST), (2, 2000))
 
-
-class TokenCache:
-    """SpamFilter.tokens answered from a dict (normalised bytes -> tokens) inside the
-    block, so that the ledger path (retrain.learn_messages) runs without tokenising;
-    ``pairs=False`` leaves the ``bi:`` word pairs out (what tokenizer.bigrams = false
-    gives)."""
-
-    def __init__(self, tokens: dict[bytes, list[str]], pairs: bool = True):
-        self.tokens, self.pairs = tokens, pairs
-
-    def __enter__(self):
-        self.original = SpamFilter.tokens
-        tokens, pairs = self.tokens, self.pairs
-        SpamFilter.tokens = lambda _, raw: (list(tokens[raw]) if pairs else
-                                            [t for t in tokens[raw] if not t.startswith(PAIR_PREFIX)])
-        return self
-
-    def __exit__(self, *exc):
-        SpamFilter.tokens = self.original
 
 
 def _messages(corpus: str, cache: dict[bytes, list[str]], tokenizer: SpamFilter

@@ -1,6 +1,6 @@
 """Do numeric message features (size, links, recipients, capitals, ...) help the tokens?
 
-    python bench/numeric_features.py [--corpus spamassassin] [--cv 5] [--json OUT]
+    python -m bench.numeric_features [--corpus spamassassin] [--cv 5] [--json OUT]
 
 Parses and tokenises each message of the corpus once (textnb.numeric.FEATURES come
 from the same parse), then reports (1-AUC)% for the default text model alone, the
@@ -21,16 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from textnb.config import FilterConfig  # noqa: E402
-from textnb.corpora import iter_corpus, split  # noqa: E402
-from textnb.evaluate import fit_rows, stratified_folds  # noqa: E402
-from textnb.mail import parse_message  # noqa: E402
-from textnb.metrics import one_minus_auc_pct  # noqa: E402
-from textnb.numeric import FEATURES, make_numeric_model, message_features  # noqa: E402
-from textnb.tokenize import EmailTokenizer  # noqa: E402
-from textnb.vectorize import Vocabulary, binarize  # noqa: E402
+from textnb.config import FilterConfig
+from textnb.corpora import iter_corpus, split
+from textnb.evaluate import fit_rows, stratified_folds
+from textnb.mail import parse_message
+from textnb.metrics import one_minus_auc_pct
+from textnb.numeric import FEATURES, make_numeric_model, message_features
+from textnb.tokenize import EmailTokenizer
+from textnb.vectorize import Vocabulary, binarize
 
 
 def load(corpus: str, cfg: FilterConfig):

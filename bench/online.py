@@ -1,6 +1,6 @@
 """Online accuracy in the TREC manner for textnb's three training regimes.
 
-    python bench/online.py [--corpus spamassassin|enron ...] [--regime R ...] [--margin M ...]
+    python -m bench.online [--corpus spamassassin|enron ...] [--regime R ...] [--margin M ...]
         [--json OUT]
 
 Each message, in order, is first classified by the model as it stands, then
@@ -44,15 +44,13 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from textnb import metrics  # noqa: E402
-from textnb.config import load_config, parse_override_value  # noqa: E402
-from textnb.corpora import corpora_root, delivery_order, iter_corpus  # noqa: E402
-from textnb.ledger import normalise  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.retrain import DEFAULT_MARGIN, learn_messages  # noqa: E402
-from textnb.sources import RawMessage  # noqa: E402
+from textnb import metrics
+from textnb.config import load_config, parse_override_value
+from textnb.corpora import corpora_root, delivery_order, iter_corpus
+from textnb.ledger import normalise
+from textnb.pipeline import SpamFilter
+from textnb.retrain import DEFAULT_MARGIN, learn_messages
+from textnb.sources import RawMessage
 
 SEED = 2003
 

@@ -1,6 +1,6 @@
 """Baselines of the peer filters on textnb's train/test splits of the public corpora.
 
-usage: python bench/peers.py [--corpus NAME ...] [--peer NAME ...] [--out bench/results/peers.json]
+usage: python -m bench.peers [--corpus NAME ...] [--peer NAME ...] [--out bench/results/peers.json]
 
 For each corpus (default: all of ``textnb.corpora.CORPORA``) the README split
 (test iff md5(relpath) % 5 == 0) is written to a temporary folder, one file per
@@ -41,10 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from textnb import metrics  # noqa: E402
-from textnb.corpora import CORPORA, chronological_split, corpora_root, iter_corpus, split  # noqa: E402
+from textnb import metrics
+from textnb.corpora import CORPORA, chronological_split, corpora_root, iter_corpus, split
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "peers.json"
 
@@ -124,12 +122,12 @@ def write_split(corpus: str, workdir: Path, chronological: bool = False) -> Spli
     for i, example in enumerate(train):
         rel = f"train/{example.label}/{i:06d}"
         paths[example.label].append(rel)
-        _write(workdir / rel, example.raw)
+        write_file(workdir / rel, example.raw)
     test_paths = []
     for i, example in enumerate(test):
         rel = f"test/{i:06d}"
         test_paths.append(rel)
-        _write(workdir / rel, example.raw)
+        write_file(workdir / rel, example.raw)
     return Split(
         corpus=corpus,
         workdir=workdir,
@@ -143,7 +141,7 @@ def write_split(corpus: str, workdir: Path, chronological: bool = False) -> Spli
     )
 
 
-def _write(path: Path, data: bytes) -> None:
+def write_file(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
 
@@ -241,7 +239,7 @@ def run_spamprobe_separated(s: Split) -> PeerRun | None:
         return None
     fixed = dataclasses.replace(s, workdir=s.workdir / "separated")
     for rel in [*s.train_spam, *s.train_ham, *s.test]:
-        _write(fixed.workdir / rel, _with_header_separator(s.corpus, (s.workdir / rel).read_bytes()))
+        write_file(fixed.workdir / rel, _with_header_separator(s.corpus, (s.workdir / rel).read_bytes()))
     run = run_spamprobe(fixed, learn_all=True)
     run.peer = "spamprobe (spam/good) +sep"
     return run
@@ -366,7 +364,7 @@ def evaluate(s: Split, run: PeerRun, n_train: int) -> dict:
     }
 
 
-def _peers() -> tuple[list[tuple[str, object]], list[str]]:
+def available_peers() -> tuple[list[tuple[str, object]], list[str]]:
     """The peers to run, and notes on the ones that cannot be."""
     peers, notes = [], []
     if shutil.which("bogofilter") and shutil.which("bogoutil"):
@@ -390,7 +388,7 @@ def _peers() -> tuple[list[tuple[str, object]], list[str]]:
     return peers, notes
 
 
-def _versions() -> dict:
+def versions() -> dict:
     versions = {"python": platform.python_version(), "numpy": np.__version__}
     for cmd, key in ((["bogofilter", "-V"], "bogofilter"), (["spamprobe", "-V"], "spamprobe")):
         if shutil.which(cmd[0]):
@@ -409,7 +407,7 @@ def _versions() -> dict:
 def run_peers(corpora: list[str], only: list[str] | None = None, log=print,
               chronological: bool = False) -> dict:
     """Run every available peer (or those named in ``only``) on every corpus; return the results."""
-    peers, notes = _peers()
+    peers, notes = available_peers()
     if only:
         unknown = sorted(set(only) - {name for name, _ in peers})
         if unknown:
@@ -439,7 +437,7 @@ def run_peers(corpora: list[str], only: list[str] | None = None, log=print,
         "split": ("per class, the latest fifth by date (textnb.corpora.chronological_split)"
                   if chronological else
                   "test iff int(md5(relpath).hexdigest(), 16) % 5 == 0 (textnb.corpora.is_test)"),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), **_versions()},
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), **versions()},
         "notes": notes,
         "errors": errors,
         "results": rows,

@@ -1,6 +1,6 @@
 """Per-user models: the user's own counts, a shared model's, or both, on each user's future mail.
 
-    python bench/per_user.py [--sizes 25,100,400,0] [--json OUT]
+    python -m bench.per_user [--sizes 25,100,400,0] [--json OUT]
 
 Enron-Spam's enron1, enron2 and enron3 are three people's mailboxes (farmer, kaminski,
 kitchen; each with its own spam), so they are three "users". Each user's mail is split
@@ -16,7 +16,7 @@ of u's training part, the mail a user has most recently filed; 0 = all of it):
 
 Reported per user and n: (1-AUC)%, sm% at hm 0.1% and the error % of the default
 threshold on u's test part, and the mean over the three users. Messages are
-tokenised once (bench/learning_curve.py's helpers).
+tokenised once (bench.common's helpers, as in bench/learning_curve.py).
 """
 
 from __future__ import annotations
@@ -30,14 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from learning_curve import measures, tokenised, trained  # noqa: E402
-
-from textnb import metrics  # noqa: E402
-from textnb.corpora import corpora_root, iter_corpus  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
+from bench.common import measures, tokenised, trained
+from textnb import metrics
+from textnb.corpora import corpora_root, iter_corpus
+from textnb.pipeline import SpamFilter
 
 USERS = ("enron1", "enron2", "enron3")
 

@@ -1,6 +1,6 @@
 """PMML export on the SpamAssassin split: size, time, and two engines against textnb.
 
-    python bench/pmml_engines.py [--event-model bernoulli] [--max-features N]
+    python -m bench.pmml_engines [--event-model bernoulli] [--max-features N]
         [--engine jpmml --engine pypmml] [--limit N] [--json OUT]
 
 Trains textnb (default settings, the chosen event model) on the corpora README's
@@ -28,12 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from textnb.config import load_config  # noqa: E402
-from textnb.corpora import iter_corpus, split  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.pmml import export_pmml, field_name, import_pmml, with_max_features  # noqa: E402
+from textnb.config import load_config
+from textnb.corpora import iter_corpus, split
+from textnb.pipeline import SpamFilter
+from textnb.pmml import export_pmml, field_name, import_pmml, with_max_features
 
 
 def engine_scorer(name: str, path: Path):

@@ -1,6 +1,6 @@
 """Where training time goes: cProfile over SpamFilter.fit, summed by stage.
 
-    python bench/profile_train.py [--corpus spamassassin] [--limit N] [--stats OUT.prof]
+    python -m bench.profile_train [--corpus spamassassin] [--limit N] [--stats OUT.prof]
 
 Trains a filter on the corpus's train split (the corpora README's md5 split) in
 this process under cProfile, then prints the cumulative time of each stage's
@@ -29,8 +29,6 @@ import pstats
 import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from textnb import mail
 from textnb.corpora import CORPORA, corpora_root, iter_corpus, split

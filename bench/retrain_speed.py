@@ -1,6 +1,6 @@
 """How long retraining takes: 100 new messages into a model of the whole SpamAssassin corpus.
 
-    python bench/retrain_speed.py [--repeats 3] [--json bench/results/retrain_speed.json]
+    python -m bench.retrain_speed [--repeats 3] [--json bench/results/retrain_speed.json]
 
 SpamAssassin's files have no delivery order, so the corpus is put in a seeded
 shuffle (random.Random(SEED) over the sorted paths); the last 100 messages are
@@ -42,14 +42,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from textnb import retrain, store  # noqa: E402
-from textnb.corpora import corpora_root, iter_corpus  # noqa: E402
-from textnb.ledger import normalise  # noqa: E402
-from textnb.lock import model_lock  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.sources import RawMessage, iter_index  # noqa: E402
+from textnb import retrain, store
+from textnb.corpora import corpora_root, iter_corpus
+from textnb.ledger import normalise
+from textnb.lock import model_lock
+from textnb.pipeline import SpamFilter
+from textnb.sources import RawMessage, iter_index
 
 SEED = 2003
 N_NEW = 100

@@ -1,6 +1,6 @@
 """Where the time of a small retrain goes, with the whole-file rewrite and with the journal.
 
-    python bench/retrain_time.py [--repeats 3] [--json OUT]
+    python -m bench.retrain_time [--repeats 3] [--json OUT]
 
 Models. 5,000: the first 5,000 SpamAssassin messages in a seeded shuffle
 (random.Random(2003) over the sorted paths, as bench/retrain_speed.py). 50,000: every
@@ -41,17 +41,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from model_growth import TokenCache  # noqa: E402
-
-from textnb import delta, retrain, store  # noqa: E402
-from textnb.corpora import corpora_root, iter_corpus  # noqa: E402
-from textnb.ledger import normalise  # noqa: E402
-from textnb.lock import model_lock  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.sources import RawMessage  # noqa: E402
+from bench.common import TokenCache
+from textnb import delta, retrain, store
+from textnb.corpora import corpora_root, iter_corpus
+from textnb.ledger import normalise
+from textnb.lock import model_lock
+from textnb.pipeline import SpamFilter
+from textnb.sources import RawMessage
 
 SEED = 2003
 N_NEW = (1, 10, 100)

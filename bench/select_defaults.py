@@ -1,6 +1,6 @@
 """Choose settings on training data only: hash cross-validation *and* chronological validation.
 
-    python bench/select_defaults.py --variant "" --variant "tokenizer.header_mode=all" \\
+    python -m bench.select_defaults --variant "" --variant "tokenizer.header_mode=all" \\
         [--variant "model.max_discriminators=20,model.evidence=strongest" ...] \\
         [--corpus spamassassin ...] [--json OUT]
 
@@ -30,16 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from textnb.config import load_config, parse_override_value  # noqa: E402
-from textnb.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,  # noqa: E402
+from textnb.config import load_config, parse_override_value
+from textnb.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
                             is_test, iter_corpus)
-from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds  # noqa: E402
-from textnb.evidence import pair_columns  # noqa: E402
-from textnb.metrics import one_minus_auc_pct, sm_at_hm  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.vectorize import Vocabulary, binarize  # noqa: E402
+from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds
+from textnb.evidence import pair_columns
+from textnb.metrics import one_minus_auc_pct, sm_at_hm
+from textnb.pipeline import SpamFilter
+from textnb.vectorize import Vocabulary, binarize
 
 
 def parse_variant(text: str) -> dict:

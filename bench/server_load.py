@@ -1,6 +1,6 @@
 """The resident scorer under load: many clients at once, every verdict checked.
 
-    python bench/server_load.py [--clients 200] [--rounds 5] [--model PATH]
+    python -m bench.server_load [--clients 200] [--rounds 5] [--model PATH]
                                 [--max-clients 8] [--tcp] [--json OUT]
 
 Starts ``textnb serve`` (a separate process, its default bounds unless told
@@ -40,10 +40,9 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from textnb.client import ScorerUnavailable, ping, score_remote  # noqa: E402
-from textnb.corpora import corpora_root, iter_corpus, split  # noqa: E402
+from textnb.client import ScorerUnavailable, ping, score_remote
+from textnb.corpora import corpora_root, iter_corpus, split
 
 SAMPLE = ROOT / "corpora" / "sample"
 # Distinct messages the clients cycle through; each is scored once in process first.

@@ -1,7 +1,7 @@
 """How sure are the accuracy table's wins and losses? A paired bootstrap, textnb
 against bogofilter, on the same test messages.
 
-    python bench/significance.py [--corpus enron ...] [--resamples 2000]
+    python -m bench.significance [--corpus enron ...] [--resamples 2000]
         [--json bench/results/significance.json]
 
 For each corpus: textnb (the defaults, trained on the training split exactly as
@@ -31,53 +31,25 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from accuracy import test_scores  # noqa: E402
-from peers import run_bogofilter, write_split  # noqa: E402
-
-from textnb import metrics  # noqa: E402
-from textnb.config import load_config  # noqa: E402
-from textnb.corpora import corpora_root  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
+from bench.common import test_scores
+from bench.peers import run_bogofilter, write_split
+from bench.stats import paired_bootstrap
+from textnb import metrics
+from textnb.config import load_config
+from textnb.corpora import corpora_root
+from textnb.pipeline import SpamFilter
 
 CORPORA = ("spamassassin", "enron", "lingspam", "sms")
-METRICS = {
-    "one_minus_auc_pct": metrics.one_minus_auc_pct,
-    "sm_pct_at_hm_0.1pct": metrics.sm_at_hm,
-}
-
 
 def textnb_test_scores(split, cfg) -> np.ndarray:
     """textnb's log-odds of the test messages, trained on the training messages
-    (bench/accuracy.py's computation)."""
+    (``bench.common.test_scores``, as bench/accuracy.py computes them)."""
     spam_filter = SpamFilter(cfg)
     tokens = [spam_filter.tokens(raw) for raw in split.train_raw + split.test_raw]
     y = np.concatenate([split.y_train, split.y_test]).astype(np.int64)
     return test_scores(tokens, y, len(split.train_raw), cfg)[0]
 
-
-def paired_bootstrap(y: np.ndarray, a: np.ndarray, b: np.ndarray, n_resamples: int,
-                     seed: int = 0) -> dict:
-    """Per metric: a's and b's value, the 95% interval of a - b over stratified
-    resamples, and the share of resamples where a is lower (better) than b."""
-    y = np.asarray(y, dtype=bool)
-    spam, ham = np.flatnonzero(y), np.flatnonzero(~y)
-    rng = np.random.default_rng(seed)
-    diffs = {name: np.empty(n_resamples) for name in METRICS}
-    for i in range(n_resamples):
-        rows = np.concatenate([rng.choice(spam, spam.size), rng.choice(ham, ham.size)])
-        for name, metric in METRICS.items():
-            diffs[name][i] = metric(y[rows], a[rows]) - metric(y[rows], b[rows])
-    out = {}
-    for name, metric in METRICS.items():
-        d = diffs[name]
-        low, high = np.percentile(d, [2.5, 97.5])
-        out[name] = {"textnb": metric(y, a), "bogofilter": metric(y, b),
-                     "diff_ci95": [float(low), float(high)],
-                     "textnb_better_share": float(np.mean(d < 0)),
-                     "tie_share": float(np.mean(d == 0))}
-    return out
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,6 @@
 """Cross-validation over a whole corpus: textnb against bogofilter and scikit-learn.
 
-    python bench/tenfold_parts.py [--corpus lingspam] [--config FILE] [--set k=v ...]
+    python -m bench.tenfold_parts [--corpus lingspam] [--config FILE] [--set k=v ...]
         [--peer NAME ...] [--json bench/results/lingspam-folds.json]
 
 Ling-Spam (the default) comes in ten parts (``part1`` .. ``part10``), and its
@@ -26,7 +26,6 @@ as ``bench/peers.py`` runs them, on one file per message.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import tempfile
@@ -34,19 +33,16 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import peers  # noqa: E402
-from significance import paired_bootstrap  # noqa: E402
-
-from textnb import metrics  # noqa: E402
-from textnb.config import load_config, parse_override_value  # noqa: E402
-from textnb.corpora import CORPORA, corpora_root, iter_corpus  # noqa: E402
-from textnb.evaluate import fit_rows, score_rows  # noqa: E402
-from textnb.evidence import pair_columns  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.vectorize import Vocabulary, binarize  # noqa: E402
+from bench import peers
+from bench.folds import load_folds, peer_folds
+from bench.stats import paired_bootstrap
+from textnb import metrics
+from textnb.config import load_config, parse_override_value
+from textnb.corpora import CORPORA, corpora_root
+from textnb.evaluate import fit_rows, score_rows
+from textnb.evidence import pair_columns
+from textnb.pipeline import SpamFilter
+from textnb.vectorize import Vocabulary, binarize
 
 PEERS = {
     "bogofilter": peers.run_bogofilter,
@@ -54,19 +50,6 @@ PEERS = {
     "sklearn BNB": lambda s: peers.run_sklearn(s, bernoulli=True),
 }
 
-
-def fold_of(corpus: str, relpath: str) -> str:
-    """Ling-Spam: the message's part; any other corpus: 'hash0'..'hash4' (0 = test split)."""
-    if corpus == "lingspam":
-        return relpath.split("/", 1)[0]
-    return f"hash{int(hashlib.md5(relpath.encode('utf-8')).hexdigest(), 16) % 5}"
-
-
-def load(corpus: str = "lingspam") -> tuple[list[str], list[bytes], np.ndarray]:
-    """Every message of a corpus: its fold, its bytes, whether it is spam."""
-    examples = list(iter_corpus(corpus))
-    part = [fold_of(corpus, e.relpath) for e in examples]
-    return part, [e.raw for e in examples], np.array([e.label == "spam" for e in examples])
 
 
 def textnb_folds(cfg, part, raw, y) -> tuple[np.ndarray, np.ndarray]:
@@ -85,30 +68,6 @@ def textnb_folds(cfg, part, raw, y) -> tuple[np.ndarray, np.ndarray]:
         scores[test] = score_rows(model, Xf[test], cfg.model, pairs)
     return scores, scores > np.log(cfg.decision.cost_ratio)
 
-
-def peer_folds(run, part, raw, y, workdir: Path, corpus: str = "lingspam"
-               ) -> tuple[np.ndarray, np.ndarray, int]:
-    """A peer's pooled scores and verdicts over the folds, and its Unsure count."""
-    part = np.asarray(part)
-    scores, verdicts, unsure = np.zeros(len(raw)), np.zeros(len(raw), bool), 0
-    for name in sorted(set(part)):
-        fold_dir = Path(tempfile.mkdtemp(dir=workdir, prefix=name + "-"))
-        train, test = np.flatnonzero(part != name), np.flatnonzero(part == name)
-        rel = {}
-        for i in np.r_[train, test]:
-            where = f"test/{i:05d}" if part[i] == name else \
-                f"train/{'spam' if y[i] else 'ham'}/{i:05d}"
-            peers._write(fold_dir / where, raw[i])
-            rel[i] = where
-        s = peers.Split(corpus=corpus, workdir=fold_dir,
-                        train_spam=[rel[i] for i in train if y[i]],
-                        train_ham=[rel[i] for i in train if not y[i]],
-                        test=[rel[i] for i in test], y_test=y[test],
-                        train_raw=[raw[i] for i in train], y_train=y[train],
-                        test_raw=[raw[i] for i in test])
-        r = run(s)
-        scores[test], verdicts[test], unsure = r.scores, r.is_spam_pred, unsure + r.n_unsure
-    return scores, verdicts, unsure
 
 
 def figures(name, part, y, scores, verdicts, unsure=0) -> dict:
@@ -143,11 +102,11 @@ def main(argv=None) -> int:
         return 1
     overrides = {k: parse_override_value(v) for k, _, v in (s.partition("=") for s in args.set)}
     cfg = load_config(args.config, overrides)
-    part, raw, y = load(args.corpus)
+    part, raw, y = load_folds(args.corpus)
     ours = textnb_folds(cfg, part, raw, y)
     rows = [figures("textnb", part, y, *ours)]
     pooled = {}
-    available, notes = peers._peers()
+    available, notes = peers.available_peers()
     wanted = args.peer or list(PEERS)
     with tempfile.TemporaryDirectory(prefix=f"textnb-folds-{args.corpus}-") as tmp:
         for name in wanted:

@@ -1,6 +1,6 @@
 """Tuned thresholds against ln λ and bogofilter, on the corpora README's test split.
 
-    python bench/tune_costs.py [--corpus spamassassin --corpus enron] [--search]
+    python -m bench.tune_costs [--corpus spamassassin --corpus enron] [--search]
         [--plots DIR] [--json bench/results/tune-costs.json]
 
 For each corpus: tokenise train and test once; 5-fold stratified out-of-fold
@@ -33,16 +33,14 @@ import numpy as np
 from scipy.special import expit
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from textnb import calibration as cal  # noqa: E402
-from textnb.config import load_config  # noqa: E402
-from textnb.corpora import corpora_root, iter_corpus, split  # noqa: E402
-from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows  # noqa: E402
-from textnb.metrics import one_minus_auc_pct  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.tune import (  # noqa: E402
+from textnb import calibration as cal
+from textnb.config import load_config
+from textnb.corpora import corpora_root, iter_corpus, split
+from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows
+from textnb.metrics import one_minus_auc_pct
+from textnb.pipeline import SpamFilter
+from textnb.tune import (
     DEFAULT_COST_RATIOS,
     cross_fitted,
     describe,
@@ -50,7 +48,7 @@ from textnb.tune import (  # noqa: E402
     operating_point,
     search,
 )
-from textnb.vectorize import Vocabulary, binarize  # noqa: E402
+from textnb.vectorize import Vocabulary, binarize
 
 DEFAULT_OUT = ROOT / "bench" / "results" / "tune-costs.json"
 

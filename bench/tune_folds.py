@@ -1,6 +1,6 @@
 """Tuned cost on every message of a corpus, not one test split: textnb against bogofilter.
 
-    python bench/tune_folds.py [--corpus enron ...] [--search]
+    python -m bench.tune_folds [--corpus enron ...] [--search]
         [--json bench/results/tune-folds.json]
 
 bench/tune_costs.py scores the README's test split once; at λ = 999 one test ham
@@ -28,19 +28,17 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-import peers  # noqa: E402
-from tenfold_parts import load, peer_folds  # noqa: E402
-
-from textnb import calibration as cal  # noqa: E402
-from textnb.config import load_config  # noqa: E402
-from textnb.corpora import corpora_root  # noqa: E402
-from textnb.evaluate import fit_rows, score_rows  # noqa: E402
-from textnb.evidence import pair_columns  # noqa: E402
-from textnb.pipeline import SpamFilter  # noqa: E402
-from textnb.tune import DEFAULT_COST_RATIOS, describe, make_folds, tune_matrix  # noqa: E402
-from textnb.vectorize import Vocabulary, binarize  # noqa: E402
+from bench import peers
+from bench.folds import load_folds, peer_folds
+from textnb import calibration as cal
+from textnb.config import load_config
+from textnb.corpora import corpora_root
+from textnb.evaluate import fit_rows, score_rows
+from textnb.evidence import pair_columns
+from textnb.pipeline import SpamFilter
+from textnb.tune import DEFAULT_COST_RATIOS, describe, make_folds, tune_matrix
+from textnb.vectorize import Vocabulary, binarize
 
 
 def cost(y, flagged, lam: float) -> dict:
@@ -51,7 +49,7 @@ def cost(y, flagged, lam: float) -> dict:
 
 def run(corpus: str, cfg, lambdas=DEFAULT_COST_RATIOS, do_search: bool = False,
         log=print) -> dict:
-    part, raw, y = load(corpus)
+    part, raw, y = load_folds(corpus)
     part = np.asarray(part)
     spam_filter = SpamFilter(cfg)
     vocab = Vocabulary()

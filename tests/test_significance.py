@@ -1,14 +1,9 @@
-"""bench/significance.py's paired bootstrap on scores whose answer is known, and
-bench/tenfold_parts.py's folds."""
-
-import sys
-from pathlib import Path
+"""bench/stats.py's paired bootstrap (bench/significance.py's) on scores whose answer
+is known, and bench/folds.py's folds (bench/tenfold_parts.py's)."""
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-from significance import paired_bootstrap  # noqa: E402
+from bench.stats import paired_bootstrap
 
 RNG = np.random.default_rng(3)
 Y = np.r_[np.zeros(3000, bool), np.ones(1000, bool)]
@@ -43,9 +38,8 @@ def test_resamples_keep_the_class_sizes_and_are_reproducible():
 
 
 def test_whole_corpus_folds_extend_the_readme_split():
-    """bench/tenfold_parts.py's hash folds: fold 0 is exactly the README's test split."""
-    from tenfold_parts import fold_of
-
+    """bench/folds.py's hash folds: fold 0 is exactly the README's test split."""
+    from bench.folds import fold_of
     from textnb.corpora import is_test
 
     paths = [f"enron{i % 3 + 1}/{'spam' if i % 2 else 'ham'}/{i:04d}.txt" for i in range(500)]

@@ -1,0 +1,66 @@
+"""textnb-side helpers several bench scripts share: scoring a test split as a
+configured filter would, counting a filter from token lists and measuring it, and
+answering the tokenizer from a cache."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from textnb import metrics
+from textnb.evaluate import fit_rows, score_rows
+from textnb.evidence import PAIR_PREFIX, pair_columns
+from textnb.pipeline import SpamFilter
+from textnb.vectorize import Vocabulary, binarize
+
+
+def test_scores(tokens, y, n_train: int, cfg):
+    """Train on the first ``n_train`` token lists, score the rest as a filter with
+    ``cfg`` would: (their log-odds, the term-count matrix of all, its pair columns)."""
+    vocab = Vocabulary()
+    X = vocab.transform(tokens, grow=True)
+    model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features)
+    Xf = binarize(X) if cfg.features.features == "binary" else X
+    pairs = pair_columns(vocab.tokens_)
+    return score_rows(model, Xf[n_train:], cfg.model, pairs), X, pairs
+
+
+def tokenised(examples, spam_filter: SpamFilter) -> list[tuple[str, list[str]]]:
+    """(label, tokens) of each example, in order."""
+    return [(e.label, spam_filter.tokens(e.raw)) for e in examples]
+
+
+def trained(pairs: list[tuple[str, list[str]]]) -> SpamFilter:
+    """A default filter counted from (label, tokens) pairs."""
+    spam_filter = SpamFilter()
+    spam_filter.learn_tokens([t for _, t in pairs], [label for label, _ in pairs])
+    return spam_filter
+
+
+def measures(spam_filter: SpamFilter, test: list[tuple[str, list[str]]]) -> dict[str, float]:
+    """(1-AUC)%, sm% at hm 0.1% and the default threshold's error % on ``test``."""
+    y = np.array([label == "spam" for label, _ in test])
+    scores = spam_filter.log_odds_tokens([t for _, t in test])
+    called = np.array([str(label) == "spam" for label in spam_filter.cost_model().labels(scores)])
+    return {"1-auc%": metrics.one_minus_auc_pct(y, scores),
+            "sm%@hm0.1%": metrics.sm_at_hm(y, scores, 0.001),
+            "error%": 100.0 * float(np.mean(called != y))}
+
+
+class TokenCache:
+    """SpamFilter.tokens answered from a dict (normalised bytes -> tokens) inside the
+    block, so that the ledger path (retrain.learn_messages) runs without tokenising;
+    ``pairs=False`` leaves the ``bi:`` word pairs out (what tokenizer.bigrams = false
+    gives)."""
+
+    def __init__(self, tokens: dict[bytes, list[str]], pairs: bool = True):
+        self.tokens, self.pairs = tokens, pairs
+
+    def __enter__(self):
+        self.original = SpamFilter.tokens
+        tokens, pairs = self.tokens, self.pairs
+        SpamFilter.tokens = lambda _, raw: (list(tokens[raw]) if pairs else
+                                            [t for t in tokens[raw] if not t.startswith(PAIR_PREFIX)])
+        return self
+
+    def __exit__(self, *exc):
+        SpamFilter.tokens = self.original

@@ -1,0 +1,53 @@
+"""A whole corpus cut into folds (Ling-Spam's ten parts, or five by the corpora
+README's hash), and a peer filter run fold by fold on one file per message.
+Used by bench/tenfold_parts.py and bench/tune_folds.py."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from bench import peers
+from textnb.corpora import iter_corpus
+
+
+def fold_of(corpus: str, relpath: str) -> str:
+    """Ling-Spam: the message's part; any other corpus: 'hash0'..'hash4' (0 = test split)."""
+    if corpus == "lingspam":
+        return relpath.split("/", 1)[0]
+    return f"hash{int(hashlib.md5(relpath.encode('utf-8')).hexdigest(), 16) % 5}"
+
+
+def load_folds(corpus: str = "lingspam") -> tuple[list[str], list[bytes], np.ndarray]:
+    """Every message of a corpus: its fold, its bytes, whether it is spam."""
+    examples = list(iter_corpus(corpus))
+    part = [fold_of(corpus, e.relpath) for e in examples]
+    return part, [e.raw for e in examples], np.array([e.label == "spam" for e in examples])
+
+
+def peer_folds(run, part, raw, y, workdir: Path, corpus: str = "lingspam"
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    """A peer's pooled scores and verdicts over the folds, and its Unsure count."""
+    part = np.asarray(part)
+    scores, verdicts, unsure = np.zeros(len(raw)), np.zeros(len(raw), bool), 0
+    for name in sorted(set(part)):
+        fold_dir = Path(tempfile.mkdtemp(dir=workdir, prefix=name + "-"))
+        train, test = np.flatnonzero(part != name), np.flatnonzero(part == name)
+        rel = {}
+        for i in np.r_[train, test]:
+            where = f"test/{i:05d}" if part[i] == name else \
+                f"train/{'spam' if y[i] else 'ham'}/{i:05d}"
+            peers.write_file(fold_dir / where, raw[i])
+            rel[i] = where
+        s = peers.Split(corpus=corpus, workdir=fold_dir,
+                        train_spam=[rel[i] for i in train if y[i]],
+                        train_ham=[rel[i] for i in train if not y[i]],
+                        test=[rel[i] for i in test], y_test=y[test],
+                        train_raw=[raw[i] for i in train], y_train=y[train],
+                        test_raw=[raw[i] for i in test])
+        r = run(s)
+        scores[test], verdicts[test], unsure = r.scores, r.is_spam_pred, unsure + r.n_unsure
+    return scores, verdicts, unsure
