@@ -66,7 +66,7 @@ def test_a_message_without_headers_keeps_its_leading_blank_line():
 
 
 def test_normalised_message_tokenises_like_the_original(sample_filter):
-    # With the default header selection no dropped field is tokenised: learning the
+    # No dropped field is tokenised, in either header mode: learning the
     # normalised bytes learns what SpamFilter.fit learns from the raw ones.
     raw = _with_headers(MESSAGE, b"X-Spam-Flag: YES", b"Status: RO")
     assert sample_filter.tokens(normalise(raw)) == sample_filter.tokens(raw)

@@ -60,9 +60,15 @@ _DROP_PREFIXES = ("x-spam", "x-textnb-", "x-dspam-", "x-rspamd-", "x-crm114-",
                   "x-virus-", "x-evolution")
 
 
-def _dropped(field_line: bytes) -> bool:
-    name = field_line.split(b":", 1)[0].strip().lower().decode("latin-1")
+def added_after_delivery(name: str) -> bool:
+    """Whether a header field (lower-case name) is one that delivery agents, mail
+    clients or other filters add or change after a message arrives: not part of the
+    message as sent, so neither its identity here nor a token (``tokenize.py``)."""
     return name in _DROP_FIELDS or name.startswith(_DROP_PREFIXES)
+
+
+def _dropped(field_line: bytes) -> bool:
+    return added_after_delivery(field_line.split(b":", 1)[0].strip().lower().decode("latin-1"))
 
 
 def normalise(raw: bytes) -> bytes:

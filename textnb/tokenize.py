@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from . import scripts
 from .config import TokenizerConfig
+from .ledger import added_after_delivery
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
@@ -345,7 +346,15 @@ class EmailTokenizer:
     # -- headers -----------------------------------------------------------
     def header_tokens(self, name: str, value: str) -> list[str]:
         cfg = self.cfg
-        if name not in cfg.headers and cfg.header_mode != "all":
+        if cfg.header_mode != "all":
+            if name not in cfg.headers:
+                return []
+        elif added_after_delivery(name):
+            # Mail-client state (X-Keywords, Status), delivery stamps (Delivered-To) and
+            # other filters' verdicts (X-Spam-*, X-TextNB-*) are not in the message at
+            # the time it is filtered, only in the copy learned later; the ledger drops
+            # them from a message's identity for the same reason. In the SpamAssassin
+            # corpus X-Keywords marks 31% of the spam and 0.6% of the ham.
             return []
         tokens = [f"header:{name}"]
         if name in _OWN_NAMESPACES:  # "Control:" must not pose as textnb's control tokens
