@@ -311,22 +311,27 @@ def ham_tail_counts(ham_scores, levels: np.ndarray, share: float):
 
 
 def _pav(value: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Pool adjacent violators: the weighted least-squares non-decreasing fit."""
-    means: list[float] = []
+    """Pool adjacent violators: the weighted least-squares non-decreasing fit.
+
+    A block keeps its totals (sum of weight·value, sum of weight) and its mean is
+    their quotient, so a pooled block of 7.5 spams in 15 is exactly 0.5, however
+    the pooling went (running means drift in the last bit, and at λ = 1 a decision
+    turns on p > 1/2).
+    """
+    totals: list[float] = []
     weights: list[float] = []
     sizes: list[int] = []
     for v, w in zip(value.tolist(), weight.tolist()):
-        means.append(v)
+        totals.append(v * w)
         weights.append(w)
         sizes.append(1)
         # Merge backwards while the last block falls below the one before it.
-        while len(means) > 1 and means[-2] >= means[-1]:
-            w2 = weights[-2] + weights[-1]
-            m2 = (means[-2] * weights[-2] + means[-1] * weights[-1]) / w2
-            n2 = sizes[-2] + sizes[-1]
-            del means[-1], weights[-1], sizes[-1]
-            means[-1], weights[-1], sizes[-1] = m2, w2, n2
-    return np.repeat(np.array(means), sizes)
+        while len(totals) > 1 and totals[-2] * weights[-1] >= totals[-1] * weights[-2]:
+            totals[-2] += totals[-1]
+            weights[-2] += weights[-1]
+            sizes[-2] += sizes[-1]
+            del totals[-1], weights[-1], sizes[-1]
+    return np.repeat(np.array(totals) / np.array(weights), sizes)
 
 
 def _platt(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
