@@ -274,7 +274,7 @@ def test_cli_train_and_classify_with_jobs_give_the_same_model_and_verdicts(tmp_p
         result = runner.invoke(app, ["classify", "--model", model, "--json", "--jobs", jobs,
                                      unlabelled])
         assert result.exit_code == 0, result.output
-        outputs[jobs] = [json.loads(line) for line in result.output.splitlines()]
+        outputs[jobs] = [json.loads(line) for line in result.stdout.splitlines()]
     one, two = (_members((tmp_path / f"j{j}.tnb").read_bytes()) for j in ("1", "2"))
     meta_one, meta_two = (json.loads(m.pop("textnb-model.json")) for m in (one, two))
     assert one == two and meta_one == meta_two
