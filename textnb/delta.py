@@ -52,12 +52,12 @@ __all__ = ["COMPACT_FRACTION", "Journal", "JournalState", "Snapshot", "apply", "
 
 MAGIC = b"TNBD1"
 # Rewrite the model file once the journal would exceed this fraction of it. Replaying
-# costs more per byte than loading the file: on the 50,000-message model (14.5 MB,
-# load 1.66 s) 100 one-message records (0.49 MB, 3.4 %) add 0.46 s and 300 (1.47 MB,
-# 10 %) add 1.17 s, while a rewrite costs 2.0 s (bench/retrain_time.py,
-# docs/retraining.md#speed). At 5 % a load pays at most about +40 % (+20 % on average)
-# and a rewrite comes once per ~100 one-message runs; a 100-message record (0.31 MB)
-# still goes to the journal of that model and to a rewrite of a 5,000-message one.
+# costs more per byte than loading the file: on the 50,000-message model (14.6 MB, load
+# 1.7-1.9 s) 100 one-message records (0.5 MB, 3.6 %) added 0.17-0.46 s and 300 (1.5 MB,
+# 11 %) 0.26-1.17 s in two runs, while a rewrite costs 2.0-2.2 s (bench/retrain_time.py,
+# docs/retraining.md#speed). At 5 % a load pays at most about +40 % (the worse run) and a
+# rewrite comes once per ~100 one-message runs; a 100-message record (0.33 MB) still goes
+# to the journal of that model and to a rewrite of a 5,000-message one.
 COMPACT_FRACTION = 0.05
 
 
