@@ -149,10 +149,10 @@ def _in_process_scorer(model: Path):
     """score_with on a model loaded and warmed up here, as the scorer's own."""
     from textnb import store
     from textnb.filter import score_with
-    from textnb.server import _WARM_UP
+    from textnb.server import WARM_UP
 
     spam_filter = store.load(model)
-    score_with(spam_filter, _WARM_UP)
+    score_with(spam_filter, WARM_UP)
     return lambda raw: score_with(spam_filter, raw)
 
 

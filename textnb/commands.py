@@ -17,6 +17,7 @@ import numpy as np
 
 from .config import FilterConfig
 from .errors import EmptyTrainingSetError, SourceError
+from .labels import require_both_classes
 from .pipeline import ScoredMessage, SpamFilter
 from .sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
 from . import store
@@ -78,11 +79,7 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
     start = time.perf_counter()
     spam_filter = SpamFilter(config)
     report = engine.learn(spam_filter, files, progress=progress)
-    missing = [k for k, v in spam_filter.n_learned.items() if v == 0]
-    if missing:
-        raise EmptyTrainingSetError(
-            f"no {' or '.join(missing)} messages in the training set; textnb needs "
-            "examples of both spam and ham (give --spam and --ham sources, or an index)")
+    require_both_classes(spam_filter.n_learned)
     elapsed = time.perf_counter() - start
     with model_lock(model_path):  # never interleaved with a retrain of the same file
         store.save(spam_filter, model_path)

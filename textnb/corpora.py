@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MailboxFormatError, SourceError
+from .labels import LABELS
 
 __all__ = ["CORPORA", "CHRONOLOGICAL", "Example", "chronological_split", "corpora_root",
            "delivery_order", "is_test", "iter_corpus", "message_time", "split"]
@@ -243,7 +244,7 @@ def _iter_spamassassin(root: Path) -> Iterator[Example]:
 def _iter_enron(root: Path) -> Iterator[Example]:
     base = _require_dir(root / "enron-spam")
     for part in _ENRON_PARTS:
-        for label in ("ham", "spam"):
+        for label in LABELS:
             for path in _message_files(base / part / label):
                 yield Example(f"{part}/{label}/{path.name}", label, path.read_bytes())
 

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-LABELS = ("ham", "spam")
-
 
 @dataclass(frozen=True)
 class Decision:

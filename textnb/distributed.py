@@ -66,10 +66,11 @@ import numpy as np
 
 from . import store
 from .config import FilterConfig
-from .engines.counting import LABELS, Counts, Work, count_work, merge_counts
+from .engines.counting import Counts, Work, count_work, merge_counts
 from .errors import EmptyTrainingSetError, SourceError, TextnbError
+from .labels import LABEL_CODES, LABELS
 from .ledger import DIGEST_SIZE, normalise
-from .pipeline import LABEL_CODES, ScoredMessage, SpamFilter
+from .pipeline import ScoredMessage, SpamFilter
 
 # The single-process plan and readers themselves, so a worker reads a file exactly as
 # iter_labelled does (tests/test_distributed.py checks the two streams are equal).

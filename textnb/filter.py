@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from . import __version__
+from .labels import LABELS
 
 __all__ = ["Verdict", "EXIT_CODES", "EXIT_ERROR", "verdict_fields", "header_end",
            "add_verdict", "add_headers", "filter_message", "exit_code", "in_process_scorer",
@@ -263,7 +264,7 @@ def learn_verdict(model_path, raw: bytes, verdict: Verdict, lock_timeout: float 
     temporary file (mode 0600) because retrain reads sources by path.
     RETURNS (bool): whether the model file was rewritten.
     """
-    if verdict.label not in ("spam", "ham"):
+    if verdict.label not in LABELS:  # an unsure verdict is not learned
         return False
     import os
     import tempfile

@@ -162,6 +162,15 @@ class _BaseNB:
         self._update_class_log_prior()
         return self
 
+    def set_counts(self, class_count, feature_count) -> "_BaseNB":
+        """Replace the counts (a model read from a file): class_count of shape
+        (n_classes,), feature_count of shape (n_classes, n_features)."""
+        self._reset(feature_count.shape[1])
+        self.class_count_ = class_count
+        self.feature_count_ = feature_count
+        self._update()
+        return self
+
     def _reset(self, n_features: int) -> None:
         self.class_count_ = np.zeros(self.n_classes)
         self._fc = np.zeros((self.n_classes, n_features))

@@ -20,6 +20,7 @@ from . import evidence
 from .config import FilterConfig
 from .decision import CostModel, Decision
 from .errors import EmptyTrainingSetError, NotFittedError
+from .labels import LABEL_CODES, LABELS, require_both_classes
 from .ledger import Ledger
 from .mail import MailLimits, parse_message
 from .naive_bayes import make_model
@@ -29,8 +30,6 @@ from .vectorize import Vocabulary, feature_mask
 if TYPE_CHECKING:
     from .parallel import TokenWorkers
     from .sources import RawMessage
-
-LABEL_CODES = {"ham": 0, "spam": 1}
 
 # Messages tokenised before their counts are added in one sparse product: large
 # enough to amortise the product, small enough that memory stays flat.
@@ -67,11 +66,18 @@ class SpamFilter:
     """
 
     # Worker processes that share the parsing and tokenising (``with self.parallel(jobs)``).
-    # A class-level default, so that fit's re-initialisation keeps a running pool.
+    # A class-level default, which reset() leaves alone: fit keeps a running pool.
     _workers: TokenWorkers | None = None
 
     def __init__(self, config: FilterConfig | None = None):
         self.config = (config or FilterConfig()).validate()
+        self._tokenizer: EmailTokenizer | None = None
+        self.mail_limits: MailLimits = self.config.mail  # the [mail] section's bounds
+        self.reset()
+
+    def reset(self) -> "SpamFilter":
+        """Forget everything learned (counts, ledger, tuning); keep the configuration
+        and the tokenizer."""
         self.vocabulary = Vocabulary()
         self.doc_freq_ = np.zeros(0)
         m = self.config.model
@@ -85,11 +91,10 @@ class SpamFilter:
         # A map from log-odds to a calibrated P(spam), fitted out of fold by `tune`
         # (JSON-able; None: the model's own posterior, expit(log-odds)).
         self.calibration: dict | None = None
-        self.n_learned = {"ham": 0, "spam": 0}
+        self.n_learned = dict.fromkeys(LABELS, 0)
         # Which messages the counts hold (textnb.retrain keeps it; SpamFilter.fit does not).
         self.ledger = Ledger()
-        self._tokenizer: EmailTokenizer | None = None
-        self.mail_limits: MailLimits = self.config.mail  # the [mail] section's bounds
+        return self
 
     # -- state in, state out ---------------------------------------------------------
     @classmethod
@@ -115,13 +120,10 @@ class SpamFilter:
         if class_count.shape != (2,) or feature_count.shape != (2, n) or doc_freq.shape != (n,):
             raise ValueError(f"counts of shapes {class_count.shape}, {feature_count.shape} and "
                              f"{doc_freq.shape} do not fit a vocabulary of {n} tokens")
-        spam_filter.model._reset(n)
-        spam_filter.model.class_count_ = class_count
-        spam_filter.model.feature_count_ = feature_count
-        spam_filter.model._update()
+        spam_filter.model.set_counts(class_count, feature_count)
         spam_filter.doc_freq_ = doc_freq
         spam_filter._update_mask()
-        spam_filter.n_learned = {"ham": 0, "spam": 0, **(n_learned or {})}
+        spam_filter.n_learned = {**dict.fromkeys(LABELS, 0), **(n_learned or {})}
         spam_filter.ledger = ledger if ledger is not None else Ledger()
         spam_filter.threshold, spam_filter.calibration = threshold, calibration
         if numeric is not None:
@@ -179,13 +181,9 @@ class SpamFilter:
     def fit(self, messages: Iterable[RawMessage], progress: Callable[[int], None] | None = None
             ) -> "SpamFilter":
         """Train from scratch on labelled messages."""
-        self.__init__(self.config)
+        self.reset()
         self.learn(messages, progress=progress)
-        if min(self.n_learned.values()) == 0:
-            missing = [k for k, v in self.n_learned.items() if v == 0]
-            raise EmptyTrainingSetError(
-                f"no {' or '.join(missing)} messages in the training set; textnb needs "
-                "examples of both spam and ham (give --spam and --ham sources, or an index)")
+        require_both_classes(self.n_learned)
         return self
 
     def learn(self, messages: Iterable[RawMessage], progress: Callable[[int], None] | None = None,
@@ -230,7 +228,7 @@ class SpamFilter:
         self.doc_freq_[columns] += weight * np.asarray(doc_freq, dtype=np.float64)
         class_count = weight * np.asarray(class_count, dtype=np.float64)
         self.model.add_counts(class_count, fc)
-        for code, label in enumerate(("ham", "spam")):
+        for code, label in enumerate(LABELS):
             self.n_learned[label] += int(class_count[code])
         self._update_mask()
 
@@ -243,7 +241,7 @@ class SpamFilter:
         columns, df = np.unique(X.indices, return_counts=True)
         self.doc_freq_[columns] += weight * df
         self.model.partial_fit(X, y, np.full(len(y), weight, dtype=np.float64))
-        for code, label in enumerate(("ham", "spam")):
+        for code, label in enumerate(LABELS):
             self.n_learned[label] += int(weight * np.sum(y == code))
         return np.union1d(columns, np.arange(before, n))
 

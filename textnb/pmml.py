@@ -59,16 +59,15 @@ from . import __version__, store
 from .config import config_from_dict
 from .errors import NotFittedError, PMMLError
 from .evidence import selection_text
-from .naive_bayes import make_model
+from .labels import LABELS
 from .pipeline import SpamFilter
-from .vectorize import Vocabulary
 
 __all__ = ["export_pmml", "import_pmml", "with_max_features", "field_name", "token_of"]
 
 PMML_NS = "http://www.dmg.org/PMML-4_4"
 FORMAT_NAME = "textnb-pmml"
 FORMAT_VERSION = 1
-CLASSES = ("ham", "spam")  # textnb's label codes 0 and 1
+CLASSES = LABELS  # textnb's label codes 0 and 1
 ESCAPED = "textnb-escaped:"
 # Characters an XML 1.0 attribute cannot hold, plus tab/CR/LF (kept as character
 # references by the spec, but normalised to spaces by careless readers).
@@ -108,19 +107,10 @@ def with_max_features(spam_filter: SpamFilter, max_features: int) -> SpamFilter:
         raise PMMLError(f"max_features={max_features}; give a positive number of terms")
     cfg = spam_filter.config
     config = replace(cfg, features=replace(cfg.features, max_features=max_features))
-    pruned = SpamFilter(config)
-    m = config.model
-    model = make_model(m.event_model, alpha=m.alpha, fit_prior=m.fit_prior,
-                       class_prior=m.class_prior)
-    model._reset(spam_filter.model.feature_count_.shape[1])
-    model.class_count_ = spam_filter.model.class_count_.copy()
-    model.feature_count_ = spam_filter.model.feature_count_.copy()
-    model._update()
-    pruned.model = model
-    pruned.vocabulary = spam_filter.vocabulary
-    pruned.doc_freq_ = spam_filter.doc_freq_.copy()
-    pruned._update_mask()
-    pruned.n_learned = dict(spam_filter.n_learned)
+    pruned = SpamFilter.from_counts(
+        config, spam_filter.vocabulary.tokens_, spam_filter.model.class_count_.copy(),
+        spam_filter.model.feature_count_.copy(), spam_filter.doc_freq_,
+        n_learned=dict(spam_filter.n_learned))
     pruned.numeric = getattr(spam_filter, "numeric", None)
     return pruned
 
@@ -351,8 +341,6 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
     except (KeyError, TypeError, ValueError) as exc:
         raise PMMLError(f"'{name}': textnb's Extension is damaged ({exc})") from None
     m = config.model
-    model = make_model(m.event_model, alpha=m.alpha, fit_prior=m.fit_prior,
-                       class_prior=m.class_prior)
     bernoulli = m.event_model == "bernoulli"
     if bernoulli != (doc["kind"] == "NaiveBayesModel"):
         raise PMMLError(f"'{name}': a {doc['kind']} cannot hold a {m.event_model} model")
@@ -372,25 +360,20 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
                             f"alpha={m.alpha} in textnb's Extension; was the document edited?")
     else:
         counts = np.asarray(meta["feature_count"], dtype=np.float64).reshape(2, n)
-    model._reset(n)
-    model.class_count_ = class_count
-    # C order, as training builds it: sums over F-ordered rows round differently.
-    model.feature_count_ = np.ascontiguousarray(counts)
-    model._update()
+    doc_freq = meta["doc_freq"] if "doc_freq" in meta else counts.sum(axis=0)
+    try:
+        spam_filter = SpamFilter.from_counts(
+            config, [token_of(t) for t in terms], class_count, counts, doc_freq,
+            threshold=meta.get("threshold"), calibration=meta.get("calibration"))
+    except ValueError as exc:
+        raise PMMLError(f"'{name}': textnb's Extension is damaged ({exc})") from None
     if not bernoulli:
+        model = spam_filter.model
         weights = model.feature_log_prob_[1] - model.feature_log_prob_[0]
         stored = np.array([doc["coefficients"][t] for t in terms])
         if not np.allclose(weights, stored, rtol=0, atol=1e-9):
             raise PMMLError(f"'{name}': the coefficients disagree with the counts in textnb's "
                             "Extension; was the document edited?")
-    spam_filter = SpamFilter(config)
-    spam_filter.vocabulary = Vocabulary([token_of(t) for t in terms])
-    spam_filter.model = model
-    spam_filter.doc_freq_ = (np.asarray(meta["doc_freq"], dtype=np.float64) if "doc_freq" in meta
-                             else counts.sum(axis=0))
-    spam_filter._update_mask()
-    spam_filter.threshold = meta.get("threshold")
-    spam_filter.calibration = meta.get("calibration")
     spam_filter.n_learned = {k: int(v) for k, v in meta.get("n_learned", {}).items()}
     if "numeric" in meta:
         from .numeric import from_json

@@ -55,7 +55,7 @@ log = logging.getLogger("textnb.server")
 POLL_SECONDS = 0.2
 # Scored once on every (re)load, so that spaCy's tokenizer and the vocabulary's first
 # lookups are built before the model serves a request, not during one.
-_WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http://example.com/ $10\n"
+WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http://example.com/ $10\n"
 # spaCy's vocabulary keeps every distinct string it has tokenised, and mail brings new
 # ones in every message: scoring the 6,047 SpamAssassin messages adds 114,000 strings
 # and 115 MB; 3,000 messages of 200 random words add 600,000 strings and 370 MB. So
@@ -126,7 +126,7 @@ class ResidentModel:
     def _load_warm(self):
         spam_filter = self._load(self.path)
         if not self._share_tokenizer(spam_filter):
-            score_with(spam_filter, _WARM_UP)
+            score_with(spam_filter, WARM_UP)
         self.loads += 1
         return spam_filter
 

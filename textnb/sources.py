@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import MailboxFormatError, SourceError
+from .labels import LABELS
 from .skipped import lenient, unreadable
 
 __all__ = ["RawMessage", "SourceFile", "iter_messages", "iter_index", "iter_tsv", "iter_labelled",
            "plan_labelled", "plan_unlabelled", "read_planned"]
 
-LABELS = ("spam", "ham")
 _BLANK = (b"\n", b"\r\n")
 
 PathSpec = str | os.PathLike

@@ -34,6 +34,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .errors import TextnbError
+from .labels import LABELS
 
 __all__ = ["BUCKETS", "MetricsError", "Telemetry", "parse_metrics_address", "serve_metrics"]
 
@@ -93,7 +94,7 @@ class Telemetry:
                 self.latency.setdefault(kind, _Histogram()).observe(seconds)
             if kind in ("score", "message") and label in self.verdicts:
                 self.verdicts[label] += 1
-            elif kind == "learn" and label in ("spam", "ham"):
+            elif kind == "learn" and label in LABELS:
                 self.learned[label] += 1
             elif kind == "forget":
                 self.learned["forget"] += 1

@@ -34,7 +34,8 @@ from .config import FilterConfig
 from .errors import EmptyTrainingSetError
 from .evaluate import chronological_folds, fit_rows, out_of_fold_log_odds, stratified_folds
 from .evidence import RankedEvidence
-from .pipeline import BATCH_SIZE, LABEL_CODES, SpamFilter
+from .labels import LABEL_CODES
+from .pipeline import BATCH_SIZE, SpamFilter
 from .vectorize import binarize
 
 __all__ = [

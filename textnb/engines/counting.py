@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ledger import LABELS, tokens_hash
+from ..labels import LABELS
+from ..ledger import tokens_hash
 from ..pipeline import SpamFilter
 from ..retrain import LedgerMismatchError
 from ..vectorize import Vocabulary
 
-__all__ = ["LABELS", "Counts", "merge_counts", "Work", "Counted", "count_work", "count_into"]
+__all__ = ["Counts", "merge_counts", "Work", "Counted", "count_work", "count_into"]
 
 
 

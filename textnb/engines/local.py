@@ -29,7 +29,8 @@ import numpy as np
 from .. import pipeline
 from ..errors import EmptyTrainingSetError
 from ..ledger import Ledger, normalise
-from ..pipeline import LABEL_CODES, SpamFilter
+from ..labels import LABEL_CODES
+from ..pipeline import SpamFilter
 from ..sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
 from .counting import Counted, Work, count_into, count_work
 from .workers import Workers, available_cores
