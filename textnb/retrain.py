@@ -58,6 +58,7 @@ import numpy as np
 from . import delta, store
 from .config import FilterConfig
 from .errors import EmptyTrainingSetError, NotFittedError, SourceError, TextnbError
+from .labels import LABELS, require_both_classes
 from .ledger import normalise, tokens_hash
 from .lock import model_lock, remove_stale_temp_files
 from .pipeline import BATCH_SIZE, SpamFilter
@@ -130,7 +131,7 @@ class _Seen:
 
     @classmethod
     def of(cls, message: RawMessage) -> "_Seen":
-        if message.label not in ("spam", "ham"):
+        if message.label not in LABELS:
             raise EmptyTrainingSetError(
                 f"message {message.source!r} has no label ({message.label!r}); give it as "
                 "--spam or --ham, or through an index file")
@@ -175,13 +176,9 @@ def fit(spam_filter: SpamFilter, messages: Iterable[RawMessage],
         progress: Callable[[int], None] | None = None) -> LearnReport:
     """Train from scratch through the ledger (``textnb train``): SpamFilter.fit, where a
     message given twice is learned once (with the last label given)."""
-    spam_filter.__init__(spam_filter.config)
+    spam_filter.reset()
     report = learn_messages(spam_filter, messages, progress=progress)
-    missing = [k for k, v in spam_filter.n_learned.items() if v == 0]
-    if missing:
-        raise EmptyTrainingSetError(
-            f"no {' or '.join(missing)} messages in the training set; textnb needs "
-            "examples of both spam and ham (give --spam and --ham sources, or an index)")
+    require_both_classes(spam_filter.n_learned)
     return report
 
 
