@@ -41,10 +41,11 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from .labels import LABELS
+
 __all__ = ["Ledger", "message_digest", "normalise", "tokens_hash", "DIGEST_SIZE"]
 
 DIGEST_SIZE = 32  # SHA-256
-LABELS = ("ham", "spam")  # label codes 0 and 1, as in pipeline.LABEL_CODES
 
 # Header fields (lower case) added or rewritten after the sender's MTA: by the final
 # delivery agent, by mailbox formats and clients (flags, sizes, IMAP state) and by filters.
