@@ -16,7 +16,7 @@ from textnb.kde import GRID_STEPS, KernelDensityNB, loo_bandwidth, loo_log_likel
 from textnb.numeric import FEATURES, feature_matrix
 from textnb.pipeline import SpamFilter
 from textnb.pmml import export_pmml, field_name, import_pmml, with_max_features
-from textnb.pmml_score import load_naive_bayes
+from textnb.pmml.score import load_naive_bayes
 from textnb.sources import iter_index
 
 from conftest import SAMPLE_INDEX

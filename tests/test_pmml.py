@@ -18,7 +18,7 @@ from textnb.config import load_config
 from textnb.errors import PMMLError
 from textnb.pipeline import SpamFilter
 from textnb.pmml import ESCAPED, export_pmml, field_name, import_pmml, token_of, with_max_features
-from textnb.pmml_score import load_naive_bayes
+from textnb.pmml.score import load_naive_bayes
 from textnb.sources import iter_index
 
 from conftest import SAMPLE_INDEX

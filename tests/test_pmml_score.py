@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from textnb.cli import app
 from textnb.errors import PMMLError
-from textnb.pmml_score import load_naive_bayes, read_csv_columns
+from textnb.pmml.score import load_naive_bayes, read_csv_columns
 
 from conftest import PROJECT
 

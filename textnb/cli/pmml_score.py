@@ -25,7 +25,7 @@ def pmml_score_cli(
     implement (Targets, transformations other than Discretize, other models) are refused
     by name.
     """
-    from ..pmml_score import score_csv
+    from ..pmml.score import score_csv
 
     with operator_errors():
         result = score_csv(pmml, data)

@@ -55,12 +55,12 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from . import __version__, store
-from .config import config_from_dict
-from .errors import NotFittedError, PMMLError
-from .evidence import selection_text
-from .labels import LABELS
-from .pipeline import SpamFilter
+from .. import __version__, store
+from ..config import config_from_dict
+from ..errors import NotFittedError, PMMLError
+from ..evidence import selection_text
+from ..labels import LABELS
+from ..pipeline import SpamFilter
 
 __all__ = ["export_pmml", "import_pmml", "with_max_features", "field_name", "token_of"]
 
@@ -130,7 +130,7 @@ def export_pmml(spam_filter: SpamFilter) -> bytes:
     numeric_names = []
     taken = set(names)
     if numeric is not None:
-        from .numeric import export_parameters
+        from ..numeric import export_parameters
 
         numeric_params = export_parameters(numeric)
         numeric_names = [_unique(f"textnb:{n}", taken) for n in numeric_params["features"]]
@@ -206,7 +206,7 @@ def _meta(spam_filter: SpamFilter, kept: np.ndarray, bernoulli: bool, numeric_na
     if not bernoulli and spam_filter.config.features.features == "tf":
         meta["doc_freq"] = spam_filter.doc_freq_[kept].tolist()  # not the counts' sum
     if numeric_names:
-        from .numeric import to_json
+        from ..numeric import to_json
 
         meta["numeric"] = dict(to_json(spam_filter.numeric), fields=numeric_names)
     return meta
@@ -280,7 +280,7 @@ def export_file(model_path: Path, out: Path, max_features: int = 0) -> dict:
     """``textnb export``: write a model file's PMML document atomically; returns a summary."""
     import time
 
-    from . import store
+    from .. import store
 
     spam_filter = store.load(model_path)
     start = time.perf_counter()
@@ -310,7 +310,7 @@ def export_file(model_path: Path, out: Path, max_features: int = 0) -> dict:
 
 def import_file(pmml_path: Path, model_path: Path) -> dict:
     """``textnb import``: a textnb PMML export back to a model file; returns a summary."""
-    from . import store
+    from .. import store
 
     spam_filter = import_pmml(pmml_path)
     store.save(spam_filter, model_path)
@@ -376,7 +376,7 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
                             "Extension; was the document edited?")
     spam_filter.n_learned = {k: int(v) for k, v in meta.get("n_learned", {}).items()}
     if "numeric" in meta:
-        from .numeric import from_json
+        from ..numeric import from_json
 
         spam_filter.numeric = from_json(meta["numeric"])
     return spam_filter

@@ -1,5 +1,5 @@
 """Values of PMML fields: typing, validity, missing-value and invalid-value treatment,
-and the per-input log-factor tables that :mod:`textnb.pmml_score` sums.
+and the per-input log-factor tables that :mod:`textnb.pmml.score` sums.
 
 A raw cell (str, number, None) becomes the value the model sees in
 :meth:`FieldSpec.prepare` (the ``MiningField``'s ``missingValueReplacement``,
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import gammaln
 
-from .errors import PMMLError
+from ..errors import PMMLError
 
 __all__ = ["DATA_TYPES", "FieldSpec", "InputTable", "InvalidValue", "factorize", "interval",
            "number", "parse_value", "required"]

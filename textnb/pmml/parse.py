@@ -1,4 +1,4 @@
-"""Read a PMML ``NaiveBayesModel`` into log-factor tables (for :mod:`textnb.pmml_score`).
+"""Read a PMML ``NaiveBayesModel`` into log-factor tables (for :mod:`textnb.pmml.score`).
 
 The document is streamed with ``iterparse``: each ``BayesInput`` is tabulated when it
 ends and its elements are dropped, so a model of a hundred thousand inputs costs its
@@ -18,8 +18,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .errors import PMMLError
-from .pmml_values import (
+from ..errors import PMMLError
+from .values import (
     DATA_TYPES,
     FieldSpec,
     InputTable,

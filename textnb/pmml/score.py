@@ -26,7 +26,7 @@ Anything else a document may hold that changes the numbers (``Targets``, derived
 fields other than ``Discretize``, other model types, other distributions, output
 expressions) is refused with a :class:`PMMLError` naming the element: textnb never
 returns a number it did not compute by the rules above (reading and checking the
-document is :mod:`textnb.pmml_parse`).
+document is :mod:`textnb.pmml.parse`).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from pathlib import Path
 import numpy as np
 from scipy.special import logsumexp
 
-from .errors import PMMLError
-from .pmml_parse import Reader
-from .pmml_values import FieldSpec, InputTable, InvalidValue, factorize
+from ..errors import PMMLError
+from .parse import Reader
+from .values import FieldSpec, InputTable, InvalidValue, factorize
 
 __all__ = ["NaiveBayesDocument", "load_naive_bayes", "read_csv_columns", "score_csv"]
 
