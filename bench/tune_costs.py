@@ -68,9 +68,9 @@ def tokenised(name: str, spam_filter: SpamFilter):
 def bogofilter_test_verdicts(name: str):
     """bogofilter's Spam verdicts on the test split (True = Spam), or a note why not."""
     try:
-        import peers
+        from bench import peers
     except ImportError as exc:
-        return None, f"bench/peers.py not importable ({exc}); bogofilter skipped"
+        return None, f"bench.peers not importable ({exc}); bogofilter skipped"
     import shutil
 
     if not shutil.which("bogofilter"):
