@@ -44,6 +44,28 @@ def sample_model_file(tmp_path_factory, sample_filter) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def memo_tokens():
+    """SpamFilter.tokens memoised per message for one test module: the tokenizer is
+    deterministic, and modules about counts, ledgers and files (retrain, prune, the
+    journal) would take minutes tokenising the sample over and over. Use it
+    with ``pytestmark = pytest.mark.usefixtures("memo_tokens")``."""
+    from textnb.pipeline import SpamFilter
+
+    cache = {}
+    tokens = SpamFilter.tokens
+
+    def memo(self, raw):
+        key = (self.config.tokenizer, raw)  # tests that change tokenizer settings too
+        if key not in cache:
+            cache[key] = tokens(self, raw)
+        return list(cache[key])
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(SpamFilter, "tokens", memo)
+        yield
+
+
 @pytest.fixture
 def model_path(tmp_path) -> Path:
     return tmp_path / "model.tnb"

@@ -19,19 +19,7 @@ MESSAGES = list(iter_index(SAMPLE_INDEX))  # 40 spam, 60 ham
 FLIP = {"spam": "ham", "ham": "spam"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def memo_tokens():
-    cache = {}
-    tokens = SpamFilter.tokens
-
-    def memo(self, raw):
-        if raw not in cache:
-            cache[raw] = tokens(self, raw)
-        return list(cache[raw])
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(SpamFilter, "tokens", memo)
-        yield
+pytestmark = pytest.mark.usefixtures("memo_tokens")
 
 
 def assert_identical(a: SpamFilter, b: SpamFilter) -> None:

@@ -280,8 +280,7 @@ def test_an_oversized_message_is_accepted_unscored(tmp_path, model_file):
 def test_reloads_a_new_model_and_keeps_the_old_one_when_damaged(tmp_path, model_file):
     path = tmp_path / "model.tnb"
     path.write_bytes(model_file.read_bytes())
-    swapped = SpamFilter().fit(RawMessage(m.source, m.raw, {"spam": "ham", "ham": "spam"}[m.label])
-                               for m in iter_index(SAMPLE_INDEX))
+    swapped = swapped_filter()
     with MilterProcess(tmp_path, path, "--reload-interval", "0.1") as running:
         assert miltertest(running.spec, SPAM, ADDED)["status"] == "spam"
         damaged = tmp_path / "damaged"
@@ -499,6 +498,18 @@ def swapped_filter():
                             for m in iter_index(SAMPLE_INDEX))
 
 
+def user_models(tmp_path, model_file):
+    """A --models folder: the sample model as _shared, the swapped one as alice's.
+    RETURNS (folder, alice's filter)."""
+    folder = tmp_path / "models"
+    (folder / "_shared").mkdir(parents=True)
+    (folder / "_shared" / "model.tnb").write_bytes(model_file.read_bytes())
+    (folder / "alice").mkdir()
+    swapped = swapped_filter()
+    store.save(swapped, folder / "alice" / "model.tnb")
+    return folder, swapped
+
+
 def scrape(port: int) -> dict[str, float]:
     import urllib.request
 
@@ -511,12 +522,7 @@ def scrape(port: int) -> dict[str, float]:
 @pytest.mark.slow
 def test_the_recipient_chooses_the_users_model_and_the_metrics_count_it(tmp_path, model_file,
                                                                        local):
-    folder = tmp_path / "models"
-    (folder / "_shared").mkdir(parents=True)
-    (folder / "_shared" / "model.tnb").write_bytes(model_file.read_bytes())
-    (folder / "alice").mkdir()
-    swapped = swapped_filter()
-    store.save(swapped, folder / "alice" / "model.tnb")
+    folder, swapped = user_models(tmp_path, model_file)
     spec, metrics = f"inet:{free_port()}@127.0.0.1", free_port()
     shared_fields = [("h", n + b"\0" + v + b"\0")
                      for n, v in verdict_fields(score_with(local, SPAM))]

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from textnb import store
 from textnb.filter import score_with, verdict_fields
 
-from test_milter import HAM, SPAM, MilterProcess, free_port, local, model_file, swapped_filter  # noqa: F401
+from test_milter import HAM, SPAM, MilterProcess, free_port, local, model_file, user_models  # noqa: F401
 
 POSTFIX = shutil.which("postfix") or (Path("/usr/sbin/postfix") if Path("/usr/sbin/postfix").exists()
                                       else None)
@@ -219,12 +218,7 @@ def test_postfix_delivers_through_the_milter_and_accepts_when_it_is_down(tmp_pat
 
 
 def test_postfix_per_user_verdicts_by_recipient(tmp_path, model_file, local):
-    folder = tmp_path / "models"
-    (folder / "_shared").mkdir(parents=True)
-    (folder / "_shared" / "model.tnb").write_bytes(model_file.read_bytes())
-    (folder / "alice").mkdir()
-    swapped = swapped_filter()
-    store.save(swapped, folder / "alice" / "model.tnb")
+    folder, swapped = user_models(tmp_path, model_file)
     milter_port = free_port()
     spec = f"inet:{milter_port}@127.0.0.1"
     with PostfixInstance(milter_port) as postfix:

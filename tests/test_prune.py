@@ -22,19 +22,7 @@ from conftest import SAMPLE_INDEX
 MESSAGES = list(iter_index(SAMPLE_INDEX))  # 40 spam, 60 ham
 
 
-@pytest.fixture(scope="module", autouse=True)
-def memo_tokens():
-    cache = {}
-    tokens = SpamFilter.tokens
-
-    def memo(self, raw):
-        if raw not in cache:
-            cache[raw] = tokens(self, raw)
-        return list(cache[raw])
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(SpamFilter, "tokens", memo)
-        yield
+pytestmark = pytest.mark.usefixtures("memo_tokens")
 
 
 def expected_counts(spam_filter: SpamFilter, by_digest: dict) -> dict:

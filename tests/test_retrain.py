@@ -42,22 +42,7 @@ CONFIGS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def memo_tokens():
-    """Tokenise each message once per module. The tokenizer is deterministic, and these
-    tests are about counts, ledgers and files; without the cache they take minutes."""
-    cache = {}
-    tokens = SpamFilter.tokens
-
-    def memo(self, raw):
-        key = (self.config.tokenizer, raw)
-        if key not in cache:
-            cache[key] = tokens(self, raw)
-        return list(cache[key])
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(SpamFilter, "tokens", memo)
-        yield
+pytestmark = pytest.mark.usefixtures("memo_tokens")
 
 
 def _flip(messages, every=1):

@@ -8,7 +8,6 @@ from typing import Optional
 
 import typer
 
-from ..evidence import selection_text
 from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
 
 
@@ -16,6 +15,7 @@ from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
 def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
     """Show what a model was trained on, its settings and its size."""
     from .. import commands
+    from ..evidence import selection_text
     from ..health import training_health
 
     with operator_errors():
