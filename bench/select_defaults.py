@@ -54,8 +54,9 @@ class Corpus:
     """One corpus's messages, their hash and chronological training rows, and token lists
     cached per tokenizer setting."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, keep_tokens: bool = False):
         self.name = name
+        self.keep_tokens = keep_tokens  # keep the vocabulary's tokens (``tokens_``)
         examples = list(iter_corpus(name))
         self.raw = [e.raw for e in examples]
         self.y = np.array([e.label == "spam" for e in examples], dtype=np.int64)
@@ -79,6 +80,8 @@ class Corpus:
             seconds = time.perf_counter() - start
             vocab = Vocabulary()
             X = vocab.transform(tokens, grow=True)
+            if self.keep_tokens:
+                self.tokens_ = vocab.tokens_
             self._tokens[key] = (X, pair_columns(vocab.tokens_), seconds)
         return self._tokens[key]
 
