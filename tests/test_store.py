@@ -139,3 +139,44 @@ def test_a_file_saved_before_evidence_modes_keeps_scoring_as_it_did(sample_index
     loaded = store.load(model_path)
     assert loaded.config.model.evidence == "strongest"
     np.testing.assert_array_equal(_scores(loaded, sample_index), want)
+
+
+def _rewritten(data: bytes, member: str, content: bytes) -> bytes:
+    """A model file's bytes with one member replaced (and its checksum updated)."""
+    import hashlib
+    import io
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as zin, zipfile.ZipFile(out, "w") as zout:
+        meta = json.loads(zin.read("textnb-model.json"))
+        meta["sha256"][member] = hashlib.sha256(content).hexdigest()
+        for name in zin.namelist():
+            zout.writestr(name, json.dumps(meta) if name == "textnb-model.json"
+                          else content if name == member else zin.read(name))
+    return out.getvalue()
+
+
+def test_a_loaded_model_scores_one_message_without_its_index_as_with_it(sample_model_file,
+                                                                       sample_index):
+    """``load`` leaves the vocabulary's index unbuilt (``textnb filter`` scores one
+    message); the scores are those of the model with the index, bit for bit."""
+    indexed, _ = store.load_for_update(sample_model_file)
+    assert indexed.vocabulary._index is not None
+    raws = [m.raw for m in iter_index(sample_index)][::7]
+    for raw in raws:
+        lazy = store.load(sample_model_file)
+        np.testing.assert_array_equal(lazy.log_odds([raw]), indexed.log_odds([raw]))
+        assert lazy.vocabulary._index is None
+    lazy = store.load(sample_model_file)
+    np.testing.assert_array_equal(lazy.log_odds(raws), indexed.log_odds(raws))
+
+
+def test_a_repeated_token_is_damage_when_loading_for_update(sample_filter, model_path):
+    tokens = list(sample_filter.vocabulary.tokens_)
+    tokens[1] = tokens[0]
+    model_path.write_bytes(_rewritten(store.dumps(sample_filter), "vocabulary.json",
+                                      json.dumps(tokens).encode("ascii")))
+    with pytest.raises(ModelFormatError, match="damaged.*duplicate"):
+        store.load_for_update(model_path)
+    with pytest.raises(ValueError, match="duplicate"):  # load: when the index is built
+        store.load(model_path).vocabulary.index_

@@ -47,3 +47,41 @@ def test_feature_mask_min_df_and_max_features():
     # the 3 most frequent, ties by column order
     np.testing.assert_array_equal(feature_mask(df, max_features=3), [1, 0, 1, 1, 0, 0])
     np.testing.assert_array_equal(feature_mask(df, min_df=3, max_features=2), [1, 0, 1, 0, 0, 0])
+
+
+def _same_csr(a, b):
+    return (a.shape == b.shape and np.array_equal(a.indptr, b.indptr)
+            and np.array_equal(a.indices, b.indices) and np.array_equal(a.data, b.data))
+
+
+def test_first_lookup_finds_the_columns_the_index_gives(sample_filter, sample_index):
+    from textnb.sources import iter_index
+
+    tokens = sample_filter.vocabulary.tokens_
+    docs = [sample_filter.tokens(m.raw) for m in iter_index(sample_index)][:5]
+    docs.append(["never-seen", tokens[0], "never-seen"])
+    indexed = Vocabulary(tokens)
+    indexed.index_  # built before any lookup: the dict path
+    for binary in (False, True):
+        lazy = Vocabulary(tokens)
+        X = lazy.transform(docs, binary=binary)
+        assert lazy._index is None  # the first lookup went without the index
+        assert _same_csr(X, indexed.transform(docs, binary=binary))
+        assert _same_csr(lazy.transform(docs, binary=binary), X)  # the second builds it
+        assert lazy._index == indexed.index_
+
+
+def test_repeated_token_is_reported_by_the_index_and_by_a_lookup_that_meets_it():
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocabulary(["a", "b", "a"]).index_
+    np.testing.assert_array_equal(Vocabulary(["a", "b", "a"]).columns(["b", "c"]), [1, -1])
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocabulary(["a", "b", "a"]).columns(["a"])
+
+
+def test_growing_after_a_lookup_without_the_index_keeps_columns_in_order_of_first_sight():
+    vocab = Vocabulary(["free", "money"])
+    np.testing.assert_array_equal(vocab.columns(["money", "x"]), [1, -1])
+    vocab.transform([["x", "free", "y"]], grow=True)
+    assert vocab.tokens_ == ["free", "money", "x", "y"]
+    assert vocab.index_ == {"free": 0, "money": 1, "x": 2, "y": 3}

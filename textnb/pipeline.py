@@ -108,7 +108,8 @@ class SpamFilter:
             scores are summed, so keep the saved order to score bit for bit alike).
         class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,);
             label codes 0 ham, 1 spam.
-        RETURNS (SpamFilter); ValueError when the shapes disagree or a token repeats.
+        RETURNS (SpamFilter); ValueError when the shapes disagree (a repeated token:
+        when the vocabulary's index is built, ``Vocabulary.index_``).
         """
         spam_filter = cls(config)
         spam_filter.vocabulary = Vocabulary(tokens)

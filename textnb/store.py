@@ -180,13 +180,24 @@ def with_saved_defaults(config: dict) -> dict:
 
 def load(path: str | Path) -> SpamFilter:
     """Read a model file and apply its journal (``MODEL.delta``, textnb.delta);
-    ModelFormatError names the problem and the fix."""
-    return load_for_update(path)[0]
+    ModelFormatError names the problem and the fix.
+
+    The vocabulary's token -> column index is built when first needed, not here
+    (``Vocabulary.columns``): scoring one message (``textnb filter``) finds its few
+    columns without it. A repeated token in the vocabulary then raises ValueError
+    when the index is built; ``load_for_update`` reports it at once, as damage.
+    """
+    return _read(path, index=False)[0]
 
 
 def load_for_update(path: str | Path):
     """``load``, and the journal's state (``textnb.delta.JournalState``) that
-    ``delta.commit`` appends to. RETURNS (SpamFilter, JournalState)."""
+    ``delta.commit`` appends to; the vocabulary's index is built and checked.
+    RETURNS (SpamFilter, JournalState)."""
+    return _read(path, index=True)
+
+
+def _read(path: str | Path, index: bool):
     path = Path(path)
     if not path.exists():
         raise ModelFormatError(
@@ -197,7 +208,7 @@ def load_for_update(path: str | Path):
     except OSError as exc:
         raise ModelFormatError(f"cannot read model '{path}': {(exc.strerror or str(exc)).lower()}; "
                                "give --model the path of a readable model file") from None
-    spam_filter = loads(data, name=str(path))
+    spam_filter = loads(data, name=str(path), index=index)
     from .delta import journal_path, replay
 
     try:
@@ -213,7 +224,9 @@ def load_for_update(path: str | Path):
     return spam_filter, state
 
 
-def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
+def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
+    """The filter a model file's bytes hold (``index``: build and check the vocabulary's
+    token -> column index now; else on first need, as ``load`` does)."""
     damaged = (f"model file '{name}' is damaged (truncated or corrupted); restore it from a "
                "backup or train it again")
     if not data.startswith(b"PK\x03\x04"):  # every model file starts as a ZIP archive
@@ -272,6 +285,8 @@ def loads(data: bytes, name: str = "<bytes>") -> SpamFilter:
             config, tokens, arrays["class_count"], arrays["feature_count"], arrays["doc_freq"],
             n_learned=n_learned, ledger=ledger, threshold=meta.get("threshold"),
             calibration=meta.get("calibration"), numeric=numeric or None)
+        if index:
+            spam_filter.vocabulary.index_  # a repeated token raises ValueError
     except ValueError as exc:  # shapes that disagree with the vocabulary, a repeated token
         raise ModelFormatError(damaged + f" ({exc})") from None
     return spam_filter

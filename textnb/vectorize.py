@@ -9,7 +9,7 @@ applies when it turns counts into log-probabilities; nothing is thrown away.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,20 +21,56 @@ class Vocabulary:
     Attributes
     ----------
     tokens_ : list of str, the token of each column, in order of first sight.
-    index_ : dict token -> column.
+    index_ : dict token -> column, built on first use (see ``columns``).
+
+    A repeated token raises ValueError when the index is built (or when ``columns``
+    meets it), not at construction: a loaded model that only scores a message or two
+    never builds the index.
     """
 
     def __init__(self, tokens: Sequence[str] = ()):
         self.tokens_: list[str] = list(tokens)
-        self.index_: dict[str, int] = {t: i for i, t in enumerate(self.tokens_)}
-        if len(self.index_) != len(self.tokens_):
-            raise ValueError("vocabulary has duplicate tokens")
+        self._index: dict[str, int] | None = None
+        self._lookups = 0  # calls to ``columns`` made without the index
+
+    @property
+    def index_(self) -> dict[str, int]:
+        if self._index is None:
+            index = dict(zip(self.tokens_, range(len(self.tokens_))))
+            if len(index) != len(self.tokens_):
+                raise ValueError("vocabulary has duplicate tokens")
+            self._index = index
+        return self._index
 
     def __len__(self) -> int:
         return len(self.tokens_)
 
     def __contains__(self, token: str) -> bool:
         return token in self.index_
+
+    def columns(self, tokens: Sequence[str]) -> np.ndarray:
+        """The column of each token, -1 for tokens not in the vocabulary.
+
+        The first call on a vocabulary without its index finds the columns in one pass
+        over the tokens instead of building the index; later calls build it. On the
+        SpamAssassin model (549,730 tokens, one message of 403 distinct tokens) the pass
+        costs 34 ms and the index 140 ms (best of 5, load 0.6), so ``textnb filter`` on
+        one message, which loads the model for that message alone, skips the index; a
+        second batch (``classify``, the resident server) builds it once.
+
+        RETURNS (ndarray of int64, shape (len(tokens),)).
+        """
+        if self._index is None and self._lookups == 0:
+            self._lookups += 1
+            wanted = set(tokens)
+            found = list(compress(range(len(self.tokens_)),
+                                  map(wanted.__contains__, self.tokens_)))
+            index = {self.tokens_[j]: j for j in found}
+            if len(index) != len(found):
+                raise ValueError("vocabulary has duplicate tokens")
+        else:
+            index = self.index_
+        return np.fromiter(map(index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
 
     def add(self, tokens: Iterable[str]) -> np.ndarray:
         """The column of each token, adding unseen tokens at the end in the order given.
@@ -62,10 +98,10 @@ class Vocabulary:
         if isinstance(docs, (str, bytes)):
             raise TypeError("an iterable of token lists is expected, got a single string")
         docs = docs if isinstance(docs, list) else list(docs)
-        index = self.index_
         tokens = self.tokens_
         flat = list(chain.from_iterable(docs))
         if grow:
+            index = self.index_
             # New columns in order of first sight: dict.fromkeys keeps that order.
             seen = dict.fromkeys(flat)
             if not seen.keys() <= index.keys():
@@ -74,7 +110,7 @@ class Vocabulary:
                 tokens.extend(new)
             cols = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
         else:
-            cols = np.fromiter(map(index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+            cols = self.columns(flat)
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
         rows = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
         if not grow:  # unknown tokens are dropped
