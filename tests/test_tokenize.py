@@ -93,3 +93,29 @@ def test_a_header_named_like_our_own_namespaces_cannot_forge_their_tokens():
     tokens = tok.header_tokens("control", "nul-bytes") + tok.header_tokens("url", "x.example")
     assert "control:nul-bytes" not in tokens and "header-control:nul-bytes" in tokens
     assert "url:x.example" not in tokens and "header:control" in tokens
+
+
+def test_lexical_attributes_are_spacys_english_ones():
+    """lexical_attributes runs English's lex_attrs module from its file instead of
+    importing spacy.lang.en: the getters must be the English pipeline's, code and data."""
+    from spacy.attrs import IS_CURRENCY, IS_SPACE, LIKE_EMAIL, LIKE_NUM, LIKE_URL
+    from spacy.lang.en import English
+    from spacy.lang.lex_attrs import LEX_ATTRS
+
+    from textnb.tokenize import lexical_attributes
+
+    english = {**LEX_ATTRS, **English.Defaults.lex_attr_getters}
+    ours = lexical_attributes()
+    words = ["42", "-3.5", "1/2", "one", "Twenty", "millionth", "tenths", "x1", "$", "€", "£5",
+             " ", "\n", "a b", "bob@example.org", "bob@", "www.example.com",
+             "http://x.io/a?b=1", "example.com", "e.g.", "free", "III"]
+    for attr, name in ((LIKE_URL, "like_url"), (LIKE_EMAIL, "like_email"),
+                       (LIKE_NUM, "like_num"), (IS_CURRENCY, "is_currency"),
+                       (IS_SPACE, "is_space")):
+        mine, theirs = getattr(ours, name), english[attr]
+        assert mine.__code__ == theirs.__code__, name
+        assert [mine(w) for w in words] == [theirs(w) for w in words], name
+    assert ours.like_num.__globals__["_num_words"] == \
+        English.Defaults.lex_attr_getters[LIKE_NUM].__globals__["_num_words"]
+    assert ours.like_num.__globals__["_ordinal_words"] == \
+        English.Defaults.lex_attr_getters[LIKE_NUM].__globals__["_ordinal_words"]
