@@ -44,6 +44,10 @@ from .pipeline import SpamFilter
 FORMAT_NAME = "textnb-model"
 FORMAT_VERSION = 1
 _META = "textnb-model.json"
+# zlib level 1, not 6: SpamAssassin's model (549,730 tokens, 28 MB of members)
+# compresses in 0.16 s CPU instead of 0.47 s, to 4.44 MB instead of 3.72 (+19%);
+# every train and retrain writes the whole file, so the time is paid often.
+ZLIB_LEVEL = 1
 _ARRAYS = ("class_count", "feature_count", "doc_freq")
 
 
@@ -99,7 +103,8 @@ def dumps(spam_filter: SpamFilter) -> bytes:
         "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
     }
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED,
+                         compresslevel=ZLIB_LEVEL) as zf:
         zf.writestr(_META, json.dumps(meta, indent=2, sort_keys=True))
         for name, data in members.items():
             zf.writestr(name, data)
