@@ -193,6 +193,29 @@ def _filter(model, raw, *args):
     return result.exit_code, result.stdout_bytes, result.stderr_bytes
 
 
+def test_cli_filter_pauses_the_collector_while_it_runs_and_restores_it(sample_model,
+                                                                       monkeypatch):
+    """The command is one message per process: no cyclic collection while it runs, and
+    everything frozen before the interpreter's collection at exit (gc.freeze at exit)."""
+    import gc
+
+    import textnb.filter
+
+    seen, at_exit = [], []
+    scorer = textnb.filter.in_process_scorer
+
+    def watched(path, cost_ratio=None):
+        score = scorer(path, cost_ratio)
+        return lambda raw: (seen.append(gc.isenabled()), score(raw))[1]
+
+    monkeypatch.setattr(textnb.filter, "in_process_scorer", watched)
+    monkeypatch.setattr("atexit.register", at_exit.append)
+    raw = sorted((SAMPLE / "unlabelled").iterdir())[0].read_bytes()
+    code, out, _ = _filter(sample_model, raw)
+    assert code in (0, 1, 2) and b"X-TextNB-Status: " in out
+    assert seen == [False] and gc.isenabled() and at_exit == [gc.freeze]
+
+
 def test_cli_filter_adds_headers_and_exits_by_verdict(sample_model):
     for path in sorted((SAMPLE / "unlabelled").iterdir())[:3]:
         raw = path.read_bytes()
