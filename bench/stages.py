@@ -17,13 +17,16 @@ On the corpus's README split (written to a temporary folder, one file a message,
    and count (or score) stages: start-up, reading, digests, hashes, merging,
    building matrices, saving.
 3. ``textnb filter`` on one message: its start-up split into the interpreter,
-   importing textnb's CLI, importing the scoring modules (NumPy, SciPy, spaCy),
-   loading the model, building the tokenizer and scoring (a child process per part,
-   best of 3).
+   importing textnb's CLI, importing the scoring modules (NumPy, SciPy, the pipeline),
+   loading the model, building the tokenizer (spaCy's import) and scoring (the probe,
+   one child process), the whole command in another, and the rest (the whole minus
+   the parts: the CLI's dispatch, the message's input and output, exit); best of
+   ``--repeats``. ``--startup-only`` runs just this.
 
 With ``--before DIR`` (a folder holding an earlier ``textnb/``, e.g. from ``git
-archive REV textnb | tar -x -C DIR``) the commands of 2. are also run with that code,
-in the same run, for a before/after table.
+archive REV textnb | tar -x -C DIR``) the commands of 2. and the start-up of 3. are
+also run with that code, in the same run (3. interleaved round by round), for a
+before/after table.
 
 The machine is shared: the load average is recorded before and after, and speeds
 are reported as ratios to bogofilter's, measured in the same run.
@@ -50,19 +53,21 @@ from textnb.pipeline import SpamFilter
 from textnb.sources import plan_unlabelled, read_planned
 
 STARTUP_PROBE = r"""
-import json, sys, time
+import contextlib, json, sys, time
 t0 = time.perf_counter()
 import textnb.cli                                   # what every command imports
 t1 = time.perf_counter()
-from textnb import store                            # NumPy, SciPy, the pipeline
-from textnb.filter import score_with
-t2 = time.perf_counter()
-spam_filter = store.load(sys.argv[1])
-t3 = time.perf_counter()
-spam_filter.tokenizer.spacy                         # spaCy's blank tokenizer and rules
-t4 = time.perf_counter()
-score_with(spam_filter, open(sys.argv[2], "rb").read(), None)
-t5 = time.perf_counter()
+# The command's collector policy (textnb.cli.filter.one_message_gc), where the code has one.
+with getattr(sys.modules["textnb.cli.filter"], "one_message_gc", contextlib.nullcontext)():
+    from textnb import store                        # NumPy, SciPy, the pipeline
+    from textnb.filter import score_with
+    t2 = time.perf_counter()
+    spam_filter = store.load(sys.argv[1])
+    t3 = time.perf_counter()
+    spam_filter.tokenizer.spacy                     # spaCy's blank tokenizer and rules
+    t4 = time.perf_counter()
+    score_with(spam_filter, open(sys.argv[2], "rb").read(), None)
+    t5 = time.perf_counter()
 print(json.dumps({"import_cli": t1 - t0, "import_scoring": t2 - t1, "load_model": t3 - t2,
                   "tokenizer": t4 - t3, "score": t5 - t4}))
 """
@@ -123,6 +128,16 @@ def run(cmd: list[str], cwd: Path, code: Path | None = None) -> dict[str, float]
     return {"wall_s": round(wall, 3), "cpu_s": round(used, 3)}
 
 
+def train_default(s: peers.Split) -> Path:
+    """``m-default.tnb``: the training split learned by the default ``textnb train``."""
+    index = s.workdir / "train.index"
+    index.write_text("".join(f"spam {p}\n" for p in s.train_spam)
+                     + "".join(f"ham {p}\n" for p in s.train_ham))
+    subprocess.run([sys.executable, "-m", "textnb", "train", "--model", "m-default.tnb",
+                    "--index", index.name], cwd=s.workdir, check=True, stdout=subprocess.DEVNULL)
+    return s.workdir / "m-default.tnb"
+
+
 def commands(s: peers.Split, before: Path | None = None) -> dict[str, dict]:
     """textnb's train and classify, one process and the default (and the same commands
     of the ``before`` code), and bogofilter's."""
@@ -145,24 +160,49 @@ def commands(s: peers.Split, before: Path | None = None) -> dict[str, dict]:
     return out
 
 
-def startup(s: peers.Split) -> dict[str, float]:
-    """``textnb filter`` on one message: each part's seconds, best of 3 (module docstring, 3.)."""
-    message = s.workdir / s.test[0]
-    model = s.workdir / "m-default.tnb"
-    best: dict[str, float] = {}
-    for _ in range(3):
-        python = run([sys.executable, "-c", "pass"], s.workdir)["wall_s"]
-        probe = subprocess.run([sys.executable, "-c", STARTUP_PROBE, str(model), str(message)],
-                               check=True, capture_output=True, text=True)
-        parts = {"python": python, **json.loads(probe.stdout)}
-        start = time.perf_counter()
-        with open(message, "rb") as stdin:
-            subprocess.run([sys.executable, "-m", "textnb", "filter", "--model", str(model)],
-                           stdin=stdin, stdout=subprocess.DEVNULL, check=False)
-        parts["whole_filter"] = time.perf_counter() - start
-        for k, v in parts.items():
-            best[k] = min(best.get(k, v), v)
-    return {k: round(v, 3) for k, v in best.items()}
+def startup(model: Path, message: Path, codes: dict[str, Path | None],
+            repeats: int = 5) -> dict[str, dict[str, float]]:
+    """``textnb filter`` on one message with each code folder (None: this checkout): each
+    part's seconds, best of ``repeats``, the codes interleaved round by round (module
+    docstring, 3.). "rest" is the whole command minus the interpreter and the probe's
+    parts: the CLI's dispatch, reading and writing the message, exit.
+
+    Each folder's modules are compiled first (``compileall``): with
+    PYTHONDONTWRITEBYTECODE set, code without cached bytecode would be compiled on every
+    start, which a user's installed copy never is.
+    """
+    import compileall
+
+    import textnb
+
+    for code in codes.values():
+        compileall.compile_dir(str((code or Path(textnb.__file__).parent.parent) / "textnb"),
+                               quiet=1)
+    best: dict[str, dict[str, float]] = {name: {} for name in codes}
+    for _ in range(repeats):
+        for name, code in codes.items():
+            env = dict(os.environ, PYTHONPATH=str(code)) if code else None
+            # Out of this checkout (cwd comes first on sys.path, before PYTHONPATH).
+            cwd = model.parent
+            python = run([sys.executable, "-c", "pass"], cwd)["wall_s"]
+            probe = subprocess.run([sys.executable, "-c", STARTUP_PROBE, str(model), str(message)],
+                                   check=True, capture_output=True, text=True, env=env, cwd=cwd)
+            parts = {"python": python, **json.loads(probe.stdout)}
+            start = time.perf_counter()
+            with open(message, "rb") as stdin:
+                subprocess.run([sys.executable, "-m", "textnb", "filter", "--model", str(model)],
+                               stdin=stdin, stdout=subprocess.DEVNULL, check=False, env=env,
+                               cwd=cwd)
+            parts["whole_filter"] = time.perf_counter() - start
+            parts["rest"] = parts["whole_filter"] - sum(v for k, v in parts.items()
+                                                        if k != "whole_filter")
+            for k, v in parts.items():
+                best[name][k] = min(best[name].get(k, v), v)
+    return {name: {k: round(v, 3) for k, v in parts.items()} for name, parts in best.items()}
+
+
+def startup_codes(before: Path | None) -> dict[str, Path | None]:
+    return {"before": before, "now": None} if before else {"now": None}
 
 
 def table(result: dict) -> list[str]:
@@ -189,8 +229,15 @@ def table(result: dict) -> list[str]:
                          f"{r['cpu_s']:.2f} s CPU")
     lines.append("train's other parts alone (CPU s): " + ", ".join(
         f"{k} {st[k]:.2f}" for k in ("read", "digest", "tokens_hash", "save")))
-    lines.append("filter start-up (s): " + ", ".join(f"{k} {v:.3f}"
-                                                     for k, v in result["startup"].items()))
+    return lines + startup_table(result)
+
+
+def startup_table(result: dict) -> list[str]:
+    lines = [f"filter start-up, {name} (s): " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items())
+             for name, parts in result["startup"].items()]
+    if "load_startup" in result:
+        lines.append(f"start-up load average {result['load_startup'][0]:.2f} -> "
+                     f"{result['load_startup'][1]:.2f}")
     return lines
 
 
@@ -200,16 +247,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="write the result here")
     parser.add_argument("--before", type=Path, help="a folder with an earlier textnb/ to "
                         "run the same commands with")
+    parser.add_argument("--startup-only", action="store_true", help="only 3. (textnb filter's "
+                        "start-up, best of --repeats), on a model trained with the default command")
+    parser.add_argument("--repeats", type=int, default=5, help="rounds of the start-up probe")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="textnb-stages-") as tmp:
         s = peers.write_split(args.corpus, Path(tmp))
         result = {"corpus": args.corpus, "n_train": len(s.train_spam) + len(s.train_ham),
                   "n_test": len(s.test), "cores": os.cpu_count(), "load_before": load()}
-        result["stages"] = stages(s)
-        result["commands"] = commands(s, args.before)
-        result["startup"] = startup(s)
+        if args.startup_only:
+            train_default(s)
+        else:
+            result["stages"] = stages(s)
+            result["commands"] = commands(s, args.before)
+        start_load = load()
+        result["startup"] = startup(s.workdir / "m-default.tnb", s.workdir / s.test[0],
+                                    startup_codes(args.before), args.repeats)
+        result["load_startup"] = [start_load, load()]
         result["load_after"] = load()
-    for line in table(result):
+    for line in startup_table(result) if args.startup_only else table(result):
         print(line)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
