@@ -1,5 +1,6 @@
 """Model files: round trip, atomic writes, damage and version checks, no pickle."""
 
+import io
 import json
 import zipfile
 
@@ -33,6 +34,23 @@ def test_file_is_a_zip_of_json_and_npy_only(sample_filter, model_path):
                      "feature_count.npy", "doc_freq.npy"}
     assert meta["format"] == "textnb-model" and meta["format_version"] == store.FORMAT_VERSION
     assert set(meta["sha256"]) == names - {"textnb-model.json"}
+
+
+def test_members_written_piece_by_piece_are_the_whole_encodings(sample_filter, model_path,
+                                                               monkeypatch):
+    """save() streams each member into the archive (no member held whole); the bytes are
+    those of json.dumps and np.save of the whole arrays, and the checksums hold."""
+    monkeypatch.setattr(store, "_JSON_PIECE", 7)  # many pieces, one of them short
+    store.save(sample_filter, model_path)
+    with zipfile.ZipFile(model_path) as zf:
+        vocabulary = zf.read("vocabulary.json")
+        feature_count = zf.read("feature_count.npy")
+    assert vocabulary == json.dumps(sample_filter.vocabulary.tokens_).encode("ascii")
+    buffer = io.BytesIO()
+    np.save(buffer, sample_filter.model.feature_count_, allow_pickle=False)
+    assert feature_count == buffer.getvalue()
+    assert store.load(model_path).vocabulary.tokens_ == sample_filter.vocabulary.tokens_
+    assert store.loads(store.dumps(sample_filter)).vocabulary.tokens_ == sample_filter.vocabulary.tokens_
 
 
 def test_save_leaves_no_temporary_files(sample_filter, model_path):

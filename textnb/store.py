@@ -59,10 +59,34 @@ def default_model_path() -> Path:
     return Path(base) / "textnb" / "model.tnb"
 
 
-def _npy_bytes(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-    return buffer.getvalue()
+class _Hashing(io.RawIOBase):
+    """A write-only file that passes bytes on to ``out`` and keeps their SHA-256."""
+
+    def __init__(self, out) -> None:
+        self.out, self.sha256 = out, hashlib.sha256()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.sha256.update(data)
+        self.out.write(data)
+        return len(data)
+
+
+# Tokens per piece of ``vocabulary.json`` encoded at a time: the JSON text of five
+# million tokens (~100 MB) never exists at once (``write_model``).
+_JSON_PIECE = 100_000
+
+
+def _write_json_list(fh, items) -> None:
+    """``json.dumps(items)``'s bytes (ASCII), written piece by piece."""
+    fh.write(b"[")
+    for start in range(0, len(items), _JSON_PIECE):
+        if start:
+            fh.write(b", ")
+        fh.write(json.dumps(items[start:start + _JSON_PIECE])[1:-1].encode("ascii"))
+    fh.write(b"]")
 
 
 def description(spam_filter: SpamFilter, format_name: str = FORMAT_NAME,
@@ -80,34 +104,47 @@ def description(spam_filter: SpamFilter, format_name: str = FORMAT_NAME,
     }
 
 
-def dumps(spam_filter: SpamFilter) -> bytes:
-    """The model file's bytes."""
+def write_model(spam_filter: SpamFilter, fh) -> None:
+    """Write the model file's bytes to ``fh`` (a binary file), one member at a time.
+
+    Each member is encoded straight into the archive, its SHA-256 taken on the way, and
+    the description with the checksums goes last: no member's bytes are ever held
+    whole. Holding them all (as bytes, then compressed) had been the peak of a
+    training run's memory: 70 bytes a token on top of the model itself, 350 MB for a
+    mailbox of five million tokens (docs/benchmarks.md, memory at scale).
+    """
     model = spam_filter.model
     if not hasattr(model, "class_count_"):
         from .errors import NotFittedError
         raise NotFittedError("the filter is not trained; nothing to save")
-    members = {
-        "vocabulary.json": json.dumps(spam_filter.vocabulary.tokens_).encode("ascii"),
-        "class_count.npy": _npy_bytes(model.class_count_),
-        "feature_count.npy": _npy_bytes(model.feature_count_),
-        "doc_freq.npy": _npy_bytes(spam_filter.doc_freq_),
-    }
+    arrays = {"class_count": model.class_count_, "feature_count": model.feature_count_,
+              "doc_freq": spam_filter.doc_freq_}
     if len(spam_filter.ledger) or spam_filter.ledger.next_serial:
-        arrays = spam_filter.ledger.to_arrays(len(spam_filter.vocabulary.tokens_))
-        members.update({f"{name}.npy": _npy_bytes(array) for name, array in arrays.items()})
+        arrays.update(spam_filter.ledger.to_arrays(len(spam_filter.vocabulary.tokens_)))
     if getattr(spam_filter, "numeric", None) is not None:  # model.numeric_model (textnb.numeric)
-        members.update({f"numeric_{name}.npy": _npy_bytes(array)
-                        for name, array in spam_filter.numeric.to_arrays().items()})
-    meta = {
-        **description(spam_filter),
-        "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in members.items()},
-    }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED,
+        arrays.update({f"numeric_{name}": array
+                       for name, array in spam_filter.numeric.to_arrays().items()})
+    checksums = {}
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED,
                          compresslevel=ZLIB_LEVEL) as zf:
+        def member(name: str, write) -> None:
+            with zf.open(name, "w", force_zip64=True) as out:
+                hashing = _Hashing(out)
+                write(hashing)
+            checksums[name] = hashing.sha256.hexdigest()
+
+        member("vocabulary.json", lambda out: _write_json_list(out, spam_filter.vocabulary.tokens_))
+        for name, array in arrays.items():
+            member(f"{name}.npy", lambda out, a=array: np.save(out, np.ascontiguousarray(a),
+                                                                 allow_pickle=False))
+        meta = {**description(spam_filter), "sha256": checksums}
         zf.writestr(_META, json.dumps(meta, indent=2, sort_keys=True))
-        for name, data in members.items():
-            zf.writestr(name, data)
+
+
+def dumps(spam_filter: SpamFilter) -> bytes:
+    """The model file's bytes."""
+    buffer = io.BytesIO()
+    write_model(spam_filter, buffer)
     return buffer.getvalue()
 
 
@@ -117,17 +154,19 @@ def save(spam_filter: SpamFilter, path: str | Path) -> Path:
     filter saved is the whole model, whatever that journal held (a crash in between
     leaves a journal naming the old file's checksum, which loading ignores)."""
     path = Path(path)
-    data = dumps(spam_filter)
-    atomic_write(path, data)
+    atomic_write(path, lambda fh: write_model(spam_filter, fh))
     from .delta import Journal
 
     Journal(path).remove()
     return path
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data) -> None:
     """Replace ``path`` by ``data`` or leave it as it was: WriteError names ``path`` and the
-    fix when the folder is read-only or the disk full, and no temporary file remains."""
+    fix when the folder is read-only or the disk full, and no temporary file remains.
+
+    data (bytes | Callable[[BinaryIO], None]): the bytes, or a function that writes them
+    to the file it is given (``save``: the model, member by member)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -135,7 +174,10 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise write_error(path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if callable(data):
+                data(fh)
+            else:
+                fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
