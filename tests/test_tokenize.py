@@ -119,3 +119,24 @@ def test_lexical_attributes_are_spacys_english_ones():
         English.Defaults.lex_attr_getters[LIKE_NUM].__globals__["_num_words"]
     assert ours.like_num.__globals__["_ordinal_words"] == \
         English.Defaults.lex_attr_getters[LIKE_NUM].__globals__["_ordinal_words"]
+
+
+def test_spacys_vocabulary_is_bounded_and_a_fresh_one_tokenises_the_same(monkeypatch):
+    """Past _SPACY_STRINGS strings the spaCy tokenizer is rebuilt; the tokens do not change
+    (our caches are keyed by chunk and by spaCy's string hash)."""
+    from textnb import tokenize
+
+    texts = [f"Offer {i}: buy widget-{i} at example{i}.com today, friend {i * 7}!" for i in range(60)]
+    unbounded = EmailTokenizer(TokenizerConfig())
+    expected = [unbounded.text_tokens(t) for t in texts]
+    monkeypatch.setattr(tokenize, "_SPACY_STRINGS", 40)
+    built = []
+    make = tokenize.make_spacy_tokenizer
+    monkeypatch.setattr(tokenize, "make_spacy_tokenizer", lambda: built.append(1) or make())
+    bounded = EmailTokenizer(TokenizerConfig())
+    got = []
+    for t in texts:
+        got.append(bounded.text_tokens(t))
+        assert len(bounded.spacy.vocab.strings) <= 40 + 20  # one text's new strings at most
+    assert got == expected
+    assert len(built) > 2  # built, then rebuilt as the strings passed the bound
