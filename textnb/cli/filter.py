@@ -44,8 +44,8 @@ def one_message_gc():
     collector's passes over it during start-up, and its last collection at exit (which
     runs when the collector is on), are work with nothing to free; the garbage one
     message makes is bounded by ``tokenizer.max_tokens``. On the SpamAssassin model:
-    0.24-0.37 s of 1.5 s (docs/benchmarks.md). The collector's state is restored on
-    leaving (the command also runs inside tests).
+    1.43 -> 1.21 s for the whole command (docs/benchmarks.md). The collector's state is
+    restored on leaving (the command also runs inside tests).
     """
     atexit.register(gc.freeze)
     was_enabled = gc.isenabled()
