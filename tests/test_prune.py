@@ -72,7 +72,8 @@ def test_prune_drops_rare_tokens_outside_the_window_and_keeps_the_rest(pruned):
     recent = {t for m in MESSAGES[60:80] for t in full.tokens(normalise(m.raw))}
     dropped = set(full.vocabulary.tokens_) - set(small.vocabulary.tokens_)
     assert dropped and report.dropped == len(dropped)
-    assert all(df[full.vocabulary.index_[t]] <= 1 and t not in recent for t in dropped)
+    index = full.vocabulary.index_
+    assert all(df[index[t]] <= 1 and t not in recent for t in dropped)
     assert all(t in small.vocabulary for j, t in enumerate(full.vocabulary.tokens_)
                if df[j] > 1 or t in recent)
     assert report.older_messages == 60 and report.window_start == 60

@@ -197,4 +197,4 @@ def test_a_repeated_token_is_damage_when_loading_for_update(sample_filter, model
     with pytest.raises(ModelFormatError, match="damaged.*duplicate"):
         store.load_for_update(model_path)
     with pytest.raises(ValueError, match="duplicate"):  # load: when the index is built
-        store.load(model_path).vocabulary.index_
+        store.load(model_path).vocabulary.check()

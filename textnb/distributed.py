@@ -404,9 +404,7 @@ def learn_files(client, spam_filter: SpamFilter, files: list[SourceFile],
         # Which message held which column stays on the workers; every column the run's
         # messages hold is stamped "now" (as Ledger.cover stamps new columns), no earlier
         # than in process, so a prune (textnb.prune) keeps those tokens at least as long.
-        index = spam_filter.vocabulary.index_
-        ledger.saw(np.fromiter((index[t] for t in plus.tokens), np.int64,
-                               count=len(plus.tokens)), ledger.next_serial)
+        ledger.saw(spam_filter.vocabulary.columns(plus.tokens), ledger.next_serial)
     run = {"partitions": len(parts), "workers": len(client.nthreads()),
            "digest_seconds": round(digest_seconds, 3),
            "count_seconds": round(time.perf_counter() - start - digest_seconds, 3)}

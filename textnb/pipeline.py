@@ -109,7 +109,7 @@ class SpamFilter:
         class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,);
             label codes 0 ham, 1 spam.
         RETURNS (SpamFilter); ValueError when the shapes disagree (a repeated token:
-        when the vocabulary's index is built, ``Vocabulary.index_``).
+        when the vocabulary's index is built, ``Vocabulary.check``).
         """
         spam_filter = cls(config)
         spam_filter.vocabulary = Vocabulary(tokens)

@@ -202,8 +202,7 @@ def held_tokens(spam_filter: SpamFilter, digest: bytes, tokens: list[str]
                 ) -> tuple[list[str], bool]:
     """The tokens of a learned message whose counts the model still holds, and whether
     that is all of them (False: a size bound dropped some since it was learned)."""
-    index = spam_filter.vocabulary.index_
-    columns = np.fromiter((index.get(t, -1) for t in tokens), np.int64, count=len(tokens))
+    columns = spam_filter.vocabulary.columns(tokens)
     held = spam_filter.ledger.held(digest, columns)
     if held.all():
         return tokens, True
@@ -211,8 +210,10 @@ def held_tokens(spam_filter: SpamFilter, digest: bytes, tokens: list[str]
 
 
 def _columns(spam_filter: SpamFilter, tokens: list[str]) -> np.ndarray:
-    index = spam_filter.vocabulary.index_
-    return np.unique(np.fromiter(map(index.__getitem__, tokens), np.int64, count=len(tokens)))
+    columns = spam_filter.vocabulary.columns(tokens)
+    if (columns < 0).any():  # as a dict's KeyError did: the caller holds only known tokens
+        raise KeyError(tokens[int(np.flatnonzero(columns < 0)[0])])
+    return np.unique(columns)
 
 
 def _apply(spam_filter: SpamFilter, adds: list[tuple[_Seen, list[str]]],

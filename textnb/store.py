@@ -333,7 +333,7 @@ def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
             n_learned=n_learned, ledger=ledger, threshold=meta.get("threshold"),
             calibration=meta.get("calibration"), numeric=numeric or None)
         if index:
-            spam_filter.vocabulary.index_  # a repeated token raises ValueError
+            spam_filter.vocabulary.check()  # a repeated token raises ValueError
     except ValueError as exc:  # shapes that disagree with the vocabulary, a repeated token
         raise ModelFormatError(damaged + f" ({exc})") from None
     return spam_filter

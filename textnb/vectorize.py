@@ -45,6 +45,10 @@ class Vocabulary:
     def __len__(self) -> int:
         return len(self.tokens_)
 
+    def check(self) -> None:
+        """Build the index now; ValueError when a token repeats (a damaged file)."""
+        self.index_
+
     def __contains__(self, token: str) -> bool:
         return token in self.index_
 
