@@ -96,8 +96,7 @@ def test_a_header_named_like_our_own_namespaces_cannot_forge_their_tokens():
 
 
 def test_lexical_attributes_are_spacys_english_ones():
-    """lexical_attributes runs English's lex_attrs module from its file instead of
-    importing spacy.lang.en: the getters must be the English pipeline's, code and data."""
+    """The getters lexical_attributes gives are the English pipeline's, code and data."""
     from spacy.attrs import IS_CURRENCY, IS_SPACE, LIKE_EMAIL, LIKE_NUM, LIKE_URL
     from spacy.lang.en import English
     from spacy.lang.lex_attrs import LEX_ATTRS

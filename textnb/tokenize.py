@@ -123,40 +123,17 @@ def lexical_attributes() -> LexicalAttributes:
     """spaCy's English lexical attribute functions: those a ``spacy.blank("en")``
     vocabulary stores in each lexeme's flags, here called only when a rule asks.
 
-    English overrides one of spaCy's language-neutral getters (``spacy.lang.lex_attrs``,
-    loaded with spaCy itself): ``like_num``, from ``spacy/lang/en/lex_attrs.py``. That
-    module is run from its file, not imported: importing it runs ``spacy.lang.en``'s
-    package, the whole English language class (0.05 s of ``textnb filter``'s start-up).
-    tests/test_tokenize.py checks the getters against ``English.Defaults``'.
-    """
+    (Running ``spacy/lang/en/lex_attrs.py`` from its file instead of importing the
+    English package was measured: 5 ms of ``textnb filter``'s start-up once the
+    garbage collector is paused for it, not worth code that reaches into spaCy's
+    package layout.)"""
     from spacy.attrs import IS_CURRENCY, IS_SPACE, LIKE_EMAIL, LIKE_NUM, LIKE_URL
+    from spacy.lang.en import English
     from spacy.lang.lex_attrs import LEX_ATTRS
 
-    getters = {**LEX_ATTRS, **english_lex_attrs()}  # as spacy.vocab.create_vocab
+    getters = {**LEX_ATTRS, **English.Defaults.lex_attr_getters}  # as spacy.vocab.create_vocab
     return LexicalAttributes(getters[LIKE_URL], getters[LIKE_EMAIL], getters[LIKE_NUM],
                              getters[IS_CURRENCY], getters[IS_SPACE])
-
-
-def english_lex_attrs() -> dict:
-    """``spacy.lang.en.lex_attrs.LEX_ATTRS`` (what ``English.Defaults.lex_attr_getters``
-    is) without importing the ``spacy.lang.en`` package; from the package when a spaCy
-    release no longer has that file."""
-    import importlib.util
-    from pathlib import Path
-
-    import spacy.lang
-
-    path = Path(spacy.lang.__path__[0]) / "en" / "lex_attrs.py"
-    if not path.is_file():
-        from spacy.lang.en import English
-
-        return English.Defaults.lex_attr_getters
-    # The module's own name, so its relative import (``from ...attrs``) resolves as
-    # spaCy's does; it is not entered in sys.modules.
-    spec = importlib.util.spec_from_file_location("spacy.lang.en.lex_attrs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.LEX_ATTRS
 
 
 class EmailTokenizer:
