@@ -166,3 +166,23 @@ def test_same_message_from_mbox_and_from_a_file_has_one_digest(tmp_path):
     single.write_bytes(MESSAGE.replace(b"\n", b"\r\n"))
     from_mbox = next(iter_messages(mbox)).raw
     assert message_digest(from_mbox) == message_digest(single.read_bytes())
+
+
+def test_the_column_history_is_32_bit_until_serials_outgrow_it():
+    """born/last are int32 in memory (8 bytes a token fewer) and widen to int64, values
+    kept, once a serial reaches 2**31 - 1; the file's arrays are the same either way."""
+    ledger = Ledger()
+    ledger.record(b"a" * 32, "spam", 1)
+    ledger.saw(np.array([0, 2]), 0)
+    assert ledger.born.dtype == ledger.last.dtype == np.int32
+    assert ledger.last.tolist() == [0, 1, 0]
+    ledger.record(b"b" * 32, "ham", 2, serial=2**31 + 5)
+    ledger.saw(np.array([1, 3]), 2**31 + 5)
+    assert ledger.born.dtype == ledger.last.dtype == np.int64
+    assert ledger.last.tolist() == [0, 2**31 + 5, 0, 2**31 + 5]
+    arrays = ledger.to_arrays(4)
+    assert arrays["ledger_last"].dtype == np.int64
+    again = Ledger.from_arrays(arrays["ledger_digest"], arrays["ledger_label"],
+                               arrays["ledger_tokens"], arrays["ledger_serial"],
+                               arrays["ledger_born"], arrays["ledger_last"], arrays["ledger_state"])
+    assert again == ledger and again.last.dtype == np.int64

@@ -135,8 +135,11 @@ class Ledger:
         self._entries: dict[bytes, tuple[int, int, int]] = {}
         self.next_serial = 0
         self.pruned_at = 0
-        self.born = np.zeros(0, dtype=np.int64)
-        self.last = np.zeros(0, dtype=np.int64)
+        # 32-bit serials in memory while they fit (two billion messages): 8 bytes a
+        # vocabulary column fewer than int64 (41 MB for five million tokens), and the
+        # file's arrays are written from them without a converted copy (to_arrays).
+        self.born = np.zeros(0, dtype=np.int32)
+        self.last = np.zeros(0, dtype=np.int32)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -184,7 +187,13 @@ class Ledger:
             serial = old[2] if old is not None else self.next_serial
         self.next_serial = max(self.next_serial, serial + 1)
         self._entries[digest] = (LABELS.index(label), int(tokens_hash), int(serial))
+        self._widen()
         return serial
+
+    def _widen(self) -> None:
+        """int64 column history once serials no longer fit 32 bits."""
+        if self.born.dtype == np.int32 and max(self.next_serial, self.pruned_at) >= 2**31 - 1:
+            self.born, self.last = self.born.astype(np.int64), self.last.astype(np.int64)
 
     def remove(self, digest: bytes) -> None:
         del self._entries[digest]
@@ -210,13 +219,17 @@ class Ledger:
         """Extend the column history to ``n_columns`` (see the class docstring)."""
         extra = n_columns - self.born.shape[0]
         if extra > 0:
-            self.born = np.concatenate([self.born, np.full(extra, self.pruned_at, np.int64)])
-            self.last = np.concatenate([self.last, np.full(extra, self.next_serial, np.int64)])
+            self._widen()
+            self.born = np.concatenate([self.born, np.full(extra, self.pruned_at, self.born.dtype)])
+            self.last = np.concatenate([self.last, np.full(extra, self.next_serial, self.last.dtype)])
 
     def saw(self, columns: np.ndarray, serial: int) -> None:
         """Message ``serial`` holds ``columns`` (its token columns)."""
         if len(columns):
             self.cover(int(columns.max()) + 1)
+            if serial >= 2**31 - 1:
+                self.next_serial = max(self.next_serial, serial + 1)
+                self._widen()
             self.last[columns] = serial
 
     def held(self, digest: bytes, columns: np.ndarray) -> np.ndarray:
@@ -259,8 +272,9 @@ class Ledger:
         # serials and history; int64 would make it 4,764,116: compression takes most of it).
         small = np.int32 if self.next_serial < 2**31 else np.int64
         return {"ledger_digest": digests, "ledger_label": labels, "ledger_tokens": hashes,
-                "ledger_serial": serials.astype(small), "ledger_born": self.born[:k].astype(small),
-                "ledger_last": self.last[:k].astype(small),
+                "ledger_serial": serials.astype(small),
+                "ledger_born": self.born[:k].astype(small, copy=False),
+                "ledger_last": self.last[:k].astype(small, copy=False),
                 "ledger_state": np.array([self.next_serial, self.pruned_at], np.int64)}
 
     @classmethod
@@ -297,5 +311,6 @@ class Ledger:
             if born is None or last is None or born.shape != last.shape or born.ndim != 1:
                 raise ValueError("ledger column history: born and last must come together, "
                                  "of one length")
-            ledger.born, ledger.last = born.astype(np.int64), last.astype(np.int64)
+            small = np.int32 if max(ledger.next_serial, ledger.pruned_at) < 2**31 - 1 else np.int64
+            ledger.born, ledger.last = born.astype(small), last.astype(small)
         return ledger
