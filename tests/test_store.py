@@ -179,12 +179,12 @@ def test_a_loaded_model_scores_one_message_without_its_index_as_with_it(sample_m
     """``load`` leaves the vocabulary's index unbuilt (``textnb filter`` scores one
     message); the scores are those of the model with the index, bit for bit."""
     indexed, _ = store.load_for_update(sample_model_file)
-    assert indexed.vocabulary._index is not None
+    assert indexed.vocabulary._indexed == len(indexed.vocabulary)
     raws = [m.raw for m in iter_index(sample_index)][::7]
     for raw in raws:
         lazy = store.load(sample_model_file)
         np.testing.assert_array_equal(lazy.log_odds([raw]), indexed.log_odds([raw]))
-        assert lazy.vocabulary._index is None
+        assert lazy.vocabulary._indexed == 0
     lazy = store.load(sample_model_file)
     np.testing.assert_array_equal(lazy.log_odds(raws), indexed.log_odds(raws))
 
@@ -196,5 +196,5 @@ def test_a_repeated_token_is_damage_when_loading_for_update(sample_filter, model
                                       json.dumps(tokens).encode("ascii")))
     with pytest.raises(ModelFormatError, match="damaged.*duplicate"):
         store.load_for_update(model_path)
-    with pytest.raises(ValueError, match="duplicate"):  # load: when the index is built
+    with pytest.raises(ValueError, match="duplicate"):  # load: when the columns are indexed
         store.load(model_path).vocabulary.check()

@@ -61,19 +61,21 @@ def test_first_lookup_finds_the_columns_the_index_gives(sample_filter, sample_in
     docs = [sample_filter.tokens(m.raw) for m in iter_index(sample_index)][:5]
     docs.append(["never-seen", tokens[0], "never-seen"])
     indexed = Vocabulary(tokens)
-    indexed.index_  # built before any lookup: the dict path
+    indexed.check()  # indexed before any lookup
     for binary in (False, True):
         lazy = Vocabulary(tokens)
         X = lazy.transform(docs, binary=binary)
-        assert lazy._index is None  # the first lookup went without the index
+        assert lazy._indexed == 0  # the first lookup went without indexing the columns
         assert _same_csr(X, indexed.transform(docs, binary=binary))
-        assert _same_csr(lazy.transform(docs, binary=binary), X)  # the second builds it
-        assert lazy._index == indexed.index_
+        assert _same_csr(lazy.transform(docs, binary=binary), X)  # the second indexes them
+        assert lazy._indexed == len(tokens)
 
 
 def test_repeated_token_is_reported_by_the_index_and_by_a_lookup_that_meets_it():
     with pytest.raises(ValueError, match="duplicate"):
         Vocabulary(["a", "b", "a"]).index_
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocabulary(["a", "b", "a"]).check()
     np.testing.assert_array_equal(Vocabulary(["a", "b", "a"]).columns(["b", "c"]), [1, -1])
     with pytest.raises(ValueError, match="duplicate"):
         Vocabulary(["a", "b", "a"]).columns(["a"])
@@ -85,3 +87,39 @@ def test_growing_after_a_lookup_without_the_index_keeps_columns_in_order_of_firs
     vocab.transform([["x", "free", "y"]], grow=True)
     assert vocab.tokens_ == ["free", "money", "x", "y"]
     assert vocab.index_ == {"free": 0, "money": 1, "x": 2, "y": 3}
+
+
+def test_the_compact_index_is_exact_across_merges_and_shared_hashes(monkeypatch):
+    """Columns found through the sorted hash arrays, the recent dict and the shared-hash
+    dict are those of a plain dict, across many merges; tokens whose string hash
+    collides (forced here) are still told apart by comparing the strings."""
+    from textnb import vectorize
+
+    monkeypatch.setattr(vectorize, "_MIN_REBUILD", 5)  # merge into the arrays often
+    real_hash = hash
+    # Every token ending in "7" hashes alike: shared hashes, among new and indexed ones.
+    monkeypatch.setattr(vectorize, "hash", lambda t: 7 if t.endswith("7") else real_hash(t),
+                        raising=False)
+    vocab, plain = Vocabulary(), {}
+    rng = np.random.default_rng(0)
+    for step in range(40):
+        batch = [f"t{i}" for i in rng.integers(0, 300, size=25)]
+        got = vocab.add(batch)
+        for token in batch:
+            plain.setdefault(token, len(plain))
+        np.testing.assert_array_equal(got, [plain[t] for t in batch])
+        assert vocab.tokens_ == list(plain)
+    probe = [f"t{i}" for i in range(320)]
+    np.testing.assert_array_equal(vocab.columns(probe), [plain.get(t, -1) for t in probe])
+    assert vocab._shared and vocab._indexed > 0  # both paths were taken
+    assert vocab.index_ == plain
+    assert "t17" in vocab and "t307" not in vocab
+
+
+def test_a_repeated_token_with_a_shared_hash_is_still_reported(monkeypatch):
+    from textnb import vectorize
+
+    monkeypatch.setattr(vectorize, "hash", lambda t: 1, raising=False)
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocabulary(["a", "b", "c", "b"]).check()
+    np.testing.assert_array_equal(Vocabulary(["a", "b", "c"]).add(["c", "d", "a"]), [2, 3, 0])
