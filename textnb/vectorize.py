@@ -30,8 +30,8 @@ class Vocabulary:
 
     The map itself is compact: a mailbox of five million distinct tokens (100,000
     messages of a changing mailbox, ``bench.compare --perturb``) held them in a dict
-    of 64 bytes a token (its entries, its hash table and a Python int per column),
-    a third of a training run's memory. Here the columns are found through two NumPy
+    of 50-64 bytes a token (its entries, its hash table and a Python int per column),
+    a fifth of that training run's peak of 1.4 GB. Here the columns are found through two NumPy
     arrays, the tokens' string hashes sorted and the column of each (16 bytes a
     token), plus a dict of the columns added since the arrays were last rebuilt (at
     most a quarter of them) and one of the rare tokens whose hash another token
