@@ -210,10 +210,13 @@ def test_cli_filter_pauses_the_collector_while_it_runs_and_restores_it(sample_mo
 
     monkeypatch.setattr(textnb.filter, "in_process_scorer", watched)
     monkeypatch.setattr("atexit.register", at_exit.append)
+    monkeypatch.setattr("textnb.cli.filter._freeze_registered", False)
     raw = sorted((SAMPLE / "unlabelled").iterdir())[0].read_bytes()
     code, out, _ = _filter(sample_model, raw)
     assert code in (0, 1, 2) and b"X-TextNB-Status: " in out
     assert seen == [False] and gc.isenabled() and at_exit == [gc.freeze]
+    _filter(sample_model, raw)  # a second run in the same process registers nothing more
+    assert at_exit == [gc.freeze] and gc.isenabled()
 
 
 def test_cli_filter_adds_headers_and_exits_by_verdict(sample_model):

@@ -35,6 +35,9 @@ def filter_cli(
     raise typer.Exit(code)
 
 
+_freeze_registered = False
+
+
 @contextmanager
 def one_message_gc():
     """The cyclic garbage collector paused for a one-message process, and everything
@@ -47,7 +50,10 @@ def one_message_gc():
     1.43 -> 1.21 s for the whole command (docs/benchmarks.md). The collector's state is
     restored on leaving (the command also runs inside tests).
     """
-    atexit.register(gc.freeze)
+    global _freeze_registered
+    if not _freeze_registered:  # once per process (tests run the command many times)
+        atexit.register(gc.freeze)
+        _freeze_registered = True
     was_enabled = gc.isenabled()
     gc.disable()
     try:
