@@ -110,11 +110,11 @@ def fit_weights(F, y, variant):
     return lr
 
 
-def fixed(F, header_weight, groups=(3,)):
+def fixed(F, weight, groups):
+    """Each clue of ``groups`` counted ``weight`` times, the others once."""
     w = np.ones(len(GROUPS))
-    for g in groups:
-        w[g] = header_weight
-    return (F.reshape(len(F), len(GROUPS), 2).sum(2) * w).sum(1)
+    w[list(groups)] = weight
+    return design(F, "groups") @ w
 
 
 VARIANTS = ["sides", "groups", "groups x sides"]
@@ -125,15 +125,12 @@ FIXED = [("header x0.5", 0.5, (3,)), ("header x2", 2.0, (3,)), ("header x3", 3.0
 def cells(y, F, base, Ftrain=None, ytrain=None, folds=None):
     """Scores of every variant: stacked by second-level CV (folds) or fitted on
     (Ftrain, ytrain)."""
-    out_clips = {}
+    G2 = 2 * len(GROUPS)  # F's (group, side) sums; the capped sums follow them
     if Ftrain is not None:
-        Ftrain = Ftrain[:, :2 * len(GROUPS)]
-    G2 = 2 * len(GROUPS)
-    for j, c in enumerate(CLIPS):
-        clipped = base + F[:, G2 + j]
-        out_clip = out_clips.setdefault(f"clip {c:g}", clipped)
+        Ftrain = Ftrain[:, :G2]
+    clipped = {f"clip {c:g}": base + F[:, G2 + j] for j, c in enumerate(CLIPS)}
     F = F[:, :G2]
-    out = {"sum": base + F.sum(1), **out_clips}
+    out = {"sum": base + F.sum(1), **clipped}
     for name, w, groups in FIXED:
         out[name] = base + fixed(F, w, groups)
     weights = {}
