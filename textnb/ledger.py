@@ -46,6 +46,7 @@ from .labels import LABELS
 __all__ = ["Ledger", "message_digest", "normalise", "tokens_hash", "DIGEST_SIZE"]
 
 DIGEST_SIZE = 32  # SHA-256
+_INT32_MAX = 2**31 - 1  # the column history is int32 while every serial fits (Ledger)
 
 # Header fields (lower case) added or rewritten after the sender's MTA: by the final
 # delivery agent, by mailbox formats and clients (flags, sizes, IMAP state) and by filters.
@@ -187,12 +188,13 @@ class Ledger:
             serial = old[2] if old is not None else self.next_serial
         self.next_serial = max(self.next_serial, serial + 1)
         self._entries[digest] = (LABELS.index(label), int(tokens_hash), int(serial))
-        self._widen()
         return serial
 
-    def _widen(self) -> None:
-        """int64 column history once serials no longer fit 32 bits."""
-        if self.born.dtype == np.int32 and max(self.next_serial, self.pruned_at) >= 2**31 - 1:
+    def _widen(self, serial: int = 0) -> None:
+        """int64 column history before a serial (``serial``, or the counters ``cover``
+        writes) that does not fit 32 bits goes into it."""
+        if self.born.dtype == np.int32 and max(serial, self.next_serial,
+                                               self.pruned_at) > _INT32_MAX:
             self.born, self.last = self.born.astype(np.int64), self.last.astype(np.int64)
 
     def remove(self, digest: bytes) -> None:
@@ -220,16 +222,15 @@ class Ledger:
         extra = n_columns - self.born.shape[0]
         if extra > 0:
             self._widen()
-            self.born = np.concatenate([self.born, np.full(extra, self.pruned_at, self.born.dtype)])
-            self.last = np.concatenate([self.last, np.full(extra, self.next_serial, self.last.dtype)])
+            dtype = self.born.dtype
+            self.born = np.concatenate([self.born, np.full(extra, self.pruned_at, dtype)])
+            self.last = np.concatenate([self.last, np.full(extra, self.next_serial, dtype)])
 
     def saw(self, columns: np.ndarray, serial: int) -> None:
         """Message ``serial`` holds ``columns`` (its token columns)."""
         if len(columns):
             self.cover(int(columns.max()) + 1)
-            if serial >= 2**31 - 1:
-                self.next_serial = max(self.next_serial, serial + 1)
-                self._widen()
+            self._widen(serial)
             self.last[columns] = serial
 
     def held(self, digest: bytes, columns: np.ndarray) -> np.ndarray:
@@ -270,7 +271,7 @@ class Ledger:
         # Serials fit 32 bits for two billion messages. The history costs 9 % of the file
         # (SpamAssassin learned in delivery order: 4,726,869 bytes, 4,304,723 without the
         # serials and history; int64 would make it 4,764,116: compression takes most of it).
-        small = np.int32 if self.next_serial < 2**31 else np.int64
+        small = np.int32 if self.next_serial <= _INT32_MAX else np.int64
         return {"ledger_digest": digests, "ledger_label": labels, "ledger_tokens": hashes,
                 "ledger_serial": serials.astype(small),
                 "ledger_born": self.born[:k].astype(small, copy=False),
@@ -311,6 +312,7 @@ class Ledger:
             if born is None or last is None or born.shape != last.shape or born.ndim != 1:
                 raise ValueError("ledger column history: born and last must come together, "
                                  "of one length")
-            small = np.int32 if max(ledger.next_serial, ledger.pruned_at) < 2**31 - 1 else np.int64
+            fits = max(ledger.next_serial, ledger.pruned_at) <= _INT32_MAX
+            small = np.int32 if fits else np.int64
             ledger.born, ledger.last = born.astype(small), last.astype(small)
         return ledger
