@@ -78,8 +78,8 @@ class Vocabulary:
         The first call on a vocabulary whose columns are not indexed yet (a loaded
         model) finds its columns in one pass over the tokens instead; later calls
         index them. On the SpamAssassin model (549,730 tokens, one message of 403
-        distinct tokens) the pass costs 34 ms and a dict index 140 ms (best of 5, load
-        0.6), so ``textnb filter`` on one message, which loads the model for that
+        distinct tokens) the pass costs 34 ms, the index 100 ms (a dict's was 140; best
+        of 5, load 0.6-0.8), so ``textnb filter`` on one message, which loads the model for that
         message alone, skips the index; a second batch (``classify``, the resident
         server) builds it once.
 
