@@ -45,7 +45,7 @@ def test_members_written_piece_by_piece_are_the_whole_encodings(sample_filter, m
     with zipfile.ZipFile(model_path) as zf:
         vocabulary = zf.read("vocabulary.json")
         feature_count = zf.read("feature_count.npy")
-    assert vocabulary == json.dumps(sample_filter.vocabulary.tokens_).encode("ascii")
+    assert vocabulary == json.dumps(list(sample_filter.vocabulary.tokens_)).encode("ascii")
     buffer = io.BytesIO()  # the counts' buffer has spare columns: a strided view
     np.save(buffer, np.ascontiguousarray(sample_filter.model.feature_count_), allow_pickle=False)
     assert feature_count == buffer.getvalue()

@@ -90,28 +90,33 @@ def test_growing_after_a_lookup_without_the_index_keeps_columns_in_order_of_firs
 
 
 def test_the_compact_index_is_exact_across_merges_and_shared_hashes(monkeypatch):
-    """Columns found through the sorted hash arrays, the recent dict and the shared-hash
+    """Columns found through the sorted hash arrays, the recent ones and the shared-hash
     dict are those of a plain dict, across many merges; tokens whose string hash
     collides (forced here) are still told apart by comparing the strings."""
     from textnb import vectorize
 
     monkeypatch.setattr(vectorize, "_MIN_REBUILD", 5)  # merge into the arrays often
-    real_hash = hash
-    # Every token ending in "7" hashes alike: shared hashes, among new and indexed ones.
-    monkeypatch.setattr(vectorize, "hash", lambda t: 7 if t.endswith("7") else real_hash(t),
-                        raising=False)
+    real_hashes = vectorize._token_hashes
+
+    def hashes(store, start=0):  # every token ending in "7" hashes alike
+        sevens = np.array([t.endswith("7") for t in store[start:]], dtype=bool)
+        return np.where(sevens, 7, real_hashes(store, start))
+
+    monkeypatch.setattr(vectorize, "_token_hashes", hashes)
     vocab, plain = Vocabulary(), {}
     rng = np.random.default_rng(0)
+    both = False  # the main arrays and the recent ones held columns at the same time
     for step in range(40):
         batch = [f"t{i}" for i in rng.integers(0, 300, size=25)]
         got = vocab.add(batch)
+        both |= bool(vocab._hashes.size and vocab._new_hashes.size)
         for token in batch:
             plain.setdefault(token, len(plain))
         np.testing.assert_array_equal(got, [plain[t] for t in batch])
         assert vocab.tokens_ == list(plain)
     probe = [f"t{i}" for i in range(320)]
     np.testing.assert_array_equal(vocab.columns(probe), [plain.get(t, -1) for t in probe])
-    assert vocab._shared and vocab._indexed > 0  # both paths were taken
+    assert vocab._shared and both  # every path was taken
     assert vocab.index_ == plain
     assert "t17" in vocab and "t307" not in vocab
 
@@ -119,7 +124,8 @@ def test_the_compact_index_is_exact_across_merges_and_shared_hashes(monkeypatch)
 def test_a_repeated_token_with_a_shared_hash_is_still_reported(monkeypatch):
     from textnb import vectorize
 
-    monkeypatch.setattr(vectorize, "hash", lambda t: 1, raising=False)
+    monkeypatch.setattr(vectorize, "_token_hashes",
+                        lambda store, start=0: np.ones(len(store) - start, dtype=np.int64))
     with pytest.raises(ValueError, match="duplicate"):
         Vocabulary(["a", "b", "c", "b"]).check()
     np.testing.assert_array_equal(Vocabulary(["a", "b", "c"]).add(["c", "d", "a"]), [2, 3, 0])

@@ -119,7 +119,7 @@ def diff(before: Snapshot, spam_filter) -> dict:
     return {
         "n_columns": n0,
         "n_columns_after": n1,
-        "tokens": [tokens[j] for j in columns.tolist()],
+        "tokens": tokens.take(columns),
         "class_count": (c["class_count"] - before.class_count).tolist(),
         "feature_count": (fc[:, columns] - old_fc).tolist(),
         "doc_freq": (df[columns] - old_df).tolist(),

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import combining
+from .token_store import TokenStore
 
 __all__ = ["PAIR_PREFIX", "RankedEvidence", "pair_columns", "selection_text", "split_places",
            "strongest"]
@@ -39,6 +40,8 @@ PAIR_PREFIX = "bi:"  # the tokenizer's namespace for word pairs (tokenize.py)
 
 def pair_columns(tokens: Sequence[str]) -> np.ndarray:
     """Which vocabulary columns hold word pairs (bool, one per token)."""
+    if isinstance(tokens, TokenStore):  # tested on its bytes, nothing decoded
+        return tokens.startswith(PAIR_PREFIX)
     return np.fromiter((t.startswith(PAIR_PREFIX) for t in tokens), dtype=bool,
                        count=len(tokens))
 

@@ -185,7 +185,7 @@ def snapshot_bytes(spam_filter):
     frozen = types.SimpleNamespace(
         model=types.SimpleNamespace(class_count_=model.class_count_.copy(),
                                     feature_count_=model.feature_count_.copy()),
-        vocabulary=types.SimpleNamespace(tokens_=list(spam_filter.vocabulary.tokens_)),
+        vocabulary=types.SimpleNamespace(tokens_=spam_filter.vocabulary.tokens_.copy()),
         doc_freq_=spam_filter.doc_freq_.copy(), ledger=ledger,
         numeric=copy.deepcopy(getattr(spam_filter, "numeric", None)),
         config=spam_filter.config, n_learned=dict(spam_filter.n_learned),

@@ -295,7 +295,7 @@ class SpamFilter:
         if vocabulary is not self.vocabulary:  # a new or loaded model: start again
             known = np.zeros(0, bool)
         if known.size < len(self.vocabulary):  # a vocabulary only grows: extend the mask
-            new = evidence.pair_columns(self.vocabulary.tokens_[known.size:])
+            new = self.vocabulary.tokens_.startswith(evidence.PAIR_PREFIX, known.size)
             known = np.concatenate([known, new])
             self._pairs = (self.vocabulary, known)
         return known

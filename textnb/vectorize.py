@@ -9,16 +9,23 @@ applies when it turns counts into log-probabilities; nothing is thrown away.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import chain, compress, repeat
+from itertools import chain, repeat
 from operator import eq
 
 import numpy as np
 import scipy.sparse as sp
 
+from .token_store import TokenStore
 
-# The recent columns' dict is merged into the sorted arrays when it holds more than a
+
+# The recent columns' arrays are merged into the main ones when they hold more than a
 # quarter of the indexed columns, and never below this many (each merge costs O(n)).
 _MIN_REBUILD = 1 << 16
+
+
+def _token_hashes(store: TokenStore, start: int = 0) -> np.ndarray:
+    """The index's hash of each token of ``store`` from ``start`` on (its bytes' hash)."""
+    return store.hashes(start)
 
 
 class Vocabulary:
@@ -26,18 +33,20 @@ class Vocabulary:
 
     Attributes
     ----------
-    tokens_ : list of str, the token of each column, in order of first sight.
+    tokens_ : TokenStore (a list of str packed as UTF-8), the token of each column, in
+        order of first sight.
 
-    The map itself is compact: a mailbox of five million distinct tokens (100,000
-    messages of a changing mailbox, ``bench.compare --perturb``) held them in a dict
-    of 50-64 bytes a token (its entries, its hash table and a Python int per column),
-    a fifth of that training run's peak of 1.4 GB. Here the columns are found through two NumPy
-    arrays, the tokens' string hashes sorted and the column of each (16 bytes a
-    token), plus a dict of the columns added since the arrays were last rebuilt (at
-    most a quarter of them) and one of the rare tokens whose hash another token
-    shares. A hash match is confirmed by comparing the strings, so a lookup is exact.
-    Python's string hash is only used within the process (it differs between runs),
-    and nothing of it is saved.
+    Both halves are compact. The tokens are one UTF-8 buffer and an offset each
+    (``TokenStore``: their bytes plus 8 a token, against ~70 for a list of str). The
+    map from token to column is two pairs of NumPy arrays, the tokens' hashes sorted
+    and the column of each (16 bytes a token): the main pair, and the columns added
+    since it was last rebuilt (at most a quarter of them), plus a dict of the rare
+    tokens whose hash another token shares. A dict of str had cost 50-64 bytes a
+    token, a fifth of the 1.4 GB peak of a run of five million distinct tokens (100,000
+    messages of a changing mailbox, ``bench.compare --perturb``). The hash is of the
+    UTF-8 bytes (``TokenStore.hashes``), so a loaded vocabulary is indexed without
+    decoding its tokens; a hash match is confirmed by decoding the candidate token and
+    comparing the strings, so a lookup is exact. Nothing of the index is saved.
 
     A repeated token (a damaged file) raises ValueError when the columns are first
     indexed (``check``, or a lookup), not at construction: a loaded model that scores
@@ -45,12 +54,12 @@ class Vocabulary:
     """
 
     def __init__(self, tokens: Sequence[str] = ()):
-        self.tokens_: list[str] = list(tokens)
-        self._hashes = np.zeros(0, dtype=np.int64)  # sorted string hashes of indexed columns
-        self._order = np.zeros(0, dtype=np.int64)   # the column of each of those hashes
-        self._shared: dict[str, int] = {}           # indexed tokens whose hash is not unique
-        self._indexed = 0                           # columns below this are in the arrays
-        self._recent: dict[str, int] = {}           # columns added since: token -> column
+        self.tokens_ = TokenStore(tokens)
+        empty = np.zeros(0, dtype=np.int64)
+        self._hashes, self._order = empty, empty          # sorted hashes, their columns
+        self._new_hashes, self._new_order = empty, empty  # the same, for recent columns
+        self._shared: dict[str, int] = {}  # indexed tokens whose hash is not unique
+        self._indexed = 0                  # columns below this are indexed
         self._lookups = 0  # calls to ``columns`` made before the columns were indexed
 
     @property
@@ -76,22 +85,22 @@ class Vocabulary:
         """The column of each token, -1 for tokens not in the vocabulary.
 
         The first call on a vocabulary whose columns are not indexed yet (a loaded
-        model) finds its columns in one pass over the tokens instead; later calls
-        index them. On the SpamAssassin model (549,730 tokens, one message of 403
-        distinct tokens) the pass costs 34 ms, the index 100 ms (a dict's was 140; best
-        of 5, load 0.6-0.8), so ``textnb filter`` on one message, which loads the model for that
+        model) finds its columns in one pass over the tokens' bytes instead
+        (``TokenStore.candidates``); later calls index them. On the SpamAssassin model
+        (549,730 tokens, one message of 121 distinct tokens) the pass costs 12 ms, the
+        index 82-90 ms (best of 5, load 1.6-2.0; a pass over a list of str had cost 30,
+        a dict 140), so ``textnb filter`` on one message, which loads the model for that
         message alone, skips the index; a second batch (``classify``, the resident
         server) builds it once.
 
         RETURNS (ndarray of int64, shape (len(tokens),)).
         """
         tokens = tokens if isinstance(tokens, list) else list(tokens)
-        if self._unindexed() and not self._recent and self._lookups == 0:
+        if self._indexed == 0 and len(self.tokens_) and self._lookups == 0:
             self._lookups += 1
-            wanted = set(tokens)
-            found = list(compress(range(len(self.tokens_)),
-                                  map(wanted.__contains__, self.tokens_)))
-            index = {self.tokens_[j]: j for j in found}
+            wanted, maybe = set(tokens), self.tokens_.candidates(tokens).tolist()
+            found = [(t, j) for t, j in zip(self.tokens_.take(maybe), maybe) if t in wanted]
+            index = dict(found)
             if len(index) != len(found):
                 raise ValueError("vocabulary has duplicate tokens")
             return np.fromiter(map(index.get, tokens, repeat(-1)), dtype=np.int64,
@@ -113,88 +122,76 @@ class Vocabulary:
             new = list(dict.fromkeys(missed))  # in order of first sight
             start = len(self.tokens_)
             self.tokens_.extend(new)
-            recent = self._recent
-            recent.update(zip(new, range(start, start + len(new))))
-            cols[missing] = np.fromiter(map(recent.__getitem__, missed), dtype=np.int64,
+            self._index(start, _token_hashes(self.tokens_, start))
+            batch = dict(zip(new, range(start, start + len(new))))
+            cols[missing] = np.fromiter(map(batch.__getitem__, missed), dtype=np.int64,
                                         count=len(missed))
-            if len(recent) > max(_MIN_REBUILD, self._indexed // 4):
-                self._index_recent()
         return cols
 
     # -- the compact index ---------------------------------------------------
-    def _unindexed(self) -> int:
-        """Columns neither in the arrays nor among the recent ones (a loaded vocabulary)."""
-        return len(self.tokens_) - self._indexed - len(self._recent)
-
     def _ensure_indexed(self) -> None:
-        if self._unindexed():
-            if self._recent:  # cannot happen through this class's methods
-                raise AssertionError("tokens_ was changed outside the vocabulary")
-            self._index_recent()
+        """Index the columns of a loaded vocabulary."""
+        if self._indexed == 0 and len(self.tokens_):  # ``add`` indexes what it adds
+            self._index(0, _token_hashes(self.tokens_))
 
-    def _index_recent(self) -> None:
-        """Move every column from ``_indexed`` on into the sorted arrays (O(n) merge)."""
-        first = self._indexed
-        tokens = self.tokens_[first:]
-        if not tokens:
-            return
-        hashes = np.fromiter(map(hash, tokens), dtype=np.int64, count=len(tokens))
-        order = np.argsort(hashes, kind="stable")
+    def _index(self, first: int, hashes: np.ndarray) -> None:
+        """Index columns ``first`` .. ``first + len(hashes) - 1`` (``hashes``: their
+        tokens' hashes, in column order) into the recent arrays."""
+        order = np.argsort(hashes)  # any order of equal hashes will do (``_shared``)
         hashes, columns = hashes[order], order + first
         # A hash already indexed, or repeated among the new ones, goes to ``_shared``
         # (after checking that the strings differ: an equal string is a repeated token).
-        taken = np.zeros(hashes.size, dtype=bool)
-        if self._hashes.size:  # already indexed (the arrays are sorted: O(m log n))
-            at = np.minimum(np.searchsorted(self._hashes, hashes), self._hashes.size - 1)
-            taken = self._hashes[at] == hashes
+        taken = self._find_hashes(hashes) >= 0
         taken[1:] |= hashes[1:] == hashes[:-1]
         if taken.any():
+            tokens = self.tokens_
             for i in np.flatnonzero(taken).tolist():
-                token = self.tokens_[columns[i]]
+                token = tokens[columns[i]]
                 k = i - 1  # the new tokens before it with the same hash
                 while k >= 0 and hashes[k] == hashes[i]:
-                    if self.tokens_[columns[k]] == token:
+                    if tokens[columns[k]] == token:
                         raise ValueError("vocabulary has duplicate tokens")
                     k -= 1
-                if token in self._shared or self._lookup_arrays([token])[0] >= 0:
+                if token in self._shared or self._lookup([token])[0] >= 0:
                     raise ValueError("vocabulary has duplicate tokens")
                 self._shared[token] = int(columns[i])
             hashes, columns = hashes[~taken], columns[~taken]
-        at = np.searchsorted(self._hashes, hashes)
-        self._hashes = np.insert(self._hashes, at, hashes)
-        self._order = np.insert(self._order, at, columns)
-        self._indexed = len(self.tokens_)
-        self._recent = {}
+        at = np.searchsorted(self._new_hashes, hashes)
+        self._new_hashes = np.insert(self._new_hashes, at, hashes)
+        self._new_order = np.insert(self._new_order, at, columns)
+        self._indexed = first + len(order)
+        if self._new_hashes.size > max(_MIN_REBUILD, self._hashes.size // 4):
+            at = np.searchsorted(self._hashes, self._new_hashes)
+            self._hashes = np.insert(self._hashes, at, self._new_hashes)
+            self._order = np.insert(self._order, at, self._new_order)
+            self._new_hashes = self._new_order = np.zeros(0, dtype=np.int64)
 
-    def _lookup(self, tokens: list[str]) -> np.ndarray:
-        if not self._recent:
-            return self._lookup_arrays(tokens)
-        cols = np.fromiter(map(self._recent.get, tokens, repeat(-1)), dtype=np.int64,
-                           count=len(tokens))
-        if self._indexed:
-            missing = np.flatnonzero(cols < 0)
-            if missing.size:
-                cols[missing] = self._lookup_arrays(list(map(tokens.__getitem__,
-                                                             missing.tolist())))
+    def _find_hashes(self, hashes: np.ndarray) -> np.ndarray:
+        """The column indexed under each hash, -1 for none (not yet the string check)."""
+        cols = np.full(hashes.size, -1, dtype=np.int64)
+        # Searched in sorted order, each search starts where the last one ended:
+        # 80,000 look-ups in 5 million hashes, 81 ms in input order, 25 ms sorted.
+        order = np.argsort(hashes)
+        ordered = hashes[order]
+        for keys, columns in ((self._hashes, self._order), (self._new_hashes, self._new_order)):
+            if keys.size:
+                at = np.empty(hashes.size, dtype=np.int64)
+                at[order] = np.searchsorted(keys, ordered)
+                np.minimum(at, keys.size - 1, out=at)
+                hit = keys[at] == hashes
+                cols[hit] = columns[at[hit]]
         return cols
 
-    def _lookup_arrays(self, tokens: list[str]) -> np.ndarray:
+    def _lookup(self, tokens: list[str]) -> np.ndarray:
         """Columns of indexed tokens (-1 for others): hash, binary search, string check."""
-        cols = np.full(len(tokens), -1, dtype=np.int64)
-        if self._hashes.size:
-            hashes = np.fromiter(map(hash, tokens), dtype=np.int64, count=len(tokens))
-            # Searched in sorted order, each search starts where the last one ended:
-            # 80,000 look-ups in 5 million hashes, 81 ms in input order, 25 ms sorted.
-            order = np.argsort(hashes)
-            at = np.empty(len(tokens), dtype=np.int64)
-            at[order] = np.searchsorted(self._hashes, hashes[order])
-            np.minimum(at, self._hashes.size - 1, out=at)
-            hit = np.flatnonzero(self._hashes[at] == hashes)
-            candidates = self._order[at[hit]]
-            same = np.fromiter(map(eq, map(self.tokens_.__getitem__, candidates.tolist()),
+        cols = self._find_hashes(_token_hashes(TokenStore(tokens)))
+        hit = np.flatnonzero(cols >= 0)
+        if hit.size:
+            candidates = cols[hit]
+            same = np.fromiter(map(eq, self.tokens_.take(candidates),
                                    map(tokens.__getitem__, hit.tolist())),
                                dtype=bool, count=hit.size)
-            cols[hit[same]] = candidates[same]
+            cols[hit[~same]] = -1
         if self._shared:
             for i in np.flatnonzero(cols < 0).tolist():
                 cols[i] = self._shared.get(tokens[i], -1)

@@ -124,7 +124,7 @@ def export_pmml(spam_filter: SpamFilter) -> bytes:
     kept = np.flatnonzero(model.feature_mask_)
     if kept.size == 0:
         raise PMMLError("the model keeps no terms (all pruned); lower features.min_df")
-    tokens = [spam_filter.vocabulary.tokens_[j] for j in kept]
+    tokens = spam_filter.vocabulary.tokens_.take(kept)
     names = [field_name(t) for t in tokens]
     numeric = getattr(spam_filter, "numeric", None)
     numeric_names = []

@@ -1,0 +1,71 @@
+"""TokenStore reads as the list of str it packs (textnb.token_store)."""
+
+import numpy as np
+import pytest
+
+from textnb.token_store import TokenStore
+
+# ASCII, empty, accented, astral, lone surrogates, word pairs and a prefix alone.
+TOKENS = ["free", "bi:free money", "", "café", "\U0001f600", "\ud83d\ude00x\udcff", "bi:",
+          "b", "subject:bi:"]
+
+
+def test_a_store_reads_as_the_list_it_was_given():
+    store = TokenStore(TOKENS)
+    assert store == TOKENS and TOKENS == store and not store != TOKENS
+    assert list(store) == TOKENS and len(store) == len(TOKENS)
+    assert [store[i] for i in range(-len(TOKENS), len(TOKENS))] == TOKENS + TOKENS
+    for piece in (slice(None), slice(2, 6), slice(None, None, -2), slice(5, 2), slice(-3, None)):
+        assert store[piece] == TOKENS[piece]
+    assert store.take([4, -1, 0, 4]) == [TOKENS[i] for i in (4, -1, 0, 4)]
+    assert store.take(np.zeros(0, dtype=np.int64)) == []
+    assert store.index("b") == TOKENS.index("b") and "café" in store and "caf" not in store
+    with pytest.raises(IndexError):
+        store[len(TOKENS)]
+    with pytest.raises(IndexError):
+        store.take([len(TOKENS)])
+
+
+def test_growing_after_reads_keeps_every_token():
+    """Reads hand out no view of the buffers, so the store still grows after them."""
+    store, plain = TokenStore(), []
+    for step in range(5):
+        batch = [f"{t}{step}" for t in TOKENS]
+        store.extend(iter(batch))
+        plain.extend(batch)
+        assert store.take(range(len(plain))) == plain and store.startswith("bi:").size == len(plain)
+    store.append("last")
+    assert store == plain + ["last"] and store.copy() == store
+    assert store.nbytes == sum(len(t.encode("utf-8", "surrogatepass")) + 8 for t in store)
+
+
+def test_iteration_crosses_chunks(monkeypatch):
+    from textnb import token_store
+
+    monkeypatch.setattr(token_store, "_CHUNK", 4)
+    assert list(TokenStore(TOKENS)) == TOKENS
+
+
+def test_startswith_tests_the_prefix_on_the_bytes():
+    store = TokenStore(TOKENS)
+    expected = [t.startswith("bi:") for t in TOKENS]
+    np.testing.assert_array_equal(store.startswith("bi:"), expected)
+    np.testing.assert_array_equal(store.startswith("bi:", 6), expected[6:])
+    np.testing.assert_array_equal(store.startswith("café"), [t.startswith("café") for t in TOKENS])
+    assert TokenStore().startswith("bi:").size == 0
+    assert not TokenStore([""]).startswith("bi:").any()
+
+
+def test_only_strings_go_in():
+    with pytest.raises(TypeError):
+        TokenStore([b"bytes"])
+
+
+def test_a_tokens_hash_depends_on_its_bytes_alone():
+    """The index's hash: the same for a token wherever it stands, and different for the
+    tokens here (lengths that differ by a NUL byte, one word and a byte more)."""
+    tokens = [*TOKENS, "a", "a\x00", "abcdefgh", "abcdefgh\x00", "abcdefghi"]
+    hashes = TokenStore(tokens).hashes()
+    assert hashes.dtype == np.int64 and len(set(hashes.tolist())) == len(tokens)
+    np.testing.assert_array_equal(TokenStore(["x", *tokens]).hashes(1), hashes)
+    np.testing.assert_array_equal([TokenStore([t]).hashes()[0] for t in tokens], hashes)

@@ -1,0 +1,279 @@
+"""A growing list of strings packed into one UTF-8 buffer: ``Vocabulary.tokens_``.
+
+A Python ``str`` costs 49 bytes of header besides its characters, and a list slot 8
+more: for a vocabulary of five million tokens (100,000 messages of a changing mailbox,
+``bench.compare --perturb``) that was ~70 bytes a token, 350 MB of a training run's
+1.18 GB peak. Here the tokens are their UTF-8 bytes, one after another in a
+``bytearray``, and the end offset of each (an ``array`` of int64): the characters plus
+8 bytes a token. Both grow by ``realloc`` (large blocks are remapped, not copied), so
+growing never holds two copies.
+
+A token is decoded when it is read: indexing, slices (lists), iteration (in chunks)
+and ``take`` (many at once, vectorised). Lone surrogates round-trip ("surrogatepass").
+
+Nothing outside this class may keep a NumPy view of the buffers: a view blocks their
+growth (BufferError), so every array handed out is a copy.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from operator import eq
+
+import numpy as np
+
+__all__ = ["TokenStore"]
+
+_ENCODING = ("utf-8", "surrogatepass")
+# Tokens decoded at a time while iterating: a chunk's strings exist together, never
+# the whole vocabulary's.
+_CHUNK = 1 << 16
+
+
+def _split(region: bytes | bytearray, ends: np.ndarray) -> list[str]:
+    """The strings of ``region`` cut at ``ends`` (byte offsets into it, ascending): one
+    decode, then slices of the str (C speed)."""
+    if region.isascii():
+        text = region.decode("ascii")
+    else:  # a character's offset: its bytes' offset less the continuation bytes before
+        text = region.decode(*_ENCODING)
+        data = np.frombuffer(region, dtype=np.uint8)
+        leads = np.cumsum((data & 0xC0) != 0x80, dtype=np.int64)  # characters begun so far
+        ends = np.where(ends > 0, leads[np.maximum(ends - 1, 0)], 0)
+    ends = ends.tolist()
+    return list(map(text.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+
+
+def _byte_lengths(data: bytes, lengths: np.ndarray) -> np.ndarray:
+    """The UTF-8 length of each token, from its length in characters and the tokens'
+    bytes (``data``): each continuation byte (10xxxxxx) adds one to its token's. Found
+    among the bytes >= 0x80 alone: SpamAssassin's vocabulary (22,406 of 549,730 tokens
+    not ASCII) is stored in 46 ms instead of 59 with an ``isascii`` and an ``encode``
+    per token (best of 5, load 1.5-2.5)."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    wide = np.flatnonzero(raw >= 0x80)
+    lead = (raw[wide] & 0xC0) == 0xC0
+    # A character's offset is its lead byte's less the continuation bytes before it.
+    chars = wide[lead] - np.cumsum(~lead)[lead]
+    token = np.searchsorted(np.cumsum(lengths), chars, side="right")
+    owner = token[np.cumsum(lead)[~lead] - 1]  # each continuation byte's character
+    return lengths + np.bincount(owner, minlength=lengths.size)
+
+
+# The hash of a token's bytes (``TokenStore.hashes``): each 8-byte word (the last one
+# masked to the token's bytes) xored with its place in the token and mixed by
+# splitmix64's finaliser, the words summed, the length added, mixed again.
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_WORD_MASKS = np.array([(1 << 8 * k) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place (uint64 arithmetic wraps)."""
+    x ^= x >> np.uint64(30)
+    x *= _MIX1
+    x ^= x >> np.uint64(27)
+    x *= _MIX2
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def _words_at(region: bytes | bytearray) -> np.ndarray:
+    """Every byte offset of ``region`` read as a little-endian uint64 (unaligned, over a
+    copy with 8 zero bytes after it)."""
+    padded = bytes(region) + bytes(8)
+    return np.ndarray((len(region) + 1,), dtype="<u8", buffer=padded, strides=(1,))
+
+
+def _hash_region(region: bytes | bytearray, ends: np.ndarray) -> np.ndarray:
+    """The 64-bit hash of each token of ``region`` (cut at ``ends``), as int64."""
+    lengths = np.diff(ends, prepend=0)
+    words = np.maximum((lengths + 7) // 8, 1)  # an empty token has one word, 0
+    first = np.cumsum(words) - words
+    token = np.repeat(np.arange(lengths.size), words)
+    place = np.arange(token.size, dtype=np.int64) - first[token]
+    left = lengths[token] - 8 * place  # the token's bytes from this word on
+    value = _words_at(region)[(ends - lengths)[token] + 8 * place]
+    value &= _WORD_MASKS[np.clip(left, 0, 8)]
+    value ^= place.astype(np.uint64) * _GOLDEN
+    hashes = np.add.reduceat(_mix(value), first) if first.size else np.zeros(0, np.uint64)
+    hashes ^= lengths.astype(np.uint64) * _GOLDEN
+    return _mix(hashes).view(np.int64)
+
+
+def _ends_key(region: bytes | bytearray, ends: np.ndarray) -> np.ndarray:
+    """A key of each token's length, first 8 and last 8 bytes: equal for equal tokens,
+    and rarely for others; cheaper than the hash (two words a token, whatever its length;
+    namespaced tokens share their first 8 bytes, so the last 8 count too)."""
+    lengths = np.diff(ends, prepend=0)
+    words = _words_at(region)
+    short = _WORD_MASKS[np.minimum(lengths, 8)]
+    key = _mix((words[ends - lengths] & short) ^ lengths.astype(np.uint64) * _GOLDEN)
+    key += _mix(words[np.maximum(ends - 8, ends - lengths)] & short)
+    return key
+
+
+class TokenStore(Sequence):
+    """A list of str that only grows (``append``, ``extend``), packed as UTF-8.
+
+    Reads as a list: ``len``, ``store[i]`` (negative too), ``store[a:b]`` (a list),
+    iteration, ``==`` with a list or another store; ``take`` decodes many positions at
+    once and ``startswith`` tests a prefix on the bytes.
+    """
+
+    def __init__(self, tokens: Iterable[str] = ()):
+        self._bytes = bytearray()
+        self._ends = array("q")  # end offset of each token in _bytes
+        if isinstance(tokens, TokenStore):
+            self._bytes += tokens._bytes
+            self._ends.extend(tokens._ends)
+        else:
+            self.extend(tokens)
+
+    # -- growing ---------------------------------------------------------------
+    def extend(self, tokens: Iterable[str]) -> None:
+        tokens = tokens if isinstance(tokens, list) else list(tokens)
+        if not tokens:
+            return
+        joined = "".join(tokens)  # TypeError for anything but str
+        data = joined.encode(*_ENCODING)
+        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        if len(data) != len(joined):
+            lengths = _byte_lengths(data, lengths)
+        self._bytes += data
+        ends = np.cumsum(lengths)
+        ends += self._ends[-1] if self._ends else 0
+        self._ends.frombytes(ends.tobytes())
+
+    def append(self, token: str) -> None:
+        self.extend([token])
+
+    def copy(self) -> "TokenStore":
+        return TokenStore(self)
+
+    # -- reading -----------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the tokens' text and offsets (without spare capacity)."""
+        return len(self._bytes) + 8 * len(self._ends)
+
+    def _start(self, i: int) -> int:
+        return self._ends[i - 1] if i else 0
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step == 1:
+                return self._decode(start, stop)
+            return self.take(range(start, stop, step))
+        n = len(self._ends)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("token index out of range")
+        return self._bytes[self._start(i):self._ends[i]].decode(*_ENCODING)
+
+    def _decode(self, i: int, j: int) -> list[str]:
+        """Tokens i..j-1 as a list (one region of the buffer)."""
+        if i >= j:
+            return []
+        base = self._start(i)
+        ends = np.frombuffer(self._ends, dtype=np.int64)[i:j] - base
+        return _split(self._bytes[base:base + int(ends[-1])], ends)
+
+    def __iter__(self) -> Iterator[str]:
+        for i in range(0, len(self), _CHUNK):
+            yield from self._decode(i, min(i + _CHUNK, len(self)))
+
+    def take(self, positions) -> list[str]:
+        """The tokens at ``positions`` (ints, negative counting from the end), in that
+        order: their bytes gathered and decoded together."""
+        at = np.asarray(positions, dtype=np.int64).reshape(-1)
+        n = len(self._ends)
+        if at.size == 0:
+            return []
+        at = np.where(at < 0, at + n, at)
+        if at.min() < 0 or at.max() >= n:
+            raise IndexError("token index out of range")
+        offsets = np.frombuffer(self._ends, dtype=np.int64)
+        ends = offsets[at]
+        starts = np.where(at > 0, offsets[np.maximum(at - 1, 0)], 0)
+        del offsets  # the view must not outlive the call (it would block growth)
+        lengths = ends - starts
+        out_ends = np.cumsum(lengths)
+        # byte k of the gathered region comes from starts[t] + (k - out_start[t])
+        source = np.repeat(starts - (out_ends - lengths), lengths)
+        source += np.arange(source.size, dtype=np.int64)
+        region = np.frombuffer(self._bytes, dtype=np.uint8)[source].tobytes()
+        return _split(region, out_ends)
+
+    def hashes(self, start: int = 0) -> np.ndarray:
+        """A 64-bit hash of each token's bytes from ``start`` on (int64; the same in every
+        process, computed on the buffer without decoding a token, a chunk at a time)."""
+        out = np.empty(len(self) - start, dtype=np.int64)
+        for i, j, region, ends in self._regions(start):
+            out[i - start:j - start] = _hash_region(region, ends)
+        return out
+
+    def _regions(self, start: int = 0) -> Iterator[tuple[int, int, bytearray, np.ndarray]]:
+        """(i, j, the bytes of tokens i..j-1, their ends in those bytes), a chunk at a time."""
+        for i in range(start, len(self), _CHUNK):
+            j = min(i + _CHUNK, len(self))
+            base = self._start(i)
+            ends = np.frombuffer(self._ends, dtype=np.int64)[i:j] - base
+            yield i, j, self._bytes[base:base + int(ends[-1])], ends
+
+    def candidates(self, tokens: list[str]) -> np.ndarray:
+        """The positions whose token has the byte length, first and last 8 bytes of one
+        of ``tokens``: every position of each of them, and rarely others (a pass over
+        the buffer, two words a token, nothing decoded; ``Vocabulary.columns``)."""
+        query = TokenStore(tokens)
+        wanted = np.unique(np.concatenate([_ends_key(r, e) for _, _, r, e in query._regions()]
+                                          or [np.zeros(0, np.uint64)]))
+        found = [np.zeros(0, dtype=np.int64)]
+        if wanted.size:
+            # A table of the keys' low 16 bits first: a look-up in 64 kB, where a binary
+            # search of every key took 18 of 25 ms (SpamAssassin's 549,730 tokens).
+            table = np.zeros(1 << 16, dtype=bool)
+            table[wanted & np.uint64(0xFFFF)] = True
+            for i, _, region, ends in self._regions():
+                keys = _ends_key(region, ends)
+                maybe = np.flatnonzero(table[keys & np.uint64(0xFFFF)])
+                at = np.minimum(np.searchsorted(wanted, keys[maybe]), wanted.size - 1)
+                found.append(maybe[wanted[at] == keys[maybe]] + i)
+        return np.concatenate(found)
+
+    def startswith(self, prefix: str, start: int = 0) -> np.ndarray:
+        """Which tokens from ``start`` on begin with ``prefix`` (bool ndarray), tested on
+        the bytes without decoding a token."""
+        wanted = prefix.encode(*_ENCODING)
+        offsets = np.frombuffer(self._ends, dtype=np.int64)
+        ends = offsets[start:].copy()
+        starts = np.empty_like(ends)
+        starts[1:] = ends[:-1]
+        if starts.size:
+            starts[0] = self._start(start)
+        del offsets
+        mask = ends - starts >= len(wanted)
+        if not mask.any():
+            return mask
+        data = np.frombuffer(self._bytes, dtype=np.uint8)
+        for k, byte in enumerate(wanted):  # a token too short is masked already
+            mask &= data[np.minimum(starts + k, data.size - 1)] == byte
+        return mask
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, TokenStore):
+            return self._ends == other._ends and self._bytes == other._bytes
+        if isinstance(other, list):
+            return len(other) == len(self) and all(map(eq, self, other))
+        return NotImplemented
+
+    __hash__ = None  # mutable, as a list
+
+    def __repr__(self) -> str:
+        return f"TokenStore({len(self)} tokens, {len(self._bytes)} bytes)"
