@@ -1,6 +1,6 @@
 """Tuned cost on every message of a corpus, not one test split: textnb against bogofilter.
 
-    python -m bench.tune_folds [--corpus enron ...] [--search]
+    python -m bench.tune_folds [--corpus enron ...] [--search] [--split chronological]
         [--json bench/results/tune-folds.json]
 
 bench/tune_costs.py scores the README's test split once; at λ = 999 one test ham
@@ -14,6 +14,8 @@ its verdicts at its default cutoffs (Unsure delivered, i.e. a ham verdict). The
 costs λ·FP + FN of the tuned rule, of the untuned rule (log-odds > ln λ) and of
 bogofilter are given per fold and summed over the five. With ``--search`` each fold's
 tuning also chooses the settings (``textnb tune --search``, on those four folds only).
+``--split chronological`` does the same once on the corpora README's chronological
+split: tuned and trained on the past, the latest fifth of each class scored.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from bench import peers
 from bench.folds import load_folds, peer_folds
 from textnb import calibration as cal
 from textnb.config import load_config
-from textnb.corpora import corpora_root
+from textnb.corpora import chronological_split, corpora_root, iter_corpus
 from textnb.evaluate import fit_rows, score_rows
 from textnb.evidence import pair_columns
 from textnb.pipeline import SpamFilter
@@ -47,9 +49,17 @@ def cost(y, flagged, lam: float) -> dict:
     return {"fp": fp, "fn": fn, "cost": lam * fp + fn}
 
 
+def chronological_parts(corpus: str) -> tuple[list[str], list[bytes], np.ndarray]:
+    """The README's chronological split as two parts: 'past' (trained on) and 'test'."""
+    past, test = chronological_split(corpus, iter_corpus(corpus))
+    examples = past + test
+    return (["past"] * len(past) + ["test"] * len(test), [e.raw for e in examples],
+            np.array([e.label == "spam" for e in examples]))
+
+
 def run(corpus: str, cfg, lambdas=DEFAULT_COST_RATIOS, do_search: bool = False,
-        log=print) -> dict:
-    part, raw, y = load_folds(corpus)
+        log=print, chronological: bool = False) -> dict:
+    part, raw, y = chronological_parts(corpus) if chronological else load_folds(corpus)
     part = np.asarray(part)
     spam_filter = SpamFilter(cfg)
     vocab = Vocabulary()
@@ -59,7 +69,7 @@ def run(corpus: str, cfg, lambdas=DEFAULT_COST_RATIOS, do_search: bool = False,
     with tempfile.TemporaryDirectory(prefix=f"textnb-tune-folds-{corpus}-") as tmp:
         _, bogo_spam, _ = peer_folds(peers.run_bogofilter, part, raw, y, Path(tmp), corpus)
     folds = []
-    for name in sorted(set(part)):
+    for name in sorted(set(part) - {"past"}):  # the past is only trained on
         test, train = np.flatnonzero(part == name), np.flatnonzero(part != name)
         tuned = tune_matrix(X[train], yi[train], cfg, lambdas, make_folds(yi[train], 5),
                             do_search=do_search, pair_columns=pairs)
@@ -96,6 +106,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", action="append", choices=("spamassassin", "enron", "sms"))
     parser.add_argument("--search", action="store_true", help="choose the settings per fold too")
+    parser.add_argument("--split", choices=("hash", "chronological"), default="hash",
+                        help="five hash folds (default) or the past/latest-fifth split")
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "tune-folds.json")
     args = parser.parse_args(argv)
     if corpora_root() is None:
@@ -103,15 +115,18 @@ def main(argv=None) -> int:
     cfg = load_config(None, {})
     results = []
     for corpus in args.corpus or ("spamassassin", "enron"):
-        r = run(corpus, cfg, do_search=args.search)
+        r = run(corpus, cfg, do_search=args.search, chronological=args.split == "chronological")
         results.append(r)
-        print(f"{corpus} ({r['n_spam']} spam / {r['n_ham']} ham), cost summed over 5 folds:")
+        n = len(r["folds"])
+        print(f"{corpus} ({r['n_spam']} spam / {r['n_ham']} ham), cost summed over {n} "
+              f"test part{'s' * (n > 1)}:")
         for lam, t in r["totals"].items():
             print(f"  λ={lam:>4}: tuned {t['tuned']:>8g}  ln λ {t['ln_lambda']:>8g}  "
                   f"bogofilter {t['bogofilter']:>8g}  (tuned < bogofilter in "
-                  f"{r['folds_tuned_beats_bogofilter'][lam]} of 5 folds)", flush=True)
+                  f"{r['folds_tuned_beats_bogofilter'][lam]} of {n})", flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"config": "defaults", "searched": args.search,
+                                     "split": args.split,
                                      "results": results}, indent=2))
     return 0
 

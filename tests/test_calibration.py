@@ -113,12 +113,15 @@ def test_end_weight_is_half_a_ham_above_and_half_a_spam_below_everything(data, l
 
 def test_ham_tail_counts_by_hand():
     # 40 hams 0..39: share 0.25 gives k = HAM_TAIL_MIN = 10 tail hams (30..39) over
-    # u = 29, excesses 1..10, scale 5.5; 10·exp(-(x - 29) / 5.5) hams expected above x.
+    # u = 29, excesses 1..10 summing to 55; the posterior predictive expects
+    # 10·(1 + (x - 29) / 55)^-10 hams above x (the plug-in exponential, 10·exp(-(x - 29)
+    # / 5.5), expects fewer far out: at x = 40, 1.35 against 1.62 hams).
     hams = np.arange(40.0)
     levels = np.array([28.0, 29.0, 31.0, 40.0])
     start, counts, above_top = cal.ham_tail_counts(hams, levels, 0.25)
     assert start == 1
-    above = 10 * np.exp(-(np.array([29.0, 31.0, 40.0]) - 29) / 5.5)
+    above = 10 * (1 + (np.array([29.0, 31.0, 40.0]) - 29) / 55) ** -10
+    assert above[2] == pytest.approx(1.615, abs=1e-3)
     # the level at u holds the ham seen there (29); the levels above, the tail's share
     assert counts.tolist() == pytest.approx([1.0, above[0] - above[1], above[1] - above[2]])
     assert above_top == pytest.approx(above[2])
