@@ -186,3 +186,23 @@ def test_the_column_history_is_32_bit_until_serials_outgrow_it():
                                arrays["ledger_tokens"], arrays["ledger_serial"],
                                arrays["ledger_born"], arrays["ledger_last"], arrays["ledger_state"])
     assert again == ledger and again.last.dtype == np.int64
+
+
+def test_the_column_history_grown_in_steps_equals_one_grown_at_once():
+    """cover() fills new columns in a buffer with room to grow (no copy per batch): the
+    history is the same as when every column comes at once, and a copy taken between
+    steps keeps its values."""
+    steps, at_once = Ledger(), Ledger()
+    for k in range(1, 40):
+        steps.record(bytes([k]) * 32, "spam", k)
+        steps.saw(np.arange(k * 3 - 3, k * 3 + 1), k - 1)
+        if k == 20:
+            before = (steps.born.copy(), steps.last.copy())
+            early = Ledger.from_arrays(*steps.to_arrays().values())
+    for k in range(1, 40):
+        at_once.record(bytes([k]) * 32, "spam", k)
+    at_once.cover(40 * 3 - 2)
+    for k in range(1, 40):
+        at_once.saw(np.arange(k * 3 - 3, k * 3 + 1), k - 1)
+    assert steps.born.shape == (118,) and steps.same_history(at_once)
+    assert np.array_equal(early.born, before[0]) and np.array_equal(early.last, before[1])

@@ -129,3 +129,20 @@ def test_a_repeated_token_with_a_shared_hash_is_still_reported(monkeypatch):
     with pytest.raises(ValueError, match="duplicate"):
         Vocabulary(["a", "b", "c", "b"]).check()
     np.testing.assert_array_equal(Vocabulary(["a", "b", "c"]).add(["c", "d", "a"]), [2, 3, 0])
+
+
+def test_merging_sorted_arrays_in_place_equals_sorting_them_together(monkeypatch):
+    from textnb import vectorize
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        monkeypatch.setattr(vectorize, "_MERGE_CHUNK", int(rng.integers(1, 10)))
+        n, m = rng.integers(0, 40, size=2)
+        keys, new_keys = np.sort(rng.integers(0, 50, n)), np.sort(rng.integers(0, 50, m))
+        values, new_values = rng.integers(0, 1000, n), rng.integers(0, 1000, m)
+        merged_keys, merged_values = keys.copy(), values.copy()
+        vectorize._merge_into(merged_keys, merged_values, new_keys, new_values)
+        np.testing.assert_array_equal(merged_keys, np.sort(np.concatenate([keys, new_keys])))
+        pairs = zip(np.concatenate([keys, new_keys]).tolist(),
+                    np.concatenate([values, new_values]).tolist())
+        assert sorted(zip(merged_keys.tolist(), merged_values.tolist())) == sorted(pairs)

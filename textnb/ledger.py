@@ -142,6 +142,27 @@ class Ledger:
         self.born = np.zeros(0, dtype=np.int32)
         self.last = np.zeros(0, dtype=np.int32)
 
+    # The column history is a view of buffers with room to grow (``cover``): they
+    # double when full, as the model's counts do, instead of a new pair of arrays of
+    # the whole vocabulary every batch that adds tokens. Assigning one sets its length.
+    @property
+    def born(self) -> np.ndarray:
+        return self._born[:self._columns]
+
+    @born.setter
+    def born(self, value) -> None:
+        self._born = np.asarray(value)
+        self._columns = self._born.shape[0]
+
+    @property
+    def last(self) -> np.ndarray:
+        return self._last[:self._columns]
+
+    @last.setter
+    def last(self, value) -> None:
+        self._last = np.asarray(value)
+        self._columns = self._last.shape[0]
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -219,12 +240,18 @@ class Ledger:
     # -- column history --------------------------------------------------------
     def cover(self, n_columns: int) -> None:
         """Extend the column history to ``n_columns`` (see the class docstring)."""
-        extra = n_columns - self.born.shape[0]
-        if extra > 0:
+        n = self._columns
+        if n_columns > n:
             self._widen()
-            dtype = self.born.dtype
-            self.born = np.concatenate([self.born, np.full(extra, self.pruned_at, dtype)])
-            self.last = np.concatenate([self.last, np.full(extra, self.next_serial, dtype)])
+            if n_columns > self._born.shape[0]:
+                room = max(n_columns, 2 * self._born.shape[0])
+                for name in ("_born", "_last"):
+                    grown = np.empty(room, dtype=getattr(self, name).dtype)
+                    grown[:n] = getattr(self, name)[:n]
+                    setattr(self, name, grown)
+            self._born[n:n_columns] = self.pruned_at
+            self._last[n:n_columns] = self.next_serial
+            self._columns = n_columns
 
     def saw(self, columns: np.ndarray, serial: int) -> None:
         """Message ``serial`` holds ``columns`` (its token columns)."""

@@ -224,8 +224,7 @@ class SpamFilter:
         n = len(self.vocabulary)
         fc = np.zeros((2, n))
         fc[:, columns] = weight * np.asarray(feature_count, dtype=np.float64)
-        if self.doc_freq_.shape[0] < n:
-            self.doc_freq_ = np.concatenate([self.doc_freq_, np.zeros(n - self.doc_freq_.shape[0])])
+        self._grow_doc_freq(n)
         self.doc_freq_[columns] += weight * np.asarray(doc_freq, dtype=np.float64)
         class_count = weight * np.asarray(class_count, dtype=np.float64)
         self.model.add_counts(class_count, fc)
@@ -233,11 +232,31 @@ class SpamFilter:
             self.n_learned[label] += int(class_count[code])
         self._update_mask()
 
+    @property
+    def doc_freq_(self) -> np.ndarray:
+        """ndarray of shape (n_features,): the learned documents (of any class) holding
+        each token; a view of a buffer with room to grow (``_grow_doc_freq``)."""
+        return self._doc_freq[:self._n_doc_freq]
+
+    @doc_freq_.setter
+    def doc_freq_(self, value) -> None:
+        self._doc_freq = np.asarray(value, dtype=np.float64)
+        self._n_doc_freq = self._doc_freq.shape[0]
+
+    def _grow_doc_freq(self, n: int) -> None:
+        """Room for ``n`` columns, the new ones 0. The buffer doubles when full, as the
+        model's counts do, instead of a new array of the whole vocabulary (8 bytes a
+        token) every batch that adds tokens."""
+        if n > self._doc_freq.shape[0]:
+            grown = np.zeros(max(n, 2 * self._doc_freq.shape[0]))
+            grown[:self._n_doc_freq] = self.doc_freq_
+            self._doc_freq = grown
+        self._n_doc_freq = max(n, self._n_doc_freq)
+
     def _add_counts(self, X, y, weight: float) -> np.ndarray:
         """Count X; returns the columns whose document frequency may have changed."""
         n, before = X.shape[1], self.doc_freq_.shape[0]
-        if before < n:
-            self.doc_freq_ = np.concatenate([self.doc_freq_, np.zeros(n - before)])
+        self._grow_doc_freq(n)
         # Only the columns these documents hold: learning one message costs O(its tokens).
         columns, df = np.unique(X.indices, return_counts=True)
         self.doc_freq_[columns] += weight * df
