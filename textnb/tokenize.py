@@ -77,9 +77,18 @@ _TOKEN_MATCH = re.compile(
     re.IGNORECASE,
 )
 _URL_TRAILING = ".,;:!?)]}>\"'"
+_URL_SCHEMES = ("http://", "https://")  # spaCy's like_url: a URL even without a "."
 _HOST = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^@/\s]*@)?([^/:?#\s]+)", re.IGNORECASE)
 _IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b")
-_HOSTNAME = re.compile(r"\b((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,})\b", re.IGNORECASE)
+# The lookahead only says what every match starts with (a label and its "."), so the
+# matches are the same; it fails at once on the words without one, where the labels'
+# backtracking was tried: 41,841 Received/Message-ID values of SpamAssassin, 0.53 ->
+# 0.29 s.
+_HOSTNAME = re.compile(r"\b(?=[a-z0-9-]+\.)((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,})\b",
+                       re.IGNORECASE)
+# The same on lower-cased ASCII text (no IGNORECASE: 0.29 -> 0.20 s on those values);
+# for ASCII, lower-casing first finds the same matches, lower-cased (_hostnames).
+_HOSTNAME_LOWER = re.compile(_HOSTNAME.pattern)
 _URL_IN_TEXT = re.compile(r"(?:https?|ftp)://[^\s<>\"']+|www\.[^\s<>\"']+", re.IGNORECASE)
 _DIGITS = re.compile(r"\d")
 _WHITESPACE = re.compile(r"\s+")
@@ -87,6 +96,21 @@ _WHITESPACE = re.compile(r"\s+")
 # Header fields whose values are addresses: tokenised as address, domain and name words.
 _ADDRESS_HEADERS = frozenset({"from", "to", "cc", "reply-to", "sender", "return-path",
                               "delivered-to", "errors-to", "x-original-to"})
+# The common shapes of an address field, read without email.utils.getaddresses (a
+# Python character loop, 15-20 us a value): "a@b.c", "Name <a@b.c>", "\"Any name\"
+# <a@b.c>", and lists of the first two. Each gives exactly what getaddresses gives
+# (its phrase's words joined by one space, a quoted name as it is, the address as
+# written); anything else (comments, quoted names in lists, routes, groups, a
+# character outside these sets) goes to getaddresses. Of the 7,274 distinct address
+# values in the public corpora, 6,924 have these shapes, all parsed the same
+# (tests/test_tokenize.py checks shapes at their edges against the stdlib).
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]"  # RFC 5322 atext, and "." (obs-phrase)
+_ADDR_SPEC = rf"{_ATEXT}+@[A-Za-z0-9.-]+"
+_FWS = r"[ \t\r\n]*"
+_BARE_ADDRESS = re.compile(rf"{_FWS}({_ADDR_SPEC}){_FWS}")
+_QUOTED_NAME_ADDRESS = re.compile(rf'{_FWS}"([^"\\\r\n]*)"{_FWS}<({_ADDR_SPEC})>{_FWS}')
+_NAME_ADDRESS = re.compile(
+    rf"{_FWS}((?:{_ATEXT}+[ \t\r\n]+)*{_ATEXT}+)?{_FWS}<({_ADDR_SPEC})>{_FWS}")
 
 
 def make_spacy_tokenizer():
@@ -316,9 +340,14 @@ class EmailTokenizer:
 
     def _map_plain(self, text: str, lex: LexicalAttributes) -> tuple[str, ...]:
         cfg = self.cfg
-        if lex.like_url(text) or _TOKEN_MATCH.match(text) and "@" not in text:
+        # spaCy's like_url is False for a word with no "." unless it starts with
+        # http(s):// (it scans for the "." in a Python loop), and like_email's pattern
+        # needs an "@": most words are spared both calls (tests/test_tokenize.py checks
+        # these two facts against spaCy's functions).
+        if (("." in text or text.startswith(_URL_SCHEMES)) and lex.like_url(text)
+                or _TOKEN_MATCH.match(text) and "@" not in text):
             return tuple(self.url_tokens(text.rstrip(_URL_TRAILING)))
-        if lex.like_email(text):
+        if "@" in text and lex.like_email(text):
             user, _, domain = text.lower().rpartition("@")
             return ("email:addr", f"email:domain:{domain.rstrip(_URL_TRAILING)}")
         word = text.lower() if cfg.lowercase else text
@@ -394,8 +423,8 @@ class EmailTokenizer:
         elif name == "received":
             tokens.extend(self._received_tokens(value))
         elif name in ("message-id", "in-reply-to", "references"):
-            for host in _HOSTNAME.findall(value)[:5]:
-                tokens.append(f"{name}:{host.lower()}")
+            for host in _hostnames(value)[:5]:
+                tokens.append(f"{name}:{host}")
         elif name in ("content-type", "content-transfer-encoding", "content-disposition"):
             tokens.extend(f"{name}:{w}" for w in _WHITESPACE.split(value.lower().replace(";", " "))
                           if w and len(w) <= cfg.max_token_length)
@@ -413,7 +442,7 @@ class EmailTokenizer:
     def _address_tokens(self, name: str, value: str) -> list[str]:
         tokens = []
         try:
-            pairs = getaddresses([value])
+            pairs = _simple_addresses(value) or getaddresses([value])
         except Exception:  # the stdlib parser can fail on hostile input; fall back to no pairs
             pairs = []
             tokens.append(f"{name}:unparsable")
@@ -433,8 +462,8 @@ class EmailTokenizer:
 
     def _received_tokens(self, value: str) -> list[str]:
         tokens = []
-        for host in _HOSTNAME.findall(value)[:10]:
-            tokens.append(f"received:{host.lower()}")
+        for host in _hostnames(value)[:10]:
+            tokens.append(f"received:{host}")
         for a, b, c, d in _IPV4.findall(value)[:10]:
             tokens.append(f"received:ip:{a}.{b}.{c}.{d}")
             if self.cfg.received_subnets:
@@ -442,6 +471,44 @@ class EmailTokenizer:
                 tokens.append(f"received:ip:{a}.{b}.{c}")
                 tokens.append(f"received:ip:{a}.{b}")
         return tokens
+
+
+def _hostnames(value: str) -> list[str]:
+    """The host names in ``value`` (``_HOSTNAME``), lower-cased."""
+    if value.isascii():
+        return _HOSTNAME_LOWER.findall(value.lower())
+    return [host.lower() for host in _HOSTNAME.findall(value)]
+
+
+def _simple_address(value: str) -> tuple[str, str] | None:
+    """(name, address) of one address in a common shape, else None."""
+    match = _BARE_ADDRESS.fullmatch(value)
+    if match:
+        return ("", match[1])
+    match = _QUOTED_NAME_ADDRESS.fullmatch(value)
+    if match:
+        return (match[1], match[2])
+    match = _NAME_ADDRESS.fullmatch(value)
+    if match:
+        return (" ".join(match[1].split()) if match[1] else "", match[2])
+    return None
+
+
+def _simple_addresses(value: str) -> list[tuple[str, str]] | None:
+    """getaddresses([value]) for the common shapes (``_BARE_ADDRESS`` etc.), else None.
+    A list is cut at commas only when no name is quoted and no comment can hold one."""
+    if "," not in value:
+        pair = _simple_address(value)
+        return None if pair is None else [pair]
+    if '"' in value or "(" in value:
+        return None
+    pairs = []
+    for item in value.split(","):
+        pair = _simple_address(item)
+        if pair is None:
+            return None
+        pairs.append(pair)
+    return pairs
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
