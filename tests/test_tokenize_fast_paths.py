@@ -89,3 +89,22 @@ def test_hostnames_are_the_case_blind_patterns_matches_lower_cased():
 @pytest.mark.parametrize("value", ["mx.Example.com", "\u212a.example.com"])
 def test_hostnames_lower_case_both_paths(value):
     assert _hostnames(value) == [h.lower() for h in _HOSTNAME.findall(value)]
+
+
+CHUNKS = ["free", "FREE", "12345", "abc123", "e-mail", "it's", "x.com", "www.example.com",
+          "http://x.io/a?b=1", "bob@example.org", "a/1", "1/a", "&amp", "$5", "50%", "café",
+          "您好，我们公司", "Ｆｒｅｅ", "a_b", "a+b", "#1", "^^", "--", "a=1", "中文/English"]
+
+
+def test_a_chunk_without_affixes_is_one_spacy_word_as_it_is():
+    """_map_new_chunks maps such a chunk without spaCy; spaCy would give it back whole."""
+    from textnb.config import TokenizerConfig
+    from textnb.tokenize import _AFFIX, EmailTokenizer
+
+    spacy_tokenizer = EmailTokenizer(TokenizerConfig()).spacy
+    whole = [chunk for chunk in CHUNKS if _AFFIX.search(chunk) is None]
+    assert len(whole) > len(CHUNKS) // 2
+    for chunk in whole:
+        assert [t.text for t in spacy_tokenizer(chunk)] == [chunk], chunk
+    for chunk in ("(free", "free,", "word/word", "a=b"):  # the rules' own cases are split
+        assert _AFFIX.search(chunk) is not None and len(spacy_tokenizer(chunk)) > 1
