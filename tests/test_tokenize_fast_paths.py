@@ -93,18 +93,23 @@ def test_hostnames_lower_case_both_paths(value):
 
 CHUNKS = ["free", "FREE", "12345", "abc123", "e-mail", "it's", "x.com", "www.example.com",
           "http://x.io/a?b=1", "bob@example.org", "a/1", "1/a", "&amp", "$5", "50%", "café",
-          "您好，我们公司", "Ｆｒｅｅ", "a_b", "a+b", "#1", "^^", "--", "a=1", "中文/English"]
+          "您好，我们公司", "Ｆｒｅｅ", "a_b", "a+b", "#1", "^^", "--", "a=1", "中文/English",
+          ",", ".", "'", "(", "a", "é", "-"]
+MARKS = ["", ",", ".", "!", "?", ":", ";", ")", "]", "}", ">", "'", '"', "*", "`", "|", "..", ",)"]
 
 
-def test_a_chunk_without_affixes_is_one_spacy_word_as_it_is():
-    """_map_new_chunks maps such a chunk without spaCy; spaCy would give it back whole."""
+def test_plain_chunks_are_the_words_spacy_makes_of_them():
+    """_map_new_chunks maps these chunks without spaCy; spaCy would split them the same."""
     from textnb.config import TokenizerConfig
-    from textnb.tokenize import _AFFIX, EmailTokenizer
+    from textnb.tokenize import EmailTokenizer, _plain_words
 
     spacy_tokenizer = EmailTokenizer(TokenizerConfig()).spacy
-    whole = [chunk for chunk in CHUNKS if _AFFIX.search(chunk) is None]
-    assert len(whole) > len(CHUNKS) // 2
-    for chunk in whole:
-        assert [t.text for t in spacy_tokenizer(chunk)] == [chunk], chunk
-    for chunk in ("(free", "free,", "word/word", "a=b"):  # the rules' own cases are split
-        assert _AFFIX.search(chunk) is not None and len(spacy_tokenizer(chunk)) > 1
+    chunks = [chunk + mark for chunk in CHUNKS for mark in MARKS]
+    plain = {chunk: _plain_words(chunk) for chunk in chunks}
+    assert sum(words is not None for words in plain.values()) > len(chunks) // 3
+    for chunk, words in plain.items():
+        if words is not None:
+            assert tuple(t.text for t in spacy_tokenizer(chunk)) == words, chunk
+    assert plain["free,"] == ("free", ",") and plain["free"] == ("free",)
+    for chunk in ("(free", "free,)", "word/word", "a=b", "www.x.com,", "free.."):  # spaCy's to split
+        assert plain[chunk] is None if chunk in plain else _plain_words(chunk) is None

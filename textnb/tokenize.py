@@ -12,7 +12,9 @@ rules without URL matching, 1.3 s these rules) and their extra splits (hyphens,
 apostrophes) carry little spam evidence. The lexical attributes (``like_num``,
 ``like_url``, ``like_email``, ``is_currency``) are spaCy's English ones, computed
 once per distinct word; what a whitespace-free chunk of text maps to is cached
-too (``EmailTokenizer.text_tokens``), so spaCy sees each distinct chunk once.
+too (``EmailTokenizer.text_tokens``), so spaCy sees each distinct chunk once,
+and only the chunks its rules split in more than a word and a trailing mark
+(``_plain_words`` names the shapes whose words are known without it).
 """
 
 from __future__ import annotations
@@ -174,8 +176,8 @@ class EmailTokenizer:
         self.cfg = cfg
         self._spacy = None
         self._attributes: LexicalAttributes | None = None  # loaded with spaCy
-        # namespace -> spaCy string hash -> the tokens that word maps to
-        self._word_cache: dict[str, dict[int, tuple[str, ...]]] = {}
+        # namespace -> word -> the tokens that word maps to
+        self._word_cache: dict[str, dict[str, tuple[str, ...]]] = {}
         # namespace -> whitespace-free chunk -> its tokens (bigram mode: its words' tuples)
         self._chunk_cache: dict[str, dict[str, tuple]] = {}
         # (field name, value) -> tokens of an address field
@@ -288,47 +290,55 @@ class EmailTokenizer:
     def _map_new_chunks(self, new: list[str], cache: dict, namespace: str) -> dict[str, tuple]:
         """What each of ``new`` (distinct chunks) maps to, from one spaCy call; also cached."""
         values: dict[str, tuple] = {}
-        whole = [chunk for chunk in new if _AFFIX.search(chunk) is None]
-        if whole:
-            # A chunk none of the rules splits (SpamAssassin's training split: 37% of
-            # its new chunks) is one spaCy word, its own text: mapped without spaCy,
-            # which spent ~5 us on each (a lexeme made and stored).
-            if len(whole) < len(new):
-                whole_set = set(whole)
-                new = [chunk for chunk in new if chunk not in whole_set]
+        lex, bigrams = self._attributes, self.cfg.bigrams
+        if lex is None:
+            self.spacy  # loads the attributes with spaCy
+            lex = self._attributes
+        # A chunk whose words the rules make plain (_plain_words: 83% of SpamAssassin's
+        # new chunks) is mapped without spaCy, which spent ~5 us on each (a lexeme made
+        # and stored for each word).
+        words = self._word_cache.get(namespace)
+        if words is None:
+            words = self._word_cache[namespace] = {}
+        split_by_spacy = []
+        for chunk in new:
+            texts = _plain_words(chunk)
+            if texts is None:
+                split_by_spacy.append(chunk)
+                continue
+            mapped = []
+            for text in texts:  # no space in a chunk: never is_space
+                word = words.get(text)
+                if word is None:
+                    word = self._map_word(text, lex)
+                    if namespace:
+                        word = tuple(namespace + m for m in word)
+                    if len(words) < _CACHE_LIMIT:
+                        words[text] = word
+                mapped.append(word)
+            if bigrams:
+                values[chunk] = tuple(word for word in mapped if word)
             else:
-                new = []
-            lex, bigrams = self._attributes, self.cfg.bigrams
-            if lex is None:
-                self.spacy  # loads the attributes with spaCy
-                lex = self._attributes
-            for chunk in whole:
-                word = self._map_word(chunk, lex)  # no space in a chunk: never is_space
-                if namespace:
-                    word = tuple(namespace + m for m in word)
-                values[chunk] = ((word,) if word else ()) if bigrams else word
-            if not new:
-                return self._cache_values(values, cache)
+                values[chunk] = tuple(chain.from_iterable(mapped))
+        if not split_by_spacy:
+            return self._cache_values(values, cache)
+        new = split_by_spacy
         # Single spaces between whitespace-free chunks: spaCy sees exactly these
         # chunks, and the SPACY flag (a space follows) marks each one's last word.
         doc = self.spacy(" ".join(new))
         rows = doc.to_array([_ORTH, _SPACY]).tolist()
-        words = self._word_cache.get(namespace)
-        if words is None:
-            words = self._word_cache[namespace] = {}
-        strings, lex = doc.vocab.strings, self._attributes
-        bigrams = self.cfg.bigrams
+        strings = doc.vocab.strings
         current: list = []
         i = 0
         for h, space_after in rows:
-            word = words.get(h)
+            text = strings[h]
+            word = words.get(text)
             if word is None:
-                text = strings[h]
                 word = () if lex.is_space(text) else self._map_word(text, lex)
                 if namespace:
                     word = tuple(namespace + m for m in word)
                 if len(words) < _CACHE_LIMIT:
-                    words[h] = word
+                    words[text] = word
             if bigrams:
                 if word:
                     current.append(word)
@@ -343,8 +353,8 @@ class EmailTokenizer:
             raise AssertionError(f"spaCy split {len(new)} chunks into {i + 1}")
         if len(strings) > _SPACY_STRINGS:
             # spaCy's vocabulary keeps every string it has seen; start a fresh one (our
-            # caches are keyed by the chunk and by spaCy's hash of the string, which
-            # does not depend on the vocabulary, so they stay valid).
+            # caches are keyed by the chunk and by the word's text, which do not
+            # depend on the vocabulary, so they stay valid).
             self._spacy = make_spacy_tokenizer()
         return self._cache_values(values, cache)
 
@@ -536,6 +546,24 @@ def _simple_addresses(value: str) -> list[tuple[str, str]] | None:
             return None
         pairs.append(pair)
     return pairs
+
+
+def _plain_words(chunk: str) -> tuple[str, ...] | None:
+    """The words spaCy's tokenizer splits ``chunk`` into under our rules, for the two
+    shapes that need none of its machinery; None for any other chunk.
+
+    A chunk with no prefix, suffix or infix (``_AFFIX``) is one word. A chunk that
+    is such a word and one suffix character (``word,``), and is not a URL or an
+    address (``_TOKEN_MATCH``, which would keep it whole), is those two words:
+    spaCy strips the suffix, finds nothing more to strip and no infix in the rest.
+    (Our tokenizer has no special cases, which would change both.)"""
+    if _AFFIX.search(chunk) is None:
+        return (chunk,)
+    core = chunk[:-1]
+    if (core and _SUFFIX.search(chunk) is not None and _AFFIX.search(core) is None
+            and _TOKEN_MATCH.match(chunk) is None):
+        return (core, chunk[-1])
+    return None
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
