@@ -1,6 +1,6 @@
 """A whole corpus cut into folds (Ling-Spam's ten parts, or five by the corpora
 README's hash), and a peer filter run fold by fold on one file per message.
-Used by bench/tenfold_parts.py and bench/tune_folds.py."""
+Used by bench/tenfold_parts.py, bench/tune_folds.py and bench/list_reader.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
-from textnb.corpora import iter_corpus
+from textnb.corpora import chronological_split, iter_corpus
 
 
 def fold_of(corpus: str, relpath: str) -> str:
@@ -26,6 +26,15 @@ def load_folds(corpus: str = "lingspam") -> tuple[list[str], list[bytes], np.nda
     examples = list(iter_corpus(corpus))
     part = [fold_of(corpus, e.relpath) for e in examples]
     return part, [e.raw for e in examples], np.array([e.label == "spam" for e in examples])
+
+
+def chronological_parts(corpus: str) -> tuple[list[str], list[bytes], np.ndarray]:
+    """The corpora README's chronological split as two parts, 'past' (only trained on)
+    and 'test' (the latest fifth of each class): parts, bytes, whether each is spam."""
+    past, test = chronological_split(corpus, iter_corpus(corpus))
+    examples = past + test
+    return (["past"] * len(past) + ["test"] * len(test), [e.raw for e in examples],
+            np.array([e.label == "spam" for e in examples]))
 
 
 def peer_folds(run, part, raw, y, workdir: Path, corpus: str = "lingspam"

@@ -36,11 +36,11 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
-from bench.folds import load_folds, peer_folds
+from bench.folds import chronological_parts, load_folds, peer_folds
 from bench.tenfold_parts import textnb_folds
 from textnb import metrics
 from textnb.config import load_config, parse_override_value
-from textnb.corpora import chronological_split, corpora_root, iter_corpus
+from textnb.corpora import corpora_root
 
 # A list "the owner reads" delivered at least this many hams: fixed before any run, so
 # that a list that only ever brought spam (a spammer's List-Id) keeps its spam label.
@@ -56,14 +56,14 @@ def list_id(raw: bytes) -> str | None:
     return m.group(1).decode("ascii", "replace").lower() if m else None
 
 
-def relabelled(raw: list[bytes], y: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Labels by the list reader's rule: (new labels, which spams became ham, the lists)."""
-    ids = [list_id(r) for r in raw]
+def relabelled(ids: list[str | None], y: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Labels by the list reader's rule, given each message's list id (``list_id``):
+    (new labels, which spams became ham, the lists read)."""
     hams = Counter(i for i, spam in zip(ids, y) if i and not spam)
     read = {i for i, n in hams.items() if n >= MIN_LIST_HAMS}
     moved = np.array([bool(spam and i in read) for i, spam in zip(ids, y)])
-    lists = {i: {"hams": hams[i], "spams_relabelled": int(sum(moved[k] for k, j in enumerate(ids) if j == i))}
-             for i in sorted(read)}
+    spams = Counter(i for i, m in zip(ids, moved) if m)
+    lists = {i: {"hams": hams[i], "spams_relabelled": spams[i]} for i in sorted(read)}
     return y & ~moved, moved, lists
 
 
@@ -82,14 +82,6 @@ def figures(y: np.ndarray, scores: np.ndarray, moved: np.ndarray, ids: list) -> 
             "relabelled_spams_below_max_by_list": by_list}
 
 
-def chronological_parts() -> tuple[list[str], list[bytes], np.ndarray]:
-    """The README's chronological split as two parts, 'past' and 'test' (original labels)."""
-    past, test = chronological_split("spamassassin", iter_corpus("spamassassin"))
-    examples = past + test
-    return (["past"] * len(past) + ["test"] * len(test), [e.raw for e in examples],
-            np.array([e.label == "spam" for e in examples]))
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("hash", "chronological"), default="hash")
@@ -103,13 +95,14 @@ def main(argv=None) -> int:
               "../shared/corpora", file=sys.stderr)
         return 1
     part, raw, original = (load_folds("spamassassin") if args.split == "hash"
-                           else chronological_parts())
-    y, moved, lists = relabelled(raw, original)
+                           else chronological_parts("spamassassin"))
+    all_ids = [list_id(r) for r in raw]
+    y, moved, lists = relabelled(all_ids, original)
     # Scored rows: every message (hash folds) or the test part (the past is only trained on;
     # the folds helpers also score it from the test part, which is not used).
     rows_scored = np.ones(len(y), bool) if args.split == "hash" else np.asarray(part) == "test"
     ys, ms = y[rows_scored], moved[rows_scored]
-    ids = [list_id(r) for r, scored in zip(raw, rows_scored) if scored]
+    ids = [i for i, scored in zip(all_ids, rows_scored) if scored]
     print(f"SpamAssassin, the list reader's labels: {int(moved.sum())} spams delivered by "
           f"{len(lists)} lists the owner reads are ham ({int(y.sum())} spam, {int((~y).sum())} ham); "
           f"{args.split} split: {int(rows_scored.sum())} scored, {int(ms.sum())} of them relabelled")

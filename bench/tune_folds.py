@@ -32,10 +32,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 from bench import peers
-from bench.folds import load_folds, peer_folds
+from bench.folds import chronological_parts, load_folds, peer_folds
 from textnb import calibration as cal
 from textnb.config import load_config
-from textnb.corpora import chronological_split, corpora_root, iter_corpus
+from textnb.corpora import corpora_root
 from textnb.evaluate import fit_rows, score_rows
 from textnb.evidence import pair_columns
 from textnb.pipeline import SpamFilter
@@ -47,14 +47,6 @@ def cost(y, flagged, lam: float) -> dict:
     fp = int(np.sum(flagged & ~y))
     fn = int(np.sum(~flagged & y))
     return {"fp": fp, "fn": fn, "cost": lam * fp + fn}
-
-
-def chronological_parts(corpus: str) -> tuple[list[str], list[bytes], np.ndarray]:
-    """The README's chronological split as two parts: 'past' (trained on) and 'test'."""
-    past, test = chronological_split(corpus, iter_corpus(corpus))
-    examples = past + test
-    return (["past"] * len(past) + ["test"] * len(test), [e.raw for e in examples],
-            np.array([e.label == "spam" for e in examples]))
 
 
 def run(corpus: str, cfg, lambdas=DEFAULT_COST_RATIOS, do_search: bool = False,
