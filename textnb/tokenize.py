@@ -307,14 +307,10 @@ class EmailTokenizer:
                 split_by_spacy.append(chunk)
                 continue
             mapped = []
-            for text in texts:  # no space in a chunk: never is_space
+            for text in texts:
                 word = words.get(text)
                 if word is None:
-                    word = self._map_word(text, lex)
-                    if namespace:
-                        word = tuple(namespace + m for m in word)
-                    if len(words) < _CACHE_LIMIT:
-                        words[text] = word
+                    word = self._new_word(text, words, namespace, lex)
                 mapped.append(word)
             if bigrams:
                 values[chunk] = tuple(word for word in mapped if word)
@@ -334,11 +330,7 @@ class EmailTokenizer:
             text = strings[h]
             word = words.get(text)
             if word is None:
-                word = () if lex.is_space(text) else self._map_word(text, lex)
-                if namespace:
-                    word = tuple(namespace + m for m in word)
-                if len(words) < _CACHE_LIMIT:
-                    words[text] = word
+                word = self._new_word(text, words, namespace, lex)
             if bigrams:
                 if word:
                     current.append(word)
@@ -357,6 +349,16 @@ class EmailTokenizer:
             # depend on the vocabulary, so they stay valid).
             self._spacy = make_spacy_tokenizer()
         return self._cache_values(values, cache)
+
+    def _new_word(self, text: str, words: dict, namespace: str, lex: LexicalAttributes
+                  ) -> tuple[str, ...]:
+        """The tokens of a word not in the namespace's word cache (``words``), cached."""
+        word = () if lex.is_space(text) else self._map_word(text, lex)
+        if namespace:
+            word = tuple(namespace + m for m in word)
+        if len(words) < _CACHE_LIMIT:
+            words[text] = word
+        return word
 
     @staticmethod
     def _cache_values(values: dict[str, tuple], cache: dict) -> dict[str, tuple]:
