@@ -41,6 +41,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from .buffers import with_room
 from .labels import LABELS
 
 __all__ = ["Ledger", "message_digest", "normalise", "tokens_hash", "DIGEST_SIZE"]
@@ -142,9 +143,8 @@ class Ledger:
         self.born = np.zeros(0, dtype=np.int32)
         self.last = np.zeros(0, dtype=np.int32)
 
-    # The column history is a view of buffers with room to grow (``cover``): they
-    # double when full, as the model's counts do, instead of a new pair of arrays of
-    # the whole vocabulary every batch that adds tokens. Assigning one sets its length.
+    # The column history is a view of buffers with room to grow (``cover``,
+    # ``textnb.buffers``). Assigning one sets its length.
     @property
     def born(self) -> np.ndarray:
         return self._born[:self._columns]
@@ -243,12 +243,8 @@ class Ledger:
         n = self._columns
         if n_columns > n:
             self._widen()
-            if n_columns > self._born.shape[0]:
-                room = max(n_columns, 2 * self._born.shape[0])
-                for name in ("_born", "_last"):
-                    grown = np.empty(room, dtype=getattr(self, name).dtype)
-                    grown[:n] = getattr(self, name)[:n]
-                    setattr(self, name, grown)
+            self._born = with_room(self._born, n, n_columns)
+            self._last = with_room(self._last, n, n_columns)
             self._born[n:n_columns] = self.pruned_at
             self._last[n:n_columns] = self.next_serial
             self._columns = n_columns

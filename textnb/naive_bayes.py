@@ -39,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
 
+from .buffers import with_room
 from .errors import EmptyTrainingSetError, NotFittedError
 from . import combining
 from .evidence import strongest
@@ -183,13 +184,9 @@ class _BaseNB:
         extra = n_features - self._n
         if extra <= 0:
             return
-        if n_features > self._fc.shape[1]:  # out of spare columns: double (amortised O(1))
-            capacity = max(n_features, 2 * self._fc.shape[1])
-            fc = np.zeros((self.n_classes, capacity))
-            fc[:, :self._n] = self.feature_count_
-            mask = np.ones(capacity, dtype=bool)
-            mask[:self._n] = self.feature_mask_
-            self._fc, self._mask = fc, mask
+        # Out of spare columns: double (textnb.buffers); new columns kept by the mask.
+        self._fc = with_room(self._fc, self._n, n_features)
+        self._mask = with_room(self._mask, self._n, n_features, fill=True)
         self._n = n_features
         self._n_kept += extra  # new columns: no counts yet, kept until a mask says otherwise
         self._full = None

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from . import evidence
+from .buffers import with_room
 from .config import FilterConfig
 from .decision import CostModel, Decision
 from .errors import EmptyTrainingSetError, NotFittedError
@@ -244,13 +245,8 @@ class SpamFilter:
         self._n_doc_freq = self._doc_freq.shape[0]
 
     def _grow_doc_freq(self, n: int) -> None:
-        """Room for ``n`` columns, the new ones 0. The buffer doubles when full, as the
-        model's counts do, instead of a new array of the whole vocabulary (8 bytes a
-        token) every batch that adds tokens."""
-        if n > self._doc_freq.shape[0]:
-            grown = np.zeros(max(n, 2 * self._doc_freq.shape[0]))
-            grown[:self._n_doc_freq] = self.doc_freq_
-            self._doc_freq = grown
+        """Room for ``n`` columns, the new ones 0 (``textnb.buffers``)."""
+        self._doc_freq = with_room(self._doc_freq, self._n_doc_freq, n)
         self._n_doc_freq = max(n, self._n_doc_freq)
 
     def _add_counts(self, X, y, weight: float) -> np.ndarray:
