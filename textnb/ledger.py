@@ -37,7 +37,7 @@ learned, the feedback loop SpamAssassin's Bayes avoids the same way.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -108,7 +108,24 @@ def message_digest(raw: bytes) -> bytes:
 def tokens_hash(tokens: Iterable[str]) -> int:
     """A 64-bit hash of a token list as counted: of the sorted tokens, so order-free,
     and a repeated token counts (one sort and one hash call: ~0.1 ms a message)."""
-    data = "\x00".join(sorted(tokens)).encode("utf-8", "surrogatepass")
+    return _sorted_tokens_hash(sorted(tokens))
+
+
+def sorted_runs_hashes(sorted_tokens: Sequence[str], ends: Iterable[int]) -> np.ndarray:
+    """``tokens_hash`` of each run of ``sorted_tokens`` (cut at ``ends``), each run already
+    in sorted order: the hashes of many token lists sorted at once, by ranks
+    (``textnb.engines.counting.count_tokens``). RETURNS (ndarray of uint64)."""
+    hashes, start = [], 0
+    for end in ends:
+        hashes.append(_sorted_tokens_hash(sorted_tokens[start:end]))
+        start = end
+    return np.array(hashes, dtype=np.uint64)
+
+
+def _sorted_tokens_hash(tokens: Sequence[str]) -> int:
+    # The definition the ledgers of saved models hold: never change it (a model's
+    # relabelling and forgetting compare against the hashes it was saved with).
+    data = "\x00".join(tokens).encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 

@@ -142,11 +142,15 @@ class _BaseNB:
         other._check_fitted()
         return self.add_counts(other.class_count_, other.feature_count_)
 
-    def add_counts(self, class_count, feature_count):
+    def add_counts(self, class_count, feature_count, columns=None, n_features=None):
         """Add counts made elsewhere (another model, another process) to this model's.
 
         class_count : array of shape (n_classes,); feature_count : array of shape
         (n_classes, n), columns in this model's order (it widens to n if needed).
+        columns : None, or distinct column numbers, one per column of feature_count:
+            where those counts go (then only they are read and written).
+        n_features : with ``columns``, the width to widen the model to (default: just
+            past the largest column).
         Negative counts remove what was learned; the sums must stay >= 0.
         """
         class_count = np.asarray(class_count, dtype=np.float64)
@@ -154,12 +158,19 @@ class _BaseNB:
         if class_count.shape != (self.n_classes,) or feature_count.shape[:1] != (self.n_classes,):
             raise ValueError(f"counts of shape {class_count.shape} and {feature_count.shape} do "
                              f"not fit a model of {self.n_classes} classes")
-        n = feature_count.shape[1]
+        if columns is None:
+            n = feature_count.shape[1]
+            cols = np.flatnonzero((feature_count != 0).any(axis=0))
+            feature_count = feature_count[:, cols]
+        else:
+            cols = np.asarray(columns, dtype=np.int64)
+            if cols.shape != feature_count.shape[1:]:
+                raise ValueError(f"{cols.size} columns for counts of shape {feature_count.shape}")
+            n = max(int(cols.max()) + 1 if cols.size else 0, n_features or 0)
         if not hasattr(self, "class_count_"):
             self._reset(n)
         self._grow(n)
-        cols = np.flatnonzero((feature_count != 0).any(axis=0))
-        self._add(class_count, cols, feature_count[:, cols])
+        self._add(class_count, cols, feature_count)
         self._update_class_log_prior()
         return self
 

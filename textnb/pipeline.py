@@ -179,6 +179,13 @@ class SpamFilter:
         binary = self.config.features.features == "binary"
         return self.vocabulary.transform(token_lists, grow=grow, binary=binary)
 
+    @property
+    def counts_presence(self) -> bool:
+        """Whether a message counts a token once (binary features, or the Bernoulli
+        model, which counts documents), not once per occurrence."""
+        return (self.config.features.features == "binary"
+                or self.config.model.event_model == "bernoulli")
+
     # -- training ----------------------------------------------------------------
     def fit(self, messages: Iterable[RawMessage], progress: Callable[[int], None] | None = None
             ) -> "SpamFilter":
@@ -221,17 +228,18 @@ class SpamFilter:
             this order (order of first sight keeps the vocabulary as ``learn`` builds it).
         class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,).
         """
+        before = len(self.vocabulary)
         columns = self.vocabulary.add(tokens)
         n = len(self.vocabulary)
-        fc = np.zeros((2, n))
-        fc[:, columns] = weight * np.asarray(feature_count, dtype=np.float64)
         self._grow_doc_freq(n)
         self.doc_freq_[columns] += weight * np.asarray(doc_freq, dtype=np.float64)
         class_count = weight * np.asarray(class_count, dtype=np.float64)
-        self.model.add_counts(class_count, fc)
+        # Into the given columns only: O(the counts' tokens), not O(the vocabulary), per call.
+        self.model.add_counts(class_count, weight * np.asarray(feature_count, dtype=np.float64),
+                              columns=columns, n_features=n)
         for code, label in enumerate(LABELS):
             self.n_learned[label] += int(class_count[code])
-        self._update_mask()
+        self._update_mask(np.union1d(columns, np.arange(before, n)))
 
     @property
     def doc_freq_(self) -> np.ndarray:

@@ -13,18 +13,19 @@ how many processes counted them (tests/test_speed_invariance.py, test_distribute
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
-from ..labels import LABELS
-from ..ledger import tokens_hash
+from ..ledger import sorted_runs_hashes
 from ..pipeline import SpamFilter
 from ..retrain import LedgerMismatchError
 from ..vectorize import Vocabulary
 
-__all__ = ["Counts", "merge_counts", "Work", "Counted", "count_work", "count_into"]
-
+__all__ = ["Counts", "merge_counts", "count_tokens", "Work", "Counted", "count_work",
+           "count_into"]
 
 
 @dataclass
@@ -107,30 +108,69 @@ class Counted:
     hashes: np.ndarray  # uint64, (n_messages,)
 
 
+def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
+                 presence: bool = False, hashes: bool = True) -> tuple[Counts, np.ndarray]:
+    """The counts of token lists learned under ``label_codes`` (0 ham, 1 spam), and the
+    ledger's tokens hash of each list (``textnb.ledger.tokens_hash``; empty if not
+    ``hashes``).
+
+    presence (bool): count a token once per message (binary features, or the
+    Bernoulli model, which counts documents); else its occurrences.
+
+    One sort does the work of three. Each token is replaced by its rank among the
+    batch's distinct tokens in string order, and the (message, rank) keys are sorted:
+    runs of equal keys are a message's distinct tokens with their term frequencies
+    (the counts), and each message's keys are its tokens in sorted order (the tokens
+    hash, which sorts them). No vocabulary, no matrix, no per-message sort of
+    strings: a worker's counting of SpamAssassin's 4,814 training messages (4.0
+    million tokens, batches of 512) took 2.10 s of CPU against 3.14-3.51 s for a
+    filter's ``learn_tokens`` per batch and ``tokens_hash`` per message (three rounds
+    interleaved, load 1.3-1.6). In one process, where the counts then go through the
+    model's vocabulary (``Counts.add_to``), the two ways cost the same (3.0-3.5 s).
+    """
+    flat = list(chain.from_iterable(token_lists))
+    tokens = list(dict.fromkeys(flat))  # the columns, in order of first sight
+    n = len(tokens)
+    column_of = dict(zip(tokens, range(n)))
+    columns = np.fromiter(map(column_of.__getitem__, flat), dtype=np.int64, count=len(flat))
+    by_rank = np.array(sorted(range(n), key=tokens.__getitem__), dtype=np.int64)  # string order
+    rank_of = np.empty(n, dtype=np.int64)
+    rank_of[by_rank] = np.arange(n, dtype=np.int64)
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    rows = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
+    width = max(n, 1)
+    keys = np.sort(rows * width + rank_of[columns])  # each message's tokens, in string order
+    sorted_columns = by_rank[keys % width]
+    sorted_hashes = (sorted_runs_hashes(list(map(tokens.__getitem__, sorted_columns.tolist())),
+                                        np.cumsum(lengths).tolist())
+                     if hashes else np.zeros(0, np.uint64))
+    # Runs of equal keys: a message's distinct tokens and their term frequencies.
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))[:keys.size])
+    tf = np.diff(np.append(starts, keys.size)).astype(np.float64)
+    row, column = keys[starts] // width, sorted_columns[starts]
+    codes = np.asarray(label_codes, dtype=np.int64)
+    weights = np.ones(column.size) if presence else tf
+    feature_count = np.bincount(codes[row] * n + column, weights=weights,
+                                minlength=2 * n).reshape(2, n)
+    doc_freq = np.bincount(column, minlength=n).astype(np.float64)
+    class_count = np.bincount(codes, minlength=2).astype(np.float64)
+    return Counts(tokens, class_count, feature_count, doc_freq), sorted_hashes
+
+
 def count_work(tokenizing: SpamFilter, work: Work) -> Counted:
-    """Parse, tokenise and count ``work`` with ``tokenizing``'s tokenizer and settings.
+    """Parse, tokenise and count ``work`` with ``tokenizing``'s tokenizer and settings:
+    every message under its label (``plus``), and the moved ones under the label they
+    leave (``minus``).
 
     The ledger's tokens hash is taken here too, beside the tokens, so that no token
-    list ever leaves the worker.
-    """
-    plus, minus = SpamFilter(tokenizing.config), SpamFilter(tokenizing.config)
-    hashes = count_into(tokenizing, work, plus, minus)
-    return Counted(Counts.of(plus), Counts.of(minus), hashes)
-
-
-def count_into(tokenizing: SpamFilter, work: Work, plus: SpamFilter, minus: SpamFilter | None
-               ) -> np.ndarray:
-    """Count ``work`` into ``plus`` (every message under its label) and the moved
-    messages under their old labels into ``minus`` (None: out of ``plus``, weight -1).
-    RETURNS (ndarray of uint64): each message's tokens hash.
-
-    One process counts straight into its model (``minus=None``); a worker counts into
-    empty filters whose ``Counts`` it sends back (``count_work``). The counts are
-    the same integers either way (tests/test_engines.py).
+    list ever leaves the worker. A moved message whose tokens hash is not the one its
+    ledger entry holds stops the work (LedgerMismatchError): its counts could not be
+    removed exactly.
     """
     token_lists = [tokenizing.tokens(norm) for norm in work.norms]
-    hashes = np.fromiter(map(tokens_hash, token_lists), dtype=np.uint64, count=len(token_lists))
-    removes, old_labels = [], []
+    presence = tokenizing.counts_presence
+    plus, hashes = count_tokens(token_lists, work.labels, presence)
+    removes, old_codes = [], []
     for i, old in enumerate(work.old):
         if old < 0:
             continue
@@ -141,13 +181,15 @@ def count_into(tokenizing: SpamFilter, work: Work, plus: SpamFilter, minus: Spam
                 "learned (a textnb upgrade changed the tokenizer?), so its counts cannot be "
                 "removed exactly; train the model again from your mail with 'textnb train'")
         removes.append(token_lists[i])
-        old_labels.append(LABELS[old])
-    if token_lists:  # additions first: counts never dip below 0
-        plus.learn_tokens(token_lists, [LABELS[code] for code in work.labels])
-    if removes:
-        if minus is None:
-            plus.learn_tokens(removes, old_labels, weight=-1.0)
-        else:
-            minus.learn_tokens(removes, old_labels)
-    return hashes
+        old_codes.append(old)
+    minus = count_tokens(removes, old_codes, presence, hashes=False)[0]
+    return Counted(plus, minus, hashes)
 
+
+def count_into(tokenizing: SpamFilter, work: Work, model: SpamFilter) -> np.ndarray:
+    """``count_work`` in this process, added to ``model`` (additions first: counts never
+    dip below 0). RETURNS (ndarray of uint64): each message's tokens hash."""
+    counted = count_work(tokenizing, work)
+    counted.plus.add_to(model)
+    counted.minus.add_to(model, weight=-1.0)
+    return counted.hashes

@@ -178,7 +178,7 @@ class LocalEngine:
         if self.jobs == 1:  # one process: count straight into the model, no merge
             for work in works():
                 batch = planned.popleft()
-                planner.finish(batch, count_into(spam_filter, work, spam_filter, None))
+                planner.finish(batch, count_into(spam_filter, work, spam_filter))
                 if progress:
                     progress(batch.n_read)
             return report
