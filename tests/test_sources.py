@@ -7,9 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from textnb.errors import MailboxFormatError, SourceError
-from textnb.sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
+from textnb.sources import (RawMessage, _read_stream, _split_mbox, iter_index, iter_labelled,
+                            iter_messages, iter_tsv)
 
 MBOX = (
     b"From alice@example.com Mon Jan  1 00:00:00 2001\n"
@@ -51,6 +54,24 @@ def test_mbox_with_crlf_line_ends(tmp_path):
     messages = list(iter_messages(path))
     assert len(messages) == 3
     assert messages[2].raw == b"Subject: three\r\n\r\nthird body\r\n"
+
+
+# Lines a one-message mbox file may hold, the shapes _read_stream's fast path tells apart.
+_MBOX_LINES = [b"From x@y Mon Jan  1 00:00:00 2001\n", b"From the desk\n", b">From quoted\n",
+               b">>From twice\n", b"> From not quoted\n", b"\n", b"\r\n", b"text\n",
+               b"text\r\n", b"no newline", b"Subject: s\n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_MBOX_LINES), max_size=8))
+def test_reading_an_mbox_file_whole_is_splitting_it_line_by_line(lines):
+    """The one-message fast path (a search for the lines that matter) reads every file
+    as the line-by-line splitter does."""
+    data = b"From a@b Mon Jan  1 00:00:00 2001\n" + b"".join(
+        line for i, line in enumerate(lines) if line != b"no newline" or i == len(lines) - 1)
+    expected = list(_split_mbox(io.BytesIO(data)))
+    got = [m.raw for m in _read_stream(io.BytesIO(data), "f", None)]
+    assert got == expected
 
 
 def test_file_starting_with_from_holding_one_message_keeps_its_name(tmp_path):

@@ -224,12 +224,11 @@ class SpamFilter:
         """Add counts made elsewhere (``textnb.distributed``: on other machines), as if the
         messages they came from were learned here; weight -1 removes them.
 
-        tokens (Sequence[str]): the counts' columns; unseen ones become new columns in
+        tokens (Sequence[str]): the counts' columns, distinct; unseen ones become new columns in
             this order (order of first sight keeps the vocabulary as ``learn`` builds it).
         class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,).
         """
-        before = len(self.vocabulary)
-        columns = self.vocabulary.add(tokens)
+        columns = self.vocabulary.add(tokens)  # distinct tokens: distinct columns
         n = len(self.vocabulary)
         self._grow_doc_freq(n)
         self.doc_freq_[columns] += weight * np.asarray(doc_freq, dtype=np.float64)
@@ -239,7 +238,7 @@ class SpamFilter:
                               columns=columns, n_features=n)
         for code, label in enumerate(LABELS):
             self.n_learned[label] += int(class_count[code])
-        self._update_mask(np.union1d(columns, np.arange(before, n)))
+        self._update_mask(columns)  # the new columns are among them
 
     @property
     def doc_freq_(self) -> np.ndarray:

@@ -14,7 +14,9 @@ and counted.
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -119,13 +121,45 @@ def _split_mbox(lines: Iterable[bytes]) -> Iterator[bytes]:
         yield _finish(message)
 
 
+# An mbox file is read this far at once to see whether it holds one message (99.7% of
+# SpamAssassin's files are shorter); a longer one is split line by line as it streams
+# in, so a large mbox on a pipe is read as the messages are taken.
+_WHOLE = 1 << 16
+# A line that _split_mbox would change or cut at, after a line break: 'From ' (a new
+# message if the line before is blank) or a quoted '>From '.
+_MBOX_MARK = re.compile(rb"\n>*From ")
+
+
+def _one_mbox_message(rest: bytes) -> bytes | None:
+    """What ``_split_mbox`` makes of a 'From ' line and ``rest`` when it finds one message
+    and changes no line (no ``_MBOX_MARK``, no quoted first line), else None. Corpora stored one
+    message a file with its 'From ' line (SpamAssassin's) take this path: a search in C
+    instead of a Python step per line. Reading SpamAssassin's 4,814 training files:
+    0.17 -> 0.105 CPU-s (best of 5, interleaved); the calling process that reads shares
+    the cores with the workers."""
+    if b"From " in rest and (_MBOX_MARK.search(rest) or rest[:1] == b">"
+                             and rest.lstrip(b">").startswith(b"From ")):
+        return None
+    if rest.endswith(b"\n\r\n") or rest == b"\r\n":
+        return rest[:-2]  # the blank line that would separate it from a next message
+    if rest.endswith(b"\n\n") or rest == b"\n":
+        return rest[:-1]
+    return rest
+
+
 def _read_stream(stream: BinaryIO, name: str, label: str | None) -> Iterator[RawMessage]:
     """One message, or an mbox when the first line is 'From ' (named 'NAME:N' if > 1)."""
     first = stream.readline()
     if not first.startswith(b"From "):
         yield RawMessage(name, first + stream.read(), label)
         return
-    messages = _split_mbox(chain([first], stream))
+    rest = stream.read(_WHOLE)
+    if len(rest) < _WHOLE and (one := _one_mbox_message(rest)) is not None:
+        yield RawMessage(name, one, label)
+        return
+    if not rest.endswith(b"\n"):
+        rest += stream.readline()  # so that the lines of rest and of the stream are whole
+    messages = _split_mbox(chain([first], io.BytesIO(rest), stream))
     # Hold the first message until we know whether a second exists: a file of one
     # message keeps its plain name, the way a one-message corpus file should.
     held = next(messages)
