@@ -15,7 +15,7 @@ A training run, step by step
    ``textnb.retrain`` does) and those the model's ledger already holds. Every
    digest has to reach the client anyway: the ledger is part of the model file.
 3. Counts. Each partition is read again, and the messages to learn are tokenised
-   and counted on a worker by ``SpamFilter.learn_tokens``, the single process's
+   and counted on a worker by ``engines.counting.count_work``, the local engine's
    own code. A partition's counts (``Counts``) are its distinct tokens in order of
    first sight, their counts per class and document frequencies, and its class counts.
 4. Merge. The counts are merged SPLIT_EVERY at a time, level by level, on the
