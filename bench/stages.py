@@ -16,12 +16,12 @@ On the corpus's README split (written to a temporary folder, one file a message,
    "Everything else" = the single-process command's CPU minus its parse, tokenise
    and count (or score) stages: start-up, reading, digests, hashes, merging,
    building matrices, saving.
-3. ``textnb filter`` on one message: its start-up split into the interpreter,
-   importing textnb's CLI, importing the scoring modules (NumPy, SciPy, the pipeline),
-   loading the model, building the tokenizer (spaCy's import) and scoring (the probe,
-   one child process), the whole command in another, and the rest (the whole minus
-   the parts: the CLI's dispatch, the message's input and output, exit); best of
-   ``--repeats``. ``--startup-only`` runs just this.
+3. ``textnb filter`` on one message, its start-up split into parts that add up to the
+   whole: the command run under a probe that stamps the end of each part (the
+   interpreter's start, importing the CLI, dispatch, importing the scoring modules,
+   loading the model, spaCy's tokenizer, scoring, writing the message, exit;
+   ``STARTUP_PARTS``), the fastest of ``--repeats`` runs, with the plain command's best
+   beside it. ``--startup-only`` runs just this.
 
 With ``--before DIR`` (a folder holding an earlier ``textnb/``, e.g. from ``git
 archive REV textnb | tar -x -C DIR``) the commands of 2. and the start-up of 3. are
@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,25 +53,61 @@ from textnb.mail import parse_message
 from textnb.pipeline import SpamFilter
 from textnb.sources import plan_unlabelled, read_planned
 
+# ``textnb filter`` itself (``python -m textnb filter``, run as runpy runs it), with a
+# timestamp at each boundary: the in-process scorer is swapped for one that does the
+# same work (the same imports, ``store.load``, the tokenizer, ``score_with``) and marks
+# where each part ends. time.perf_counter is CLOCK_MONOTONIC on Linux, one clock for
+# every process, so the parent's stamps before the start and after the exit line up
+# with the child's: the parts of one run add up to that run's whole.
 STARTUP_PROBE = r"""
-import contextlib, json, sys, time
-t0 = time.perf_counter()
+import atexit, json, runpy, sys, time
+stamps = [("python", time.perf_counter())]          # the interpreter is up (site, -c)
+model, marks_path = sys.argv[1:3]
 import textnb.cli                                   # what every command imports
-t1 = time.perf_counter()
-# The command's collector policy (textnb.cli.filter.one_message_gc), where the code has one.
-with getattr(sys.modules["textnb.cli.filter"], "one_message_gc", contextlib.nullcontext)():
-    from textnb import store                        # NumPy, SciPy, the pipeline
-    from textnb.filter import score_with
-    t2 = time.perf_counter()
-    spam_filter = store.load(sys.argv[1])
-    t3 = time.perf_counter()
-    spam_filter.tokenizer.spacy                     # spaCy's blank tokenizer and rules
-    t4 = time.perf_counter()
-    score_with(spam_filter, open(sys.argv[2], "rb").read(), None)
-    t5 = time.perf_counter()
-print(json.dumps({"import_cli": t1 - t0, "import_scoring": t2 - t1, "load_model": t3 - t2,
-                  "tokenizer": t4 - t3, "score": t5 - t4}))
+stamps.append(("import_cli", time.perf_counter()))
+import textnb.filter
+
+
+def timed_scorer(model_path, cost_ratio=None):      # textnb.filter.in_process_scorer's work
+    def score(raw):
+        stamps.append(("dispatch", time.perf_counter()))
+        from textnb import store                    # NumPy, SciPy, the pipeline
+        from textnb.filter import score_with
+        stamps.append(("import_scoring", time.perf_counter()))
+        spam_filter = store.load(model_path)
+        stamps.append(("load_model", time.perf_counter()))
+        spam_filter.tokenizer.spacy                 # spaCy's tokenizer and attributes
+        stamps.append(("tokenizer", time.perf_counter()))
+        verdict = score_with(spam_filter, raw, cost_ratio)
+        stamps.append(("score", time.perf_counter()))
+        return verdict
+    return score
+
+
+def write_marks():
+    stamps.append(("output", time.perf_counter()))
+    with open(marks_path, "w") as fh:
+        json.dump(stamps, fh)
+
+
+textnb.filter.in_process_scorer = timed_scorer
+atexit.register(write_marks)  # registered first, so it runs after the command's own
+sys.argv = ["textnb", "filter", "--model", model]
+runpy.run_module("textnb", run_name="__main__", alter_sys=True)
 """
+# What each part of the probe is (``startup``), in order; they add up to the whole.
+STARTUP_PARTS = {
+    "python": "the interpreter's start: exec, site (with this site-packages' .pth hooks), "
+              "until the first line runs",
+    "import_cli": "importing textnb.cli (typer, click, every command's module)",
+    "dispatch": "runpy, typer building and parsing the command line, reading the message",
+    "import_scoring": "importing the scoring modules (textnb.store, the pipeline, NumPy, SciPy)",
+    "load_model": "store.load: reading the file, unzipping, checksums, building the filter",
+    "tokenizer": "spaCy's import and its tokenizer, with the lexical attributes",
+    "score": "parsing, tokenising and scoring the message",
+    "output": "adding the headers, writing the message, typer's exit, atexit handlers",
+    "exit": "the interpreter's shutdown, until the parent sees the process end",
+}
 
 
 def load() -> float:
@@ -161,11 +198,17 @@ def commands(s: peers.Split, before: Path | None = None) -> dict[str, dict]:
 
 
 def startup(model: Path, message: Path, codes: dict[str, Path | None],
-            repeats: int = 5) -> dict[str, dict[str, float]]:
-    """``textnb filter`` on one message with each code folder (None: this checkout): each
-    part's seconds, best of ``repeats``, the codes interleaved round by round (module
-    docstring, 3.). "rest" is the whole command minus the interpreter and the probe's
-    parts: the CLI's dispatch, reading and writing the message, exit.
+            repeats: int = 5) -> dict[str, dict]:
+    """``textnb filter`` on one message with each code folder (None: this checkout), the
+    codes interleaved round by round (module docstring, 3.).
+
+    Each round runs, per code, the command under the probe (``STARTUP_PROBE``: the
+    command itself, its parts stamped, ``STARTUP_PARTS``) and the plain command. Of the
+    probed runs the fastest whole is kept with its own parts, which add up to it; beside
+    it, the plain command's best ("plain_filter": what the probe itself costs) and each
+    part's median over the runs ("median"; medians need not add up). Before stop 24 the
+    parts came from one process and the whole from another, each part the best of any
+    round: a round whose probe ran slow gave a negative "rest", which the best-of kept.
 
     Each folder's modules are compiled first (``compileall``): with
     PYTHONDONTWRITEBYTECODE set, code without cached bytecode would be compiled on every
@@ -178,27 +221,46 @@ def startup(model: Path, message: Path, codes: dict[str, Path | None],
     for code in codes.values():
         compileall.compile_dir(str((code or Path(textnb.__file__).parent.parent) / "textnb"),
                                quiet=1)
-    best: dict[str, dict[str, float]] = {name: {} for name in codes}
-    for _ in range(repeats):
-        for name, code in codes.items():
+    best: dict[str, dict[str, float]] = {}
+    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in codes}
+    plain: dict[str, float] = {}
+    marks = model.parent / "startup-marks.json"
+    for turn in range(repeats):
+        # Which code goes first alternates: each then follows the other's runs as often.
+        for name, code in list(codes.items())[::-1 if turn % 2 else 1]:
             env = dict(os.environ, PYTHONPATH=str(code)) if code else None
             # Out of this checkout (cwd comes first on sys.path, before PYTHONPATH).
             cwd = model.parent
-            python = run([sys.executable, "-c", "pass"], cwd)["wall_s"]
-            probe = subprocess.run([sys.executable, "-c", STARTUP_PROBE, str(model), str(message)],
-                                   check=True, capture_output=True, text=True, env=env, cwd=cwd)
-            parts = {"python": python, **json.loads(probe.stdout)}
-            start = time.perf_counter()
             with open(message, "rb") as stdin:
+                start = time.perf_counter()
+                done = subprocess.run([sys.executable, "-c", STARTUP_PROBE, str(model), str(marks)],
+                                      stdin=stdin, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, env=env, cwd=cwd)
+                end = time.perf_counter()
+            if done.returncode not in (0, 1, 2) or done.stderr:  # 3: the message passed through
+                raise RuntimeError(f"the probed filter failed ({done.returncode}): "
+                                   f"{done.stderr.decode(errors='replace')}")
+            stamps = json.loads(marks.read_text())
+            names = [k for k, _ in stamps]
+            if names != list(STARTUP_PARTS)[:-1]:
+                raise RuntimeError(f"the probe stamped {names}")
+            times = [start, *(t for _, t in stamps), end]
+            parts = {k: b - a for k, a, b in zip(STARTUP_PARTS, times, times[1:])}
+            parts["whole_filter"] = end - start
+            rounds[name].append(parts)
+            if name not in best or parts["whole_filter"] < best[name]["whole_filter"]:
+                best[name] = parts
+            with open(message, "rb") as stdin:
+                start = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "textnb", "filter", "--model", str(model)],
                                stdin=stdin, stdout=subprocess.DEVNULL, check=False, env=env,
                                cwd=cwd)
-            parts["whole_filter"] = time.perf_counter() - start
-            parts["rest"] = parts["whole_filter"] - sum(v for k, v in parts.items()
-                                                        if k != "whole_filter")
-            for k, v in parts.items():
-                best[name][k] = min(best[name].get(k, v), v)
-    return {name: {k: round(v, 3) for k, v in parts.items()} for name, parts in best.items()}
+                plain[name] = min(plain.get(name, 1e9), time.perf_counter() - start)
+    return {name: {**{k: round(v, 3) for k, v in parts.items()},
+                   "plain_filter": round(plain[name], 3),
+                   "median": {k: round(statistics.median(r[k] for r in rounds[name]), 3)
+                              for k in parts}}
+            for name, parts in best.items()}
 
 
 def startup_codes(before: Path | None) -> dict[str, Path | None]:
@@ -233,8 +295,12 @@ def table(result: dict) -> list[str]:
 
 
 def startup_table(result: dict) -> list[str]:
-    lines = [f"filter start-up, {name} (s): " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items())
-             for name, parts in result["startup"].items()]
+    lines = []
+    for name, parts in result["startup"].items():
+        lines.append(f"filter start-up, {name}, fastest run (s): " + ", ".join(
+            f"{k} {v:.3f}" for k, v in parts.items() if k != "median"))
+        lines.append("  medians of the runs (s): " + ", ".join(
+            f"{k} {v:.3f}" for k, v in parts["median"].items()))
     if "load_startup" in result:
         lines.append(f"start-up load average {result['load_startup'][0]:.2f} -> "
                      f"{result['load_startup'][1]:.2f}")
@@ -264,6 +330,7 @@ def main(argv: list[str] | None = None) -> None:
         result["startup"] = startup(s.workdir / "m-default.tnb", s.workdir / s.test[0],
                                     startup_codes(args.before), args.repeats)
         result["load_startup"] = [start_load, load()]
+        result["startup_parts"] = STARTUP_PARTS
         result["load_after"] = load()
     for line in startup_table(result) if args.startup_only else table(result):
         print(line)
