@@ -196,7 +196,8 @@ def _filter(model, raw, *args):
 def test_cli_filter_pauses_the_collector_while_it_runs_and_restores_it(sample_model,
                                                                        monkeypatch):
     """The command is one message per process: no cyclic collection while it runs, and
-    everything frozen before the interpreter's collection at exit (gc.freeze at exit)."""
+    everything frozen before the collector is re-enabled and before the interpreter's
+    collection at exit (gc.freeze at exit)."""
     import gc
 
     import textnb.filter
@@ -211,12 +212,19 @@ def test_cli_filter_pauses_the_collector_while_it_runs_and_restores_it(sample_mo
     monkeypatch.setattr(textnb.filter, "in_process_scorer", watched)
     monkeypatch.setattr("atexit.register", at_exit.append)
     monkeypatch.setattr("textnb.cli.filter._freeze_registered", False)
+    monkeypatch.setattr("textnb.cli.filter._froze", False)
     raw = sorted((SAMPLE / "unlabelled").iterdir())[0].read_bytes()
     code, out, _ = _filter(sample_model, raw)
     assert code in (0, 1, 2) and b"X-TextNB-Status: " in out
     assert seen == [False] and gc.isenabled() and at_exit == [gc.freeze]
+    # Frozen on the way out: the collector, re-enabled, does not walk what the run made.
+    assert gc.get_freeze_count() > 0
+    unfreeze, unfrozen = gc.unfreeze, []
+    monkeypatch.setattr("gc.unfreeze", lambda: (unfrozen.append(1), unfreeze()))
     _filter(sample_model, raw)  # a second run in the same process registers nothing more
-    assert at_exit == [gc.freeze] and gc.isenabled()
+    # ... and first unfreezes what the first run froze, so that garbage is collectable.
+    assert at_exit == [gc.freeze] and gc.isenabled() and unfrozen == [1]
+    unfreeze()  # nothing of this test stays uncollectable
 
 
 def test_cli_filter_adds_headers_and_exits_by_verdict(sample_model):

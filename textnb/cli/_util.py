@@ -88,9 +88,11 @@ def nothing_done(skipped, done: int) -> None:
 
 
 def model_path(model: Optional[Path]) -> Path:
+    if model is not None:  # the store (NumPy, SciPy) is imported when it is needed
+        return model
     from ..store import default_model_path
 
-    return model if model is not None else default_model_path()
+    return default_model_path()
 
 
 def check_cost_ratio(cost_ratio: Optional[float]) -> None:

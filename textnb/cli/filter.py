@@ -36,6 +36,7 @@ def filter_cli(
 
 
 _freeze_registered = False
+_froze = False  # one_message_gc froze what was alive when it last returned
 
 
 @contextmanager
@@ -47,19 +48,30 @@ def one_message_gc():
     collector's passes over it during start-up, and its last collection at exit (which
     runs when the collector is on), are work with nothing to free; the garbage one
     message makes is bounded by ``tokenizer.max_tokens``. On the SpamAssassin model:
-    1.43 -> 1.21 s for the whole command (docs/benchmarks.md). The collector's state is
-    restored on leaving (the command also runs inside tests).
+    1.43 -> 1.21 s for the whole command (docs/benchmarks.md).
+
+    The collector's state is restored on leaving (the command also runs inside tests),
+    after freezing what is alive (``gc.freeze``): re-enabled over it, the collector's
+    next pass, a young-generation one of every object made while it was paused, took
+    42 ms just before exit (docs/benchmarks.md, stop 24). The next call unfreezes it
+    (tests run the command many times in one process), so garbage frozen here is
+    collectable again from then on.
     """
-    global _freeze_registered
+    global _freeze_registered, _froze
     if not _freeze_registered:  # once per process (tests run the command many times)
         atexit.register(gc.freeze)
         _freeze_registered = True
+    if _froze:
+        gc.unfreeze()
+        _froze = False
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            gc.freeze()
+            _froze = True
             gc.enable()
 
 
