@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from . import scripts
 from .config import TokenizerConfig
 from .ledger import added_after_delivery
+from .spacy_import import import_spacy
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
@@ -126,6 +127,7 @@ def make_spacy_tokenizer():
     at start-up; on SpamAssassin's 101,000 new strings the attributes were a third
     of the tokenising time.
     """
+    import_spacy()  # without spaCy's command line (textnb.spacy_import)
     from spacy.tokenizer import Tokenizer
     from spacy.vocab import Vocab
 
@@ -157,6 +159,7 @@ def lexical_attributes() -> LexicalAttributes:
     English package was measured: 5 ms of ``textnb filter``'s start-up once the
     garbage collector is paused for it, not worth code that reaches into spaCy's
     package layout.)"""
+    import_spacy()
     from spacy.attrs import IS_CURRENCY, IS_SPACE, LIKE_EMAIL, LIKE_NUM, LIKE_URL
     from spacy.lang.en import English
     from spacy.lang.lex_attrs import LEX_ATTRS
