@@ -2,6 +2,7 @@
 
 import io
 import json
+import random
 import zipfile
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from textnb import store
 from textnb.errors import ModelFormatError
 from textnb.sources import iter_index
+from textnb.token_store import TokenStore
 
 
 def _scores(spam_filter, sample_index):
@@ -198,3 +200,45 @@ def test_a_repeated_token_is_damage_when_loading_for_update(sample_filter, model
         store.load_for_update(model_path)
     with pytest.raises(ValueError, match="duplicate"):  # load: when the columns are indexed
         store.load(model_path).vocabulary.check()
+
+
+# Tokens whose JSON holds every kind of escape next to the list's own quotes and ", "
+# separators: quotes, backslash runs of each parity, a token that is itself '", "',
+# control characters, non-ASCII, astral and lone surrogates, the empty token.
+_AWKWARD_TOKENS = ['"', '\\', '\\"', 'a\\', 'a\\\\', '\\\\\\"x', '", "', 'x", ', ', ', ', "b',
+                   '', ' ', 'tab\there', 'nul\x00', 'café', '\U0001f600', '\ud83d\ude00x\udcff',
+                   '\udcff', 'bi:free money', 'url:a/b', '[', ']', '"]']
+
+
+@pytest.mark.parametrize("tokens", [
+    _AWKWARD_TOKENS, _AWKWARD_TOKENS[::-1], ["plain", "words", "only"], ['"'], [""], ["x"],
+    [t + s for t in _AWKWARD_TOKENS for s in ("", '"', "\\")],
+    ["".join(random.Random(seed).choices('ab"\\, []\n\u00e9\U0001f600\udcff', k=seed % 9))
+     for seed in range(2000)]])
+def test_the_vocabulary_is_read_as_json_reads_it(tokens, monkeypatch):
+    """``_read_json_list`` cuts the writer's JSON at its quotes, decoding only the tokens
+    with an escape; the tokens are json.loads's, byte for byte in the store."""
+    data = json.dumps(tokens).encode("ascii")
+    expected = TokenStore(json.loads(data))
+    parsed, loads = [], json.loads
+    monkeypatch.setattr(json, "loads", lambda text: parsed.append(text) or loads(text))
+    got = store._read_json_list(data)
+    assert got == expected and list(got) == loads(data)
+    if any("\\" not in json.dumps(token) for token in tokens):
+        assert data not in parsed  # not the whole list: the escaped tokens at most
+
+
+@pytest.mark.parametrize("data", [
+    b"[]", json.dumps(["a", "b"], indent=1).encode(), json.dumps(["caf\u00e9"],
+                                                                 ensure_ascii=False).encode(),
+    b'["a","b"]', b'[ "a", "b" ]', b'["tab\there"]'])
+def test_a_vocabulary_of_another_shape_is_read_by_json(data):
+    """Valid JSON the writer does not produce (spacing, raw UTF-8) is read by json.loads;
+    what json.loads rejects (a raw control character) is still rejected."""
+    try:
+        expected = json.loads(data)
+    except ValueError:
+        with pytest.raises(ValueError):
+            store._read_json_list(data)
+        return
+    assert list(store._read_json_list(data)) == expected

@@ -69,3 +69,15 @@ def test_a_tokens_hash_depends_on_its_bytes_alone():
     assert hashes.dtype == np.int64 and len(set(hashes.tolist())) == len(tokens)
     np.testing.assert_array_equal(TokenStore(["x", *tokens]).hashes(1), hashes)
     np.testing.assert_array_equal([TokenStore([t]).hashes()[0] for t in tokens], hashes)
+
+
+def test_a_store_from_utf8_bytes_and_ends_reads_as_the_tokens():
+    data = "".join(TOKENS).encode("utf-8", "surrogatepass")
+    ends = np.cumsum([len(t.encode("utf-8", "surrogatepass")) for t in TOKENS])
+    assert TokenStore.from_utf8(data, ends) == TOKENS == TokenStore.from_utf8(bytearray(data), ends)
+    assert TokenStore.from_utf8(b"", []) == []
+    for bad in (ends[:-1], ends[::-1], np.append(ends, ends[-1] + 1)):
+        with pytest.raises(ValueError, match="token ends"):
+            TokenStore.from_utf8(data, bad)
+    with pytest.raises(ValueError, match="no token ends"):
+        TokenStore.from_utf8(data, [])

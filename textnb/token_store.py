@@ -146,6 +146,23 @@ class TokenStore(Sequence):
         ends += self._ends[-1] if self._ends else 0
         self._ends.frombytes(ends.tobytes())
 
+    @classmethod
+    def from_utf8(cls, data, ends) -> "TokenStore":
+        """The tokens whose UTF-8 bytes are ``data`` (any bytes-like), one after another,
+        token i ending at byte ``ends[i]`` (ascending, the last ``len(data)``): no str is
+        made (``store`` reads a model's vocabulary this way). A bytearray becomes the
+        store's buffer as it is, not copied: the caller hands it over."""
+        data = data if isinstance(data, bytearray) else bytearray(data)
+        ends = np.asarray(ends, dtype=np.int64)
+        if ends.size and (ends[-1] != len(data) or ends[0] < 0 or (np.diff(ends) < 0).any()):
+            raise ValueError(f"token ends do not cut {len(data)} bytes")
+        if not ends.size and data:
+            raise ValueError(f"no token ends for {len(data)} bytes")
+        store = cls()
+        store._bytes = data
+        store._ends.frombytes(ends.tobytes())
+        return store
+
     def append(self, token: str) -> None:
         self.extend([token])
 
