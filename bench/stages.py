@@ -8,14 +8,16 @@ On the corpus's README split (written to a temporary folder, one file a message,
 1. Stages alone, in this process, CPU seconds over the training split: reading the
    files, the ledger's normalisation and digest, ``parse_message``, tokenising
    (a new tokenizer: cold caches, as training sees them; spaCy's load is start-up),
-   the tokens hash, counting (``learn_tokens`` in batches of ``pipeline.BATCH_SIZE``),
-   saving; and for the test split, scoring the token lists.
+   counting as the one-process command does (``engines.counting.count_tokens`` in
+   batches of ``pipeline.BATCH_SIZE``, which also takes the ledger's tokens hashes in
+   its sort, then ``Counts.add_to`` the model), and the same without the hashes (to
+   show their share), saving; and for the test split, scoring the token lists.
 2. The commands a user runs, CPU and wall seconds: ``textnb train --index`` and
    ``textnb classify --json`` with ``--jobs 1`` and with the default (every core),
    and bogofilter's bulk training and scoring (``peers.run_bogofilter``).
    "Everything else" = the single-process command's CPU minus its parse, tokenise
-   and count (or score) stages: start-up, reading, digests, hashes, merging,
-   building matrices, saving.
+   and count (or score) stages: start-up, reading, digests, the ledger's bookkeeping,
+   saving.
 3. ``textnb filter`` on one message, its start-up split into parts that add up to the
    whole: the command run under a probe that stamps the end of each part (the
    interpreter's start, importing the CLI, dispatch, importing the scoring modules,
@@ -48,7 +50,8 @@ from pathlib import Path
 from bench import peers
 from textnb import pipeline, store
 from textnb.config import FilterConfig
-from textnb.ledger import normalise, tokens_hash
+from textnb.engines.counting import count_tokens
+from textnb.ledger import normalise
 from textnb.mail import parse_message
 from textnb.pipeline import SpamFilter
 from textnb.sources import plan_unlabelled, read_planned
@@ -132,15 +135,17 @@ def stages(s: peers.Split) -> dict[str, float]:
     parsed, out["parse"] = cpu(lambda: [parse_message(n, limits) for n in norms])
     spam_filter.tokenizer.spacy  # start-up, not tokenising
     tokens, out["tokenise"] = cpu(lambda: [spam_filter.tokenizer(p) for p in parsed])
-    _, out["tokens_hash"] = cpu(lambda: [tokens_hash(t) for t in tokens])
-    labels = ["spam" if "/spam/" in f.path else "ham" for f in files]
+    codes = [1 if "/spam/" in f.path else 0 for f in files]
     size = pipeline.BATCH_SIZE
 
-    def count():
+    def count(into: SpamFilter, hashes: bool) -> None:
         for i in range(0, len(tokens), size):
-            spam_filter.learn_tokens(tokens[i:i + size], labels[i:i + size])
+            counts, _ = count_tokens(tokens[i:i + size], codes[i:i + size],
+                                     into.counts_presence, hashes)
+            counts.add_to(into)
 
-    _, out["count"] = cpu(count)
+    _, out["count_without_hashes"] = cpu(count, SpamFilter(FilterConfig()), False)
+    _, out["count"] = cpu(count, spam_filter, True)
     with tempfile.TemporaryDirectory() as tmp:
         _, out["save"] = cpu(store.save, spam_filter, Path(tmp) / "m.tnb")
     test = [m.raw for m in read_planned(plan_unlabelled([str(s.workdir / "test")]))]
@@ -290,7 +295,8 @@ def table(result: dict) -> list[str]:
                          f"{ratio:.2f}x bogofilter's {n / bogo[f'{what}_s']:,.0f}), "
                          f"{r['cpu_s']:.2f} s CPU")
     lines.append("train's other parts alone (CPU s): " + ", ".join(
-        f"{k} {st[k]:.2f}" for k in ("read", "digest", "tokens_hash", "save")))
+        f"{k} {st[k]:.2f}" for k in ("read", "digest", "save"))
+        + f"; count without the tokens hashes {st['count_without_hashes']:.2f}")
     return lines + startup_table(result)
 
 
