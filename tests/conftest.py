@@ -46,9 +46,9 @@ def sample_model_file(tmp_path_factory, sample_filter) -> Path:
 
 @pytest.fixture(scope="module")
 def memo_tokens():
-    """SpamFilter.tokens memoised per message for one test module: the tokenizer is
-    deterministic, and modules about counts, ledgers and files (retrain, prune, the
-    journal) would take minutes tokenising the sample over and over. Use it
+    """SpamFilter.tokens and tokens_many memoised per message for one test module: the
+    tokenizer is deterministic, and modules about counts, ledgers and files (retrain,
+    prune, the journal) would take minutes tokenising the sample over and over. Use it
     with ``pytestmark = pytest.mark.usefixtures("memo_tokens")``."""
     from textnb.pipeline import SpamFilter
 
@@ -61,8 +61,14 @@ def memo_tokens():
             cache[key] = tokens(self, raw)
         return list(cache[key])
 
+    def memo_many(self, raws):
+        if self._workers is not None:
+            return self._workers.token_lists(raws, self.tokens)
+        return [memo(self, raw) for raw in raws]
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(SpamFilter, "tokens", memo)
+        mp.setattr(SpamFilter, "tokens_many", memo_many)
         yield
 
 

@@ -167,7 +167,7 @@ def count_work(tokenizing: SpamFilter, work: Work) -> Counted:
     ledger entry holds stops the work (LedgerMismatchError): its counts could not be
     removed exactly.
     """
-    token_lists = [tokenizing.tokens(norm) for norm in work.norms]
+    token_lists = tokenizing.tokens_many(work.norms)
     presence = tokenizing.counts_presence
     plus, hashes = count_tokens(token_lists, work.labels, presence)
     removes, old_codes = [], []
