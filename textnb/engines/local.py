@@ -175,7 +175,7 @@ class LocalEngine:
                 planned.append(planner.plan(batch))
                 yield planned[-1].work
 
-        if self.jobs == 1:  # one process: count straight into the model, no merge
+        if self.jobs == 1:  # one process: each batch counted here, then added to the model
             for work in works():
                 batch = planned.popleft()
                 planner.finish(batch, count_into(spam_filter, work, spam_filter))
