@@ -87,7 +87,7 @@ def test_dump_reads_as_documented_lines():
     assert lines[0] == "textnb-dump\t1" and text.endswith("\n")
     assert "setting\tmodel.alpha\t0.1" in lines and "class\tham\t60" in lines
     assert re.search(r"^token\tsubject:payment\t0\t4\t4$", text, re.M)  # greppable
-    assert re.search(r"^ledger\t[0-9a-f]{64}\t(ham|spam)\t[0-9a-f]{16}$", text, re.M)
+    assert re.search(r"^ledger\t[0-9a-f]{64}\t(ham|spam)\t1[0-9a-f]{16}$", text, re.M)
     assert lines[-2] == f"end\t{len(f.vocabulary)}\t100"
 
 

@@ -57,8 +57,9 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -228,14 +229,14 @@ class _Plan:
         -1 for a new one.
     digest (ndarray of uint8, (k, 32)): the digests of the k messages learned, to check
         the files did not change between the passes.
-    old_hash (ndarray of uint64, (k,)): the ledger's tokens hash of each moved message
-        (0 for new ones): it must tokenise as it did when it was learned.
+    old_hash (list[int], (k,)): the ledger's tokens hash of each moved message (0 for
+        new ones): it must tokenise as it did when it was learned.
     """
 
     label: np.ndarray
     old: np.ndarray
     digest: np.ndarray
-    old_hash: np.ndarray
+    old_hash: list[int]
 
 
 def _digest_partition(files: Sequence[SourceFile]) -> tuple[np.ndarray, np.ndarray]:
@@ -266,7 +267,7 @@ def _changed(files: Sequence[SourceFile]) -> SourceError:
 
 
 def count_partition(files: Sequence[SourceFile], config: FilterConfig, plan: _Plan
-                    ) -> tuple[Counts, Counts, np.ndarray]:
+                    ) -> tuple[Counts, Counts, list[int]]:
     """Counts to add (new messages, and moved ones under their new label), counts to
     remove (moved ones under their old label), and the tokens hash of each learned
     message: ``counting.count_work`` on the messages the plan picks."""
@@ -293,11 +294,11 @@ def count_partition(files: Sequence[SourceFile], config: FilterConfig, plan: _Pl
     return counted.plus, counted.minus, counted.hashes
 
 
-def _pair(partial: tuple[Counts, Counts, np.ndarray]) -> tuple[Counts, Counts]:
+def _pair(partial: tuple[Counts, Counts, list[int]]) -> tuple[Counts, Counts]:
     return partial[0], partial[1]
 
 
-def _hashes(partial: tuple[Counts, Counts, np.ndarray]) -> np.ndarray:
+def _hashes(partial: tuple[Counts, Counts, list[int]]) -> list[int]:
     return partial[2]
 
 
@@ -356,8 +357,8 @@ def plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
     for size in sizes:
         part_label, part_old = label[start:start + size], old[start:start + size]
         picked = start + np.flatnonzero(part_label >= 0)
-        old_hash = np.array([ledger.tokens_hash(digests[i].tobytes()) if old[i] >= 0 else 0
-                             for i in picked], dtype=np.uint64)
+        old_hash = [ledger.tokens_hash(digests[i].tobytes()) if old[i] >= 0 else 0
+                    for i in picked]
         plans.append(_Plan(part_label, part_old, digests[picked], old_hash))
         start += size
     picked = np.flatnonzero(label >= 0)
@@ -390,7 +391,7 @@ def learn_files(client, spam_filter: SpamFilter, files: list[SourceFile],
     hashes = client.gather(client.map(_hashes, leaves, pure=False))
     del leaves
     plus, minus = root.result()
-    hashes = np.concatenate(hashes) if hashes else np.zeros(0, dtype=np.uint64)
+    hashes = list(chain.from_iterable(hashes))
 
     if plus.class_count.any():
         plus.add_to(spam_filter)

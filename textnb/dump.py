@@ -356,8 +356,10 @@ class _Reader:
         if not re.fullmatch(f"[0-9a-f]{{{2 * DIGEST_SIZE}}}", digest):
             raise self.error(n, f"{digest[:70]!r} is not a SHA-256 digest "
                              f"({2 * DIGEST_SIZE} lower-case hex digits)")
-        if not re.fullmatch("[0-9a-f]{16}", tokens_hash):
-            raise self.error(n, f"tokens hash {tokens_hash[:40]!r} is not 16 lower-case hex digits")
+        # 16 hex digits: version 1; 17, the first 1: version 2 (``textnb.ledger``).
+        if not re.fullmatch("1?[0-9a-f]{16}", tokens_hash):
+            raise self.error(n, f"tokens hash {tokens_hash[:40]!r} is not 16 lower-case hex "
+                             "digits (version 1) or 17 beginning with 1 (version 2)")
         key = bytes.fromhex(digest)
         if key in self.ledger:
             raise self.error(n, f"message {digest[:12]}... is in the ledger twice (first on "
@@ -412,7 +414,8 @@ class _Reader:
         try:
             self.ledger = Ledger.from_arrays(arrays["ledger_digest"], arrays["ledger_label"],
                                              arrays["ledger_tokens"], serial, born,
-                                             np.full(len(born), state[0], np.int64), state)
+                                             np.full(len(born), state[0], np.int64), state,
+                                             arrays["ledger_hash_version"])
         except ValueError as exc:
             raise self.error(line, f"the history does not fit the ledger ({exc})") from None
 

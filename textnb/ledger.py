@@ -1,8 +1,8 @@
 """The ledger: which messages a model's counts hold, and under which label.
 
 Each entry is keyed by the SHA-256 of the message's *normalised* bytes
-(:func:`normalise`) and holds the label it was learned under and a 64-bit hash
-of the tokens it added (:func:`tokens_hash`). With it, ``textnb retrain`` can
+(:func:`normalise`) and holds the label it was learned under and a hash of
+the tokens it added (:func:`tokens_hash`). With it, ``textnb retrain`` can
 tell a message it has learned before from a new one without re-reading
 anything, and ``move`` or ``forget`` it exactly: the message is tokenised again
 and its counts leave one class (and join the other). The tokens hash is the
@@ -43,11 +43,14 @@ import numpy as np
 
 from .buffers import with_room
 from .labels import LABELS
+from .token_store import GOLDEN_GAMMA, TokenStore, splitmix64
 
-__all__ = ["Ledger", "message_digest", "normalise", "tokens_hash", "DIGEST_SIZE"]
+__all__ = ["Ledger", "message_digest", "normalise", "tokens_hash", "tokens_hash_v1", "matches",
+           "token_hashes", "runs_hashes", "VERSION_2", "DIGEST_SIZE"]
 
 DIGEST_SIZE = 32  # SHA-256
 _INT32_MAX = 2**31 - 1  # the column history is int32 while every serial fits (Ledger)
+_LOW_64 = (1 << 64) - 1
 
 # Header fields (lower case) added or rewritten after the sender's MTA: by the final
 # delivery agent, by mailbox formats and clients (flags, sizes, IMAP state) and by filters.
@@ -105,28 +108,56 @@ def message_digest(raw: bytes) -> bytes:
     return hashlib.sha256(normalise(raw)).digest()
 
 
+# Tokens hashes. An entry's tokens hash is an int that says which definition made it,
+# so that a model keeps its entries' hashes for ever: relabelled, merged, journalled
+# (``textnb.delta``) or dumped (``textnb.dump``), an entry keeps its value, and a check
+# recomputes the message's hash by the definition its entry was made with (``matches``).
+#   version 1, below 2**64 (models saved before 2026-11-24): blake2b of the sorted
+#     tokens joined by NUL. Taking it sorted every message's tokens as strings.
+#   version 2, 2**64 + h (new entries): order-free, the sum (mod 2**64) of each token's
+#     64-bit hash (``TokenStore.hashes``: of its UTF-8 bytes, vectorised), plus the
+#     number of tokens, mixed. A batch's hashes are then one gather and one cumulative
+#     sum over its distinct tokens' hashes: counting Enron 1-3's training split
+#     (``engines.counting.count_tokens``) 4.4-5.1 -> 2.0-2.4 CPU-s, SpamAssassin's
+#     2.4-2.7 -> 1.0-1.2 (with the one-pass column map; docs/benchmarks.md, "stop 25").
+# Neither definition may ever change: tests/test_ledger.py pins both on fixed tokens.
+VERSION_2 = 1 << 64
+
+
 def tokens_hash(tokens: Iterable[str]) -> int:
-    """A 64-bit hash of a token list as counted: of the sorted tokens, so order-free,
-    and a repeated token counts (one sort and one hash call: ~0.1 ms a message)."""
-    return _sorted_tokens_hash(sorted(tokens))
+    """The hash of a token list as counted (order-free: a repeated token counts), by
+    the current definition (version 2; see above)."""
+    tokens = tokens if isinstance(tokens, list) else list(tokens)
+    return runs_hashes(token_hashes(tokens), np.arange(len(tokens)), [len(tokens)])[0]
 
 
-def sorted_runs_hashes(sorted_tokens: Sequence[str], ends: Iterable[int]) -> np.ndarray:
-    """``tokens_hash`` of each run of ``sorted_tokens`` (cut at ``ends``), each run already
-    in sorted order: the hashes of many token lists sorted at once, by ranks
-    (``textnb.engines.counting.count_tokens``). RETURNS (ndarray of uint64)."""
-    hashes, start = [], 0
-    for end in ends:
-        hashes.append(_sorted_tokens_hash(sorted_tokens[start:end]))
-        start = end
-    return np.array(hashes, dtype=np.uint64)
-
-
-def _sorted_tokens_hash(tokens: Sequence[str]) -> int:
-    # The definition the ledgers of saved models hold: never change it (a model's
-    # relabelling and forgetting compare against the hashes it was saved with).
-    data = "\x00".join(tokens).encode("utf-8", "surrogatepass")
+def tokens_hash_v1(tokens: Iterable[str]) -> int:
+    """The version-1 tokens hash (models saved before 2026-11-24)."""
+    data = "\x00".join(sorted(tokens)).encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def matches(stored: int, tokens: Sequence[str]) -> bool:
+    """Whether ``tokens`` have the tokens hash ``stored`` (by the definition that made it)."""
+    return (tokens_hash(tokens) if stored >= VERSION_2 else tokens_hash_v1(tokens)) == stored
+
+
+def token_hashes(tokens: Sequence[str]) -> np.ndarray:
+    """Each token's 64-bit hash (uint64), the terms of the version-2 tokens hash."""
+    return TokenStore(tokens).hashes().view(np.uint64)
+
+
+def runs_hashes(hashes: np.ndarray, columns: np.ndarray, lengths: Sequence[int]) -> list[int]:
+    """The version-2 tokens hash of consecutive token lists, given as ``columns`` into
+    ``hashes`` (``token_hashes`` of their distinct tokens) cut into runs of ``lengths``.
+    RETURNS (list[int]): one per list, tagged ``VERSION_2``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    sums = np.zeros(columns.size + 1, dtype=np.uint64)  # uint64 sums wrap: mod 2**64
+    np.cumsum(hashes[columns], dtype=np.uint64, out=sums[1:])
+    ends = np.cumsum(lengths)
+    mixed = splitmix64((sums[ends] - sums[ends - lengths])
+                 + (lengths.astype(np.uint64) + np.uint64(1)) * GOLDEN_GAMMA)
+    return [VERSION_2 | h for h in mixed.tolist()]
 
 
 class Ledger:
@@ -225,7 +256,10 @@ class Ledger:
         if serial is None:
             serial = old[2] if old is not None else self.next_serial
         self.next_serial = max(self.next_serial, serial + 1)
-        self._entries[digest] = (LABELS.index(label), int(tokens_hash), int(serial))
+        tokens_hash = int(tokens_hash)
+        if not 0 <= tokens_hash < VERSION_2 << 1:
+            raise ValueError(f"tokens hash {tokens_hash} is not one of version 1 (64 bits) or 2")
+        self._entries[digest] = (LABELS.index(label), tokens_hash, int(serial))
         return serial
 
     def _widen(self, serial: int = 0) -> None:
@@ -298,12 +332,16 @@ class Ledger:
         """The entries as arrays, in order: ``ledger_digest`` uint8 of shape (n, 32),
         ``ledger_label`` uint8 (n,), ``ledger_tokens`` uint64 (n,), ``ledger_serial``
         int64 (n,); the column history ``ledger_born``, ``ledger_last`` int64
-        (n_columns,) and ``ledger_state`` int64 [next_serial, pruned_at]."""
+        (n_columns,) and ``ledger_state`` int64 [next_serial, pruned_at]; and
+        ``ledger_hash_version`` uint8 (n,), the definition of each tokens hash (1 or 2;
+        a file without it holds version 1 alone)."""
         n = len(self._entries)
         digests = np.frombuffer(b"".join(self._entries), dtype=np.uint8).reshape(n, DIGEST_SIZE)
         values = self._entries.values()
         labels = np.fromiter((e[0] for e in values), dtype=np.uint8, count=n)
-        hashes = np.fromiter((e[1] for e in values), dtype=np.uint64, count=n)
+        tagged = [e[1] for e in values]
+        hashes = np.fromiter((h & _LOW_64 for h in tagged), dtype=np.uint64, count=n)
+        versions = np.fromiter((1 + (h >> 64) for h in tagged), dtype=np.uint8, count=n)
         serials = np.fromiter((e[2] for e in values), dtype=np.int64, count=n)
         if n_columns is not None:
             self.cover(n_columns)
@@ -316,31 +354,41 @@ class Ledger:
                 "ledger_serial": serials.astype(small),
                 "ledger_born": self.born[:k].astype(small, copy=False),
                 "ledger_last": self.last[:k].astype(small, copy=False),
-                "ledger_state": np.array([self.next_serial, self.pruned_at], np.int64)}
+                "ledger_state": np.array([self.next_serial, self.pruned_at], np.int64),
+                "ledger_hash_version": versions}
 
     @classmethod
     def from_arrays(cls, digest: np.ndarray, label: np.ndarray, tokens: np.ndarray,
                     serial: np.ndarray | None = None, born: np.ndarray | None = None,
-                    last: np.ndarray | None = None, state: np.ndarray | None = None
-                    ) -> "Ledger":
+                    last: np.ndarray | None = None, state: np.ndarray | None = None,
+                    hash_version: np.ndarray | None = None) -> "Ledger":
         """The inverse of :meth:`to_arrays`; ValueError when the arrays do not fit together.
         Files from before serials have none: the entries get 0, 1, 2, ... in order (no
         such file was ever pruned, so any increasing numbering is exact)."""
         n = label.shape[0]
         if (digest.dtype != np.uint8 or digest.shape != (n, DIGEST_SIZE)
                 or tokens.shape != (n,) or label.ndim != 1
-                or (serial is not None and serial.shape != (n,))):
+                or (serial is not None and serial.shape != (n,))
+                or (hash_version is not None and hash_version.shape != (n,))):
             raise ValueError(f"ledger arrays disagree: digests {digest.shape}, labels "
                              f"{label.shape}, token hashes {tokens.shape}"
-                             + (f", serials {serial.shape}" if serial is not None else ""))
+                             + (f", serials {serial.shape}" if serial is not None else "")
+                             + (f", hash versions {hash_version.shape}"
+                                if hash_version is not None else ""))
         if n and int(label.max()) > 1:
             raise ValueError("ledger labels must be 0 (ham) or 1 (spam)")
+        hashes = tokens.astype(np.uint64).tolist()
+        if hash_version is not None and n:
+            if not np.isin(hash_version, (1, 2)).all():
+                raise ValueError(f"ledger hash versions must be 1 or 2, found "
+                                 f"{sorted(set(hash_version.tolist()) - {1, 2})[:3]}")
+            hashes = [h | VERSION_2 if v == 2 else h
+                      for h, v in zip(hashes, hash_version.tolist())]
         ledger = cls()
         raw = np.ascontiguousarray(digest).tobytes()
         keys = [raw[i * DIGEST_SIZE:(i + 1) * DIGEST_SIZE] for i in range(n)]
         serial = np.arange(n, dtype=np.int64) if serial is None else serial.astype(np.int64)
-        ledger._entries = dict(zip(keys, zip(label.tolist(), tokens.astype(np.uint64).tolist(),
-                                             serial.tolist())))
+        ledger._entries = dict(zip(keys, zip(label.tolist(), hashes, serial.tolist())))
         if len(ledger._entries) != n:
             raise ValueError("ledger has duplicate digests")
         ledger.next_serial = int(serial.max()) + 1 if n else 0

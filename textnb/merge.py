@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import TextnbError
-from .ledger import Ledger, normalise, tokens_hash
+from .ledger import Ledger, matches, normalise
 from .pipeline import SpamFilter
 from .sources import RawMessage
 
@@ -110,9 +110,8 @@ def _find_tokens(merged: SpamFilter, filters: Sequence[SpamFilter], names: Seque
         if digest not in overlaps or digest in found:
             continue
         tokens = merged.tokens(norm)
-        h = tokens_hash(tokens)
-        for i in overlaps[digest].labels:
-            if filters[i].ledger.tokens_hash(digest) != h:
+        for i in overlaps[digest].labels:  # each by the definition its entry was made with
+            if not matches(filters[i].ledger.tokens_hash(digest), tokens):
                 raise MergeError(
                     f"message {message.source!r} tokenises differently now than when "
                     f"'{names[i]}' learned it (another textnb version?), so its second copy "

@@ -95,7 +95,8 @@ def _copy_ledger(ledger):
     arrays = ledger.to_arrays()
     return Ledger.from_arrays(arrays["ledger_digest"], arrays["ledger_label"],
                               arrays["ledger_tokens"], arrays["ledger_serial"],
-                              ledger.born.copy(), ledger.last.copy(), state)
+                              ledger.born.copy(), ledger.last.copy(), state,
+                              arrays["ledger_hash_version"])
 
 
 def compact(model_path, prune_tokens: bool = False, max_df: int = PRUNE_MAX_DF,

@@ -59,7 +59,7 @@ from . import delta, store
 from .config import FilterConfig
 from .errors import EmptyTrainingSetError, NotFittedError, SourceError, TextnbError
 from .labels import LABELS, require_both_classes
-from .ledger import normalise, tokens_hash
+from .ledger import matches, normalise, tokens_hash
 from .lock import model_lock, remove_stale_temp_files
 from .pipeline import BATCH_SIZE, SpamFilter
 from .sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
@@ -190,7 +190,7 @@ def _checked_tokens(spam_filter: SpamFilter, seen: _Seen, tokens: list[str] | No
                     ) -> list[str]:
     """The tokens of a message in the ledger, verified against what was learned."""
     tokens = _tokens(spam_filter, seen) if tokens is None else tokens
-    if tokens_hash(tokens) != spam_filter.ledger.tokens_hash(seen.digest):
+    if not matches(spam_filter.ledger.tokens_hash(seen.digest), tokens):
         raise LedgerMismatchError(
             f"message {seen.source!r} tokenises differently now than when it was learned "
             "(a textnb upgrade changed the tokenizer?), so its counts cannot be removed "

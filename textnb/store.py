@@ -15,6 +15,10 @@ The file is a ZIP archive (readable with any unzip tool) holding:
   each learned message's serial, each column's history and the ledger's counters
   (``Ledger``'s docstring), which keep ``forget`` exact under a size bound
   (``textnb.prune``); optional as well (a file without them was never pruned).
+- ``ledger_hash_version.npy``: which definition made each entry's tokens hash (1 or 2,
+  ``textnb.ledger``); optional (a file without it holds version 1 alone). An older
+  textnb reads version-2 hashes as version 1, so it refuses to relabel or forget
+  those messages (its check fails) rather than subtract the wrong counts.
 
 Writes are atomic: the archive goes to a temporary file beside the target,
 is fsync'd, and is renamed over the target; a crash leaves the old file or the
@@ -398,7 +402,8 @@ def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
             ledger = Ledger.from_arrays(
                 *(np.load(io.BytesIO(members[f"ledger_{a}.npy"]), allow_pickle=False)
                   if f"ledger_{a}.npy" in members else None
-                  for a in ("digest", "label", "tokens", "serial", "born", "last", "state")))
+                  for a in ("digest", "label", "tokens", "serial", "born", "last", "state",
+                            "hash_version")))
             if ledger.born.shape[0] > len(tokens):
                 raise ValueError(f"the ledger's column history has {ledger.born.shape[0]} "
                                  f"columns, the vocabulary {len(tokens)}")

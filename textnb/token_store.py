@@ -23,7 +23,7 @@ from operator import eq
 
 import numpy as np
 
-__all__ = ["TokenStore"]
+__all__ = ["TokenStore", "splitmix64", "GOLDEN_GAMMA"]
 
 _ENCODING = ("utf-8", "surrogatepass")
 # Tokens decoded at a time while iterating: a chunk's strings exist together, never
@@ -64,12 +64,12 @@ def _byte_lengths(data: bytes, lengths: np.ndarray) -> np.ndarray:
 # The hash of a token's bytes (``TokenStore.hashes``): each 8-byte word (the last one
 # masked to the token's bytes) xored with its place in the token and mixed by
 # splitmix64's finaliser, the words summed, the length added, mixed again.
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _WORD_MASKS = np.array([(1 << 8 * k) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
+def splitmix64(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser, in place (uint64 arithmetic wraps)."""
     x ^= x >> np.uint64(30)
     x *= _MIX1
@@ -96,10 +96,10 @@ def _hash_region(region: bytes | bytearray, ends: np.ndarray) -> np.ndarray:
     left = lengths[token] - 8 * place  # the token's bytes from this word on
     value = _words_at(region)[(ends - lengths)[token] + 8 * place]
     value &= _WORD_MASKS[np.clip(left, 0, 8)]
-    value ^= place.astype(np.uint64) * _GOLDEN
-    hashes = np.add.reduceat(_mix(value), first) if first.size else np.zeros(0, np.uint64)
-    hashes ^= lengths.astype(np.uint64) * _GOLDEN
-    return _mix(hashes).view(np.int64)
+    value ^= place.astype(np.uint64) * GOLDEN_GAMMA
+    hashes = np.add.reduceat(splitmix64(value), first) if first.size else np.zeros(0, np.uint64)
+    hashes ^= lengths.astype(np.uint64) * GOLDEN_GAMMA
+    return splitmix64(hashes).view(np.int64)
 
 
 def _ends_key(region: bytes | bytearray, ends: np.ndarray) -> np.ndarray:
@@ -109,8 +109,8 @@ def _ends_key(region: bytes | bytearray, ends: np.ndarray) -> np.ndarray:
     lengths = np.diff(ends, prepend=0)
     words = _words_at(region)
     short = _WORD_MASKS[np.minimum(lengths, 8)]
-    key = _mix((words[ends - lengths] & short) ^ lengths.astype(np.uint64) * _GOLDEN)
-    key += _mix(words[np.maximum(ends - 8, ends - lengths)] & short)
+    key = splitmix64((words[ends - lengths] & short) ^ lengths.astype(np.uint64) * GOLDEN_GAMMA)
+    key += splitmix64(words[np.maximum(ends - 8, ends - lengths)] & short)
     return key
 
 
@@ -230,7 +230,10 @@ class TokenStore(Sequence):
 
     def hashes(self, start: int = 0) -> np.ndarray:
         """A 64-bit hash of each token's bytes from ``start`` on (int64; the same in every
-        process, computed on the buffer without decoding a token, a chunk at a time)."""
+        process, computed on the buffer without decoding a token, a chunk at a time).
+
+        Also the terms of the ledger's version-2 tokens hash, which saved models hold
+        (``textnb.ledger``): never change it (tests/test_ledger.py pins it)."""
         out = np.empty(len(self) - start, dtype=np.int64)
         for i, j, region, ends in self._regions(start):
             out[i - start:j - start] = _hash_region(region, ends)

@@ -13,13 +13,14 @@ how many processes counted them (tests/test_speed_invariance.py, test_distribute
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, count
 
 import numpy as np
 
-from ..ledger import sorted_runs_hashes
+from ..ledger import matches, runs_hashes, token_hashes
 from ..pipeline import SpamFilter
 from ..retrain import LedgerMismatchError
 from ..vectorize import Vocabulary
@@ -84,7 +85,8 @@ class Work:
     old (list[int]): for a moved message, the label code it leaves (its counts are
         removed from it); -1 for a new one.
     old_hash (list[int | None]): for a moved message, the ledger's tokens hash, which its
-        tokens must still have; None: not checked (learned earlier in this very run).
+        tokens must still have (by the definition that made it, ``ledger.matches``);
+        None: not checked (learned earlier in this very run).
     sources (list[str]): where each came from, for error messages.
     """
 
@@ -105,11 +107,11 @@ class Counted:
 
     plus: Counts
     minus: Counts
-    hashes: np.ndarray  # uint64, (n_messages,)
+    hashes: list[int]  # one per message (``ledger.tokens_hash``)
 
 
 def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
-                 presence: bool = False, hashes: bool = True) -> tuple[Counts, np.ndarray]:
+                 presence: bool = False, hashes: bool = True) -> tuple[Counts, list[int]]:
     """The counts of token lists learned under ``label_codes`` (0 ham, 1 spam), and the
     ledger's tokens hash of each list (``textnb.ledger.tokens_hash``; empty if not
     ``hashes``).
@@ -117,44 +119,37 @@ def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
     presence (bool): count a token once per message (binary features, or the
     Bernoulli model, which counts documents); else its occurrences.
 
-    One sort does the work of three. Each token is replaced by its rank among the
-    batch's distinct tokens in string order, and the (message, rank) keys are sorted:
-    runs of equal keys are a message's distinct tokens with their term frequencies
-    (the counts), and each message's keys are its tokens in sorted order (the tokens
-    hash, which sorts them). No vocabulary, no matrix, no per-message sort of
-    strings: a worker's counting of SpamAssassin's 4,814 training messages (4.0
-    million tokens, batches of 512) took 2.10 s of CPU against 3.14-3.51 s for a
-    filter's ``learn_tokens`` per batch and ``tokens_hash`` per message (three rounds
-    interleaved, load 1.3-1.6). In one process, where the counts then go through the
-    model's vocabulary (``Counts.add_to``), the two ways cost the same (3.0-3.5 s).
+    No vocabulary, no matrix, no string sorted. One pass over the tokens gives each
+    its column among the batch's distinct tokens (a defaultdict whose missing keys
+    take the next number, in C: a third of the time of ``dict.fromkeys``, a dict of
+    columns and a look-up pass); one sort of the (message, column) keys gives each
+    message's distinct tokens with their term frequencies; the tokens hashes are
+    cumulative sums over the distinct tokens' hashes (``ledger.runs_hashes``).
+    Counting Enron 1-3's training split in batches of 512: 4.4-5.1 -> 2.0-2.4 CPU-s
+    against one sort of the strings for the version-1 hash; SpamAssassin's 2.4-2.7 ->
+    1.0-1.2 (three rounds interleaved; docs/benchmarks.md, "stop 25").
     """
-    flat = list(chain.from_iterable(token_lists))
-    tokens = list(dict.fromkeys(flat))  # the columns, in order of first sight
-    n = len(tokens)
-    column_of = dict(zip(tokens, range(n)))
-    columns = np.fromiter(map(column_of.__getitem__, flat), dtype=np.int64, count=len(flat))
-    by_rank = np.array(sorted(range(n), key=tokens.__getitem__), dtype=np.int64)  # string order
-    rank_of = np.empty(n, dtype=np.int64)
-    rank_of[by_rank] = np.arange(n, dtype=np.int64)
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    column_of = defaultdict(count().__next__)  # a new token gets the next column
+    columns = np.fromiter(map(column_of.__getitem__, chain.from_iterable(token_lists)),
+                          dtype=np.int64, count=int(lengths.sum()))
+    tokens = list(column_of)  # the columns, in order of first sight
+    n = len(tokens)
+    message_hashes = runs_hashes(token_hashes(tokens), columns, lengths) if hashes else []
     rows = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
     width = max(n, 1)
-    keys = np.sort(rows * width + rank_of[columns])  # each message's tokens, in string order
-    sorted_columns = by_rank[keys % width]
-    sorted_hashes = (sorted_runs_hashes(list(map(tokens.__getitem__, sorted_columns.tolist())),
-                                        np.cumsum(lengths).tolist())
-                     if hashes else np.zeros(0, np.uint64))
+    keys = np.sort(rows * width + columns)
     # Runs of equal keys: a message's distinct tokens and their term frequencies.
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))[:keys.size])
     tf = np.diff(np.append(starts, keys.size)).astype(np.float64)
-    row, column = keys[starts] // width, sorted_columns[starts]
+    row, column = np.divmod(keys[starts], width)
     codes = np.asarray(label_codes, dtype=np.int64)
     weights = np.ones(column.size) if presence else tf
     feature_count = np.bincount(codes[row] * n + column, weights=weights,
                                 minlength=2 * n).reshape(2, n)
     doc_freq = np.bincount(column, minlength=n).astype(np.float64)
     class_count = np.bincount(codes, minlength=2).astype(np.float64)
-    return Counts(tokens, class_count, feature_count, doc_freq), sorted_hashes
+    return Counts(tokens, class_count, feature_count, doc_freq), message_hashes
 
 
 def count_work(tokenizing: SpamFilter, work: Work) -> Counted:
@@ -175,7 +170,7 @@ def count_work(tokenizing: SpamFilter, work: Work) -> Counted:
         if old < 0:
             continue
         expected = work.old_hash[i]
-        if expected is not None and int(hashes[i]) != expected:
+        if expected is not None and not matches(expected, token_lists[i]):
             raise LedgerMismatchError(
                 f"message {work.sources[i]!r} tokenises differently now than when it was "
                 "learned (a textnb upgrade changed the tokenizer?), so its counts cannot be "
@@ -186,9 +181,9 @@ def count_work(tokenizing: SpamFilter, work: Work) -> Counted:
     return Counted(plus, minus, hashes)
 
 
-def count_into(tokenizing: SpamFilter, work: Work, model: SpamFilter) -> np.ndarray:
+def count_into(tokenizing: SpamFilter, work: Work, model: SpamFilter) -> list[int]:
     """``count_work`` in this process, added to ``model`` (additions first: counts never
-    dip below 0). RETURNS (ndarray of uint64): each message's tokens hash."""
+    dip below 0). RETURNS (list[int]): each message's tokens hash."""
     counted = count_work(tokenizing, work)
     counted.plus.add_to(model)
     counted.minus.add_to(model, weight=-1.0)

@@ -120,10 +120,10 @@ class _Planner:
             report.moved[after[d][0]] += 1
         return _Planned(work, len(batch), adds)
 
-    def finish(self, planned: _Planned, hashes: np.ndarray) -> None:
+    def finish(self, planned: _Planned, hashes: list[int]) -> None:
         ledger = self.ledger
         for d, h in zip(planned.added, hashes):  # the adds come first in the work
-            ledger.record(d, ledger.label(d), int(h))
+            ledger.record(d, ledger.label(d), h)
             self.pending.discard(d)
 
 
