@@ -8,8 +8,9 @@ applies when it turns counts into log-probabilities; nothing is thrown away.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 from operator import eq
 
 import numpy as np
@@ -235,15 +236,17 @@ class Vocabulary:
             raise TypeError("an iterable of token lists is expected, got a single string")
         docs = docs if isinstance(docs, list) else list(docs)
         tokens = self.tokens_
-        flat = list(chain.from_iterable(docs))
-        # Each distinct token looked up once (new columns in order of first sight:
-        # dict.fromkeys keeps that order), then every occurrence through a dict of this
-        # batch alone, in C (map, np.fromiter) rather than a Python loop per token.
-        distinct = list(dict.fromkeys(flat))
-        found = self.add(distinct) if grow else self.columns(distinct)
-        batch = dict(zip(distinct, found.tolist()))
-        cols = np.fromiter(map(batch.__getitem__, flat), dtype=np.int64, count=len(flat))
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        # One pass in C numbers the batch's distinct tokens in order of first sight (a
+        # defaultdict whose missing keys take the next number: the order new columns
+        # get), then each distinct token is looked up once in the vocabulary
+        # (``engines.counting.count_tokens`` numbers them the same way).
+        batch = defaultdict(count().__next__)
+        local = np.fromiter(map(batch.__getitem__, chain.from_iterable(docs)),
+                            dtype=np.int64, count=int(lengths.sum()))
+        distinct = list(batch)
+        found = self.add(distinct) if grow else self.columns(distinct)
+        cols = found[local]
         rows = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)
         if not grow:  # unknown tokens are dropped
             known = cols >= 0
