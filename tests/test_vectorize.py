@@ -146,3 +146,18 @@ def test_merging_sorted_arrays_in_place_equals_sorting_them_together(monkeypatch
         pairs = zip(np.concatenate([keys, new_keys]).tolist(),
                     np.concatenate([values, new_values]).tolist())
         assert sorted(zip(merged_keys.tolist(), merged_values.tolist())) == sorted(pairs)
+
+
+def test_adding_with_the_tokens_hashes_given_is_adding_without():
+    """``Vocabulary.add(tokens, hashes)`` (the counts' own hashes, engines.counting) gives
+    the columns and index that hashing the tokens again gives."""
+    from textnb.token_store import TokenStore
+
+    batches = [["a", "b", "caf\u00e9"], ["b", "\udc80", "d", "a"], ["e", "a\x00", "d"]]
+    given, hashed = Vocabulary(), Vocabulary()
+    for batch in batches:
+        np.testing.assert_array_equal(given.add(batch, TokenStore(batch).hashes()),
+                                      hashed.add(batch))
+    assert given.tokens_ == hashed.tokens_
+    probe = ["d", "x", "a", "\udc80"]
+    np.testing.assert_array_equal(given.columns(probe), hashed.columns(probe))

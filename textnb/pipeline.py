@@ -234,15 +234,17 @@ class SpamFilter:
         self._update_mask(columns)
 
     def add_counts(self, tokens: Sequence[str], class_count, feature_count, doc_freq,
-                   weight: float = 1.0) -> None:
+                   weight: float = 1.0, token_hashes: np.ndarray | None = None) -> None:
         """Add counts made elsewhere (``textnb.distributed``: on other machines), as if the
         messages they came from were learned here; weight -1 removes them.
 
         tokens (Sequence[str]): the counts' columns, distinct; unseen ones become new columns in
             this order (order of first sight keeps the vocabulary as ``learn`` builds it).
         class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,).
+        token_hashes (ndarray | None): the tokens' ``TokenStore.hashes``, if known
+            (``Vocabulary.add``).
         """
-        columns = self.vocabulary.add(tokens)  # distinct tokens: distinct columns
+        columns = self.vocabulary.add(tokens, token_hashes)  # distinct tokens: distinct columns
         n = len(self.vocabulary)
         self._grow_doc_freq(n)
         self.doc_freq_[columns] += weight * np.asarray(doc_freq, dtype=np.float64)

@@ -138,21 +138,24 @@ class Vocabulary:
         self._ensure_indexed()
         return self._lookup(tokens)
 
-    def add(self, tokens: Iterable[str]) -> np.ndarray:
+    def add(self, tokens: Iterable[str], hashes: np.ndarray | None = None) -> np.ndarray:
         """The column of each token, adding unseen tokens at the end in the order given.
 
+        hashes (ndarray | None): the tokens' ``TokenStore.hashes`` (int64), if the
+            caller has them (``engines.counting.Counts``): not taken again.
         RETURNS (ndarray of int64, shape (n_tokens,)).
         """
         tokens = tokens if isinstance(tokens, list) else list(tokens)
         self._ensure_indexed()
-        cols = self._lookup(tokens)
+        cols = self._lookup(tokens, hashes)
         missing = np.flatnonzero(cols < 0)
         if missing.size:
             missed = list(map(tokens.__getitem__, missing.tolist()))
             new = list(dict.fromkeys(missed))  # in order of first sight
             start = len(self.tokens_)
             self.tokens_.extend(new)
-            self._index(start, _token_hashes(self.tokens_, start))
+            self._index(start, hashes[missing] if hashes is not None and len(new) == len(missed)
+                        else _token_hashes(self.tokens_, start))
             batch = dict(zip(new, range(start, start + len(new))))
             cols[missing] = np.fromiter(map(batch.__getitem__, missed), dtype=np.int64,
                                         count=len(missed))
@@ -209,9 +212,10 @@ class Vocabulary:
                 cols[hit] = columns[at[hit]]
         return cols
 
-    def _lookup(self, tokens: list[str]) -> np.ndarray:
-        """Columns of indexed tokens (-1 for others): hash, binary search, string check."""
-        cols = self._find_hashes(_token_hashes(TokenStore(tokens)))
+    def _lookup(self, tokens: list[str], hashes: np.ndarray | None = None) -> np.ndarray:
+        """Columns of indexed tokens (-1 for others): hash (unless given), binary search,
+        string check."""
+        cols = self._find_hashes(_token_hashes(TokenStore(tokens)) if hashes is None else hashes)
         hit = np.flatnonzero(cols >= 0)
         if hit.size:
             candidates = cols[hit]
