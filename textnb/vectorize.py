@@ -149,16 +149,23 @@ class Vocabulary:
         self._ensure_indexed()
         cols = self._lookup(tokens, hashes)
         missing = np.flatnonzero(cols < 0)
-        if missing.size:
-            missed = list(map(tokens.__getitem__, missing.tolist()))
-            new = list(dict.fromkeys(missed))  # in order of first sight
-            start = len(self.tokens_)
-            self.tokens_.extend(new)
-            self._index(start, hashes[missing] if hashes is not None and len(new) == len(missed)
-                        else _token_hashes(self.tokens_, start))
-            batch = dict(zip(new, range(start, start + len(new))))
-            cols[missing] = np.fromiter(map(batch.__getitem__, missed), dtype=np.int64,
-                                        count=len(missed))
+        if not missing.size:
+            return cols
+        missed = list(map(tokens.__getitem__, missing.tolist()))
+        start = len(self.tokens_)
+        if hashes is not None and np.unique(hashes[missing]).size == missing.size:
+            # Distinct hashes, so distinct tokens (the counts' are): each new one is the
+            # next column, no dict of them needed.
+            self.tokens_.extend(missed)
+            self._index(start, hashes[missing])
+            cols[missing] = np.arange(start, start + missing.size)
+            return cols
+        new = list(dict.fromkeys(missed))  # in order of first sight
+        self.tokens_.extend(new)
+        self._index(start, _token_hashes(self.tokens_, start))
+        batch = dict(zip(new, range(start, start + len(new))))
+        cols[missing] = np.fromiter(map(batch.__getitem__, missed), dtype=np.int64,
+                                    count=len(missed))
         return cols
 
     # -- the compact index ---------------------------------------------------
