@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from email.utils import getaddresses
 from itertools import chain, compress, repeat
-from operator import is_
+from operator import is_, itemgetter
 from typing import TYPE_CHECKING
 
 from . import scripts
@@ -261,22 +261,24 @@ class EmailTokenizer:
                 values = self._mapped(piece.split(), cache, namespace)
                 mapped.extend(values)
                 # Tokens, not words: one word in Chinese can give a thousand.
-                counted = chain.from_iterable(values) if self.cfg.bigrams else values
-                n_tokens += sum(map(len, counted))
+                n_tokens += (sum(map(_WORD_TOKENS, filter(None, values))) if self.cfg.bigrams
+                             else sum(map(len, values)))
                 if n_tokens >= limit:
                     break
         if not self.cfg.bigrams:
             return list(chain.from_iterable(mapped))
-        # Bigram mode caches, per chunk, the mapped tuple of each spaCy word.
+        # Bigram mode caches, per chunk, its tokens with the word pairs inside it
+        # (``_chunk_entry``); only the pair across two chunks is made here.
         out: list[str] = []
-        prev = None
-        for words in mapped:
-            for word in words:
-                out.extend(word)
-                first = word[0]
-                if prev is not None and ":" not in first and ":" not in prev:
+        prev, prev_pairs = None, False
+        for entry in mapped:
+            if entry:
+                head, tail, first, first_pairs, last, last_pairs, _ = entry
+                out.extend(head)
+                if prev_pairs and first_pairs:
                     out.append(f"bi:{prev} {first}")
-                prev = first
+                out.extend(tail)
+                prev, prev_pairs = last, last_pairs
         return out
 
     def _mapped(self, chunks: list[str], cache: dict, namespace: str) -> list[tuple]:
@@ -316,7 +318,7 @@ class EmailTokenizer:
                     word = self._new_word(text, words, namespace, lex)
                 mapped.append(word)
             if bigrams:
-                values[chunk] = tuple(word for word in mapped if word)
+                values[chunk] = _chunk_entry([word for word in mapped if word])
             else:
                 values[chunk] = tuple(chain.from_iterable(mapped))
         if not split_by_spacy:
@@ -340,10 +342,10 @@ class EmailTokenizer:
             else:
                 current.extend(word)
             if space_after:
-                values[new[i]] = tuple(current)
+                values[new[i]] = _chunk_entry(current) if bigrams else tuple(current)
                 current = []
                 i += 1
-        values[new[i]] = tuple(current)
+        values[new[i]] = _chunk_entry(current) if bigrams else tuple(current)
         if i + 1 != len(new):  # cannot happen: every chunk yields at least one word
             raise AssertionError(f"spaCy split {len(new)} chunks into {i + 1}")
         if len(strings) > _SPACY_STRINGS:
@@ -569,6 +571,30 @@ def _plain_words(chunk: str) -> tuple[str, ...] | None:
             and _TOKEN_MATCH.match(chunk) is None):
         return (core, chunk[-1])
     return None
+
+
+def _chunk_entry(words: list[tuple[str, ...]]) -> tuple:
+    """What bigram mode caches for a whitespace-free chunk, from its non-empty mapped
+    words: () for none, else (the first word's tokens, the rest's tokens with the word
+    pairs between them, the first word's first token and whether it pairs, the same for
+    the last word, and the number of word tokens). A pair joins two consecutive words'
+    first tokens when neither is namespaced (holds a ':'), as ``text_tokens`` made it
+    word by word; now only the pair across two chunks is made per occurrence."""
+    if not words:
+        return ()
+    head, tail = words[0], []
+    prev = head[0]
+    for word in words[1:]:
+        tail.extend(word)
+        first = word[0]
+        if ":" not in first and ":" not in prev:
+            tail.append(f"bi:{prev} {first}")
+        prev = first
+    return (head, tuple(tail), head[0], ":" not in head[0], prev, ":" not in prev,
+            sum(map(len, words)))
+
+
+_WORD_TOKENS = itemgetter(6)  # a chunk entry's number of word tokens (the limit counts them)
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
