@@ -17,7 +17,10 @@ On the corpus's README split (written to a temporary folder, one file a message,
    and bogofilter's bulk training and scoring (``peers.run_bogofilter``).
    "Everything else" = the single-process command's CPU minus its parse, tokenise
    and count (or score) stages: start-up, reading, digests, the ledger's bookkeeping,
-   saving.
+   saving. Then the one-process commands once more under ``bench.command_stages``,
+   which splits one run's CPU by stage from inside it: the same table with every
+   part from one process (stages timed alone move 15-40% between runs here, so
+   their difference from a command run minutes later is partly the machine's).
 3. ``textnb filter`` on one message, its start-up split into parts that add up to the
    whole: the command run under a probe that stamps the end of each part (the
    interpreter's start, importing the CLI, dispatch, importing the scoring modules,
@@ -197,6 +200,13 @@ def commands(s: peers.Split, before: Path | None = None) -> dict[str, dict]:
                                     "--json", *jobs], s.workdir, code)
         out[f"classify_{name}"] = run([*textnb, "classify", "--model", model, "--json", *jobs,
                                        "test"], s.workdir, code)
+    # The one-process commands again, split by stage from inside (bench.command_stages).
+    inside = [sys.executable, str(Path(__file__).with_name("command_stages.py"))]
+    for what, args in (("train", ["--model", "m-inside.tnb", "--index", index.name]),
+                       ("classify", ["--model", "m-inside.tnb", "test"])):
+        subprocess.run([*inside, f"{what}-inside.json", what, *args, "--json", "--jobs", "1"],
+                       cwd=s.workdir, check=True, stdout=subprocess.DEVNULL)
+        out[f"{what}_inside"] = json.loads((s.workdir / f"{what}-inside.json").read_text())
     bogo = peers.run_bogofilter(s)
     out["bogofilter"] = {"train_s": round(bogo.train_s, 3), "classify_s": round(bogo.classify_s, 3)}
     return out
@@ -294,6 +304,17 @@ def table(result: dict) -> list[str]:
             lines.append(f"  {what} {name}: {r['wall_s']:.2f} s wall ({n / r['wall_s']:,.0f} msg/s, "
                          f"{ratio:.2f}x bogofilter's {n / bogo[f'{what}_s']:,.0f}), "
                          f"{r['cpu_s']:.2f} s CPU")
+    for what, main in (("train", ("parse", "tokenise", "count")),
+                       ("classify", ("parse", "tokenise", "score"))):
+        if f"{what}_inside" not in cm:  # results from before stop 25
+            continue
+        inside = cm[f"{what}_inside"]
+        parts = inside["stages"]
+        other = inside["cpu_s"] - sum(parts.get(k, 0.0) for k in main)
+        lines.append(f"{what}, inside one run of the one-process command: " + ", ".join(
+            f"{k} {parts.get(k, 0.0):.2f}" for k in main) + f", everything else {other:.2f} s "
+            f"CPU ({other / inside['cpu_s']:.0%} of {inside['cpu_s']:.2f}: " + ", ".join(
+                f"{k} {v:.2f}" for k, v in parts.items() if k not in main) + ")")
     lines.append("train's other parts alone (CPU s): " + ", ".join(
         f"{k} {st[k]:.2f}" for k in ("read", "digest", "save"))
         + f"; count without the tokens hashes {st['count_without_hashes']:.2f}")
