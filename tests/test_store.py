@@ -8,7 +8,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from textnb import store
+from textnb import store, token_store
 from textnb.errors import ModelFormatError
 from textnb.sources import iter_index
 from textnb.token_store import TokenStore
@@ -226,6 +226,23 @@ def test_the_vocabulary_is_read_as_json_reads_it(tokens, monkeypatch):
     assert got == expected and list(got) == loads(data)
     if any("\\" not in json.dumps(token) for token in tokens):
         assert data not in parsed  # not the whole list: the escaped tokens at most
+
+
+@pytest.mark.parametrize("tokens", [
+    _AWKWARD_TOKENS, ["plain", "words"], [""], ["", ""], ["a\\"], ["\\", "u0000"],
+    ["\\u0000"], ["x\\u0000y", "z"], ["a\x00b", "c"], ["\ud83d", "\ude00"],
+    [t + s for t in _AWKWARD_TOKENS for s in ("", '"', "\\", "\\u0000", "\x00")],
+    ["".join(random.Random(seed).choices('ab"\\u0\x00, []\n\u00e9\U0001f600\udcff\x7f',
+                                         k=seed % 11)) for seed in range(3000)]])
+def test_the_vocabulary_is_written_as_json_writes_it(tokens, monkeypatch):
+    """``_write_json_list`` of a TokenStore (its bytes, joined by NUL, one json.dumps) gives
+    json.dumps's bytes, in one chunk or many; regions whose tokens hold a NUL or the text
+    \\u0000 go the slow way."""
+    for chunk in (1 << 16, 7):
+        monkeypatch.setattr(token_store, "_CHUNK", chunk)
+        out = io.BytesIO()
+        store._write_json_list(out, TokenStore(tokens))
+        assert out.getvalue() == json.dumps(tokens).encode("ascii")
 
 
 @pytest.mark.parametrize("data", [

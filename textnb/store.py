@@ -85,12 +85,16 @@ _JSON_PIECE = 100_000
 
 
 def _write_json_list(fh, items) -> None:
-    """``json.dumps(items)``'s bytes (ASCII), written piece by piece."""
+    """``json.dumps(list(items))``'s bytes (ASCII), written piece by piece (a TokenStore's
+    from its bytes, ``TokenStore.json_items``)."""
     fh.write(b"[")
-    for start in range(0, len(items), _JSON_PIECE):
-        if start:
-            fh.write(b", ")
-        fh.write(json.dumps(items[start:start + _JSON_PIECE])[1:-1].encode("ascii"))
+    if isinstance(items, TokenStore):
+        pieces = items.json_items()
+    else:
+        pieces = (json.dumps(items[start:start + _JSON_PIECE])[1:-1].encode("ascii")
+                  for start in range(0, len(items), _JSON_PIECE))
+    for i, piece in enumerate(pieces):
+        fh.write(b", " + piece if i else piece)
     fh.write(b"]")
 
 

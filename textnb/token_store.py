@@ -17,6 +17,7 @@ growth (BufferError), so every array handed out is a copy.
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from operator import eq
@@ -112,6 +113,20 @@ def _ends_key(region: bytes | bytearray, ends: np.ndarray) -> np.ndarray:
     key = splitmix64((words[ends - lengths] & short) ^ lengths.astype(np.uint64) * GOLDEN_GAMMA)
     key += splitmix64(words[np.maximum(ends - 8, ends - lengths)] & short)
     return key
+
+
+def _json_items(region: bytearray, ends: np.ndarray) -> bytes | None:
+    """The tokens of ``region`` (cut at ``ends``) as JSON strings joined by ", ", the bytes
+    ``json.dumps`` gives a list of them; None when a token holds a NUL or the text
+    "\\u0000". One decode and one ``json.dumps`` of the tokens joined by NUL, whose
+    escapes ("\\u0000": no token's text makes one) become the joints. Writing
+    SpamAssassin's vocabulary (549,722 tokens): 0.24-0.29 -> 0.13 s CPU; Enron 1-3's
+    (746,495): 0.25-0.28 -> 0.13-0.15, without a str a token (4 rounds each)."""
+    data = np.frombuffer(region, dtype=np.uint8)
+    if not data.all() or b"\\u0000" in region:
+        return None
+    joined = np.insert(data, ends[:-1], 0).tobytes().decode(*_ENCODING)
+    return json.dumps(joined).replace("\\u0000", '", "').encode("ascii")
 
 
 class TokenStore(Sequence):
@@ -246,6 +261,13 @@ class TokenStore(Sequence):
             base = self._start(i)
             ends = np.frombuffer(self._ends, dtype=np.int64)[i:j] - base
             yield i, j, self._bytes[base:base + int(ends[-1])], ends
+
+    def json_items(self) -> Iterator[bytes]:
+        """The tokens as ``json.dumps`` writes the items of a list of them (ASCII, joined by
+        ", "), a chunk at a time (``textnb.store``'s ``vocabulary.json``)."""
+        for i, j, region, ends in self._regions():
+            items = _json_items(region, ends)
+            yield items if items is not None else json.dumps(self[i:j])[1:-1].encode("ascii")
 
     def candidates(self, tokens: list[str]) -> np.ndarray:
         """The positions whose token has the byte length, first and last 8 bytes of one
