@@ -113,14 +113,14 @@ def message_digest(raw: bytes) -> bytes:
 # (``textnb.delta``) or dumped (``textnb.dump``), an entry keeps its value, and a check
 # recomputes the message's hash by the definition its entry was made with (``matches``).
 #   version 1, below 2**64 (models saved before 2026-11-24): blake2b of the sorted
-#     tokens joined by NUL. Taking it sorted every message's tokens as strings.
+#     tokens joined by NUL, which needs every message's tokens sorted as strings.
 #   version 2, 2**64 + h (new entries): order-free, the sum (mod 2**64) of each token's
 #     64-bit hash (``TokenStore.hashes``: of its UTF-8 bytes, vectorised), plus the
 #     number of tokens, mixed. A batch's hashes are then one gather and one cumulative
 #     sum over its distinct tokens' hashes: counting Enron 1-3's training split
 #     (``engines.counting.count_tokens``) 4.4-5.1 -> 2.0-2.4 CPU-s, SpamAssassin's
 #     2.4-2.7 -> 1.0-1.2 (with the one-pass column map; docs/benchmarks.md, "stop 25").
-# Neither definition may ever change: tests/test_ledger.py pins both on fixed tokens.
+# Neither definition may ever change: tests/test_tokens_hash.py pins both on fixed tokens.
 VERSION_2 = 1 << 64
 
 
@@ -156,7 +156,7 @@ def runs_hashes(hashes: np.ndarray, columns: np.ndarray, lengths: Sequence[int])
     np.cumsum(hashes[columns], dtype=np.uint64, out=sums[1:])
     ends = np.cumsum(lengths)
     mixed = splitmix64((sums[ends] - sums[ends - lengths])
-                 + (lengths.astype(np.uint64) + np.uint64(1)) * GOLDEN_GAMMA)
+                       + (lengths.astype(np.uint64) + np.uint64(1)) * GOLDEN_GAMMA)
     return [VERSION_2 | h for h in mixed.tolist()]
 
 

@@ -248,7 +248,7 @@ class TokenStore(Sequence):
         process, computed on the buffer without decoding a token, a chunk at a time).
 
         Also the terms of the ledger's version-2 tokens hash, which saved models hold
-        (``textnb.ledger``): never change it (tests/test_ledger.py pins it)."""
+        (``textnb.ledger``): never change it (tests/test_tokens_hash.py pins it)."""
         out = np.empty(len(self) - start, dtype=np.int64)
         for i, j, region, ends in self._regions(start):
             out[i - start:j - start] = _hash_region(region, ends)

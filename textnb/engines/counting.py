@@ -40,8 +40,7 @@ class Counts:
     token_hashes (ndarray | None): int64 (n_tokens,), ``TokenStore.hashes`` of the
         tokens when the counter took them (``count_tokens`` does, for the tokens
         hashes): the model's vocabulary looks the tokens up by them without hashing
-        them again (Enron 1-3's 26 batches: 0.64 s of the calling process's 2.4 under
-        cProfile).
+        them again (adding Enron 1-3's 26 batches: 1.65-1.73 -> 1.34-1.43 CPU-s).
     """
 
     tokens: list[str]
@@ -127,10 +126,11 @@ def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
 
     No vocabulary, no matrix, no string sorted. One pass over the tokens gives each
     its column among the batch's distinct tokens (a defaultdict whose missing keys
-    take the next number, in C: a third of the time of ``dict.fromkeys``, a dict of
-    columns and a look-up pass); one sort of the (message, column) keys gives each
-    message's distinct tokens with their term frequencies; the tokens hashes are
-    cumulative sums over the distinct tokens' hashes (``ledger.runs_hashes``).
+    take the next number, in C: Enron's training tokens in 1.0-1.1 CPU-s against
+    1.6-2.0 for ``dict.fromkeys``, a dict of columns and a look-up pass); one sort of
+    the (message, column) keys gives each message's distinct tokens with their term
+    frequencies; the tokens hashes are cumulative sums over the distinct tokens'
+    hashes (``ledger.runs_hashes``).
     Counting Enron 1-3's training split in batches of 512: 4.4-5.1 -> 2.0-2.4 CPU-s
     against one sort of the strings for the version-1 hash; SpamAssassin's 2.4-2.7 ->
     1.0-1.2 (three rounds interleaved; docs/benchmarks.md, "stop 25").
