@@ -20,7 +20,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
+
+from .lazy_import import lazy_module
+
+special = lazy_module("scipy.special")  # imported when a probability is first asked for
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class CostModel:
 
     def decide(self, log_odds: float, p_spam: float | None = None) -> Decision:
         label = str(self.labels(np.array([log_odds]))[0])
-        p = float(expit(log_odds)) if p_spam is None else float(p_spam)
+        p = float(special.expit(log_odds)) if p_spam is None else float(p_spam)
         return Decision(label=label, log_odds=float(log_odds), p_spam=p,
                         threshold=self.log_threshold)
 

@@ -25,9 +25,12 @@ for the same reason. ``configs/default.toml`` has the cross-validation table.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # annotations only
+    import scipy.sparse as sp
 
 from . import combining
 from .token_store import TokenStore

@@ -36,15 +36,18 @@ terms, D_cj the documents of class c holding term j, D_c the documents of class 
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.special import logsumexp
 
 from .buffers import with_room
 from .errors import EmptyTrainingSetError, NotFittedError
 from . import combining
 from .evidence import strongest
+from .lazy_import import lazy_module
 
 __all__ = ["MultinomialNB", "BernoulliNB", "make_model"]
+
+# Imported when first used (scoring, a matrix fit): counting alone never needs them.
+sp = lazy_module("scipy.sparse")
+special = lazy_module("scipy.special")
 
 
 class _BaseNB:
@@ -301,7 +304,7 @@ class _BaseNB:
 
     def predict_log_proba(self, X) -> np.ndarray:
         jll = self.joint_log_likelihood(X)
-        return jll - logsumexp(jll, axis=1, keepdims=True)
+        return jll - special.logsumexp(jll, axis=1, keepdims=True)
 
     def predict_proba(self, X) -> np.ndarray:
         return np.exp(self.predict_log_proba(X))

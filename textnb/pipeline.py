@@ -13,8 +13,6 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.special import expit
 
 from . import evidence
 from .buffers import with_room
@@ -22,6 +20,7 @@ from .config import FilterConfig
 from .decision import CostModel, Decision
 from .errors import EmptyTrainingSetError, NotFittedError
 from .labels import LABEL_CODES, LABELS, require_both_classes
+from .lazy_import import lazy_module
 from .ledger import Ledger
 from .mail import MailLimits, parse_message
 from .naive_bayes import make_model
@@ -31,6 +30,10 @@ from .vectorize import Vocabulary, feature_mask
 if TYPE_CHECKING:
     from .parallel import TokenWorkers
     from .sources import RawMessage
+
+# Imported when first used (scoring): ``textnb train`` and ``retrain`` count without them.
+sp = lazy_module("scipy.sparse")
+special = lazy_module("scipy.special")
 
 # Messages tokenised before their counts are added in one sparse product: large
 # enough to amortise the product, small enough that memory stays flat.
@@ -364,7 +367,7 @@ class SpamFilter:
     def p_spam(self, log_odds: np.ndarray) -> np.ndarray:
         """P(spam) for log-odds: calibrated when the model carries a calibration."""
         if self.calibration is None:
-            return expit(log_odds)
+            return special.expit(log_odds)
         from .calibration import predict_proba  # only tuned models need it
 
         return predict_proba(self.calibration, log_odds)

@@ -14,9 +14,11 @@ from itertools import chain, count, repeat
 from operator import eq
 
 import numpy as np
-import scipy.sparse as sp
 
+from .lazy_import import lazy_module
 from .token_store import TokenStore
+
+sp = lazy_module("scipy.sparse")  # imported when a matrix is first built
 
 
 # The recent columns' arrays are merged into the main ones when they hold more than a

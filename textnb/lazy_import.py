@@ -1,0 +1,34 @@
+"""SciPy's modules, imported at their first use: the commands that only count never do.
+
+``import scipy.sparse`` or ``scipy.special`` costs ~0.2 s: SciPy 1.17's array-API layer
+touches every attribute of NumPy, which imports NumPy's lazy submodules (``numpy.f2py``,
+``numpy.ma``, ...; docs/benchmarks.md, stop 25). ``textnb train`` and ``retrain`` count
+with NumPy alone, so the modules they share with scoring (pipeline, naive_bayes,
+vectorize, decision) hold SciPy's as ``lazy_module``s, which import the real module at
+the first attribute access (``importlib.util.LazyLoader``, the standard library's recipe);
+scoring pays the import when it first needs a sparse matrix.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+
+__all__ = ["lazy_module"]
+
+
+def lazy_module(name: str) -> types.ModuleType:
+    """The module ``name``, imported when one of its attributes is first read (at once
+    if it is imported already)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module named {name!r}")
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
