@@ -50,3 +50,14 @@ def test_a_lazy_module_is_the_module_and_a_missing_one_is_named():
     assert lazy_module("scipy.special").expit(0.0) == 0.5
     with pytest.raises(ImportError, match="no_such_module_here"):
         lazy_module("no_such_module_here")
+
+
+def test_the_resident_scorer_imports_scipy_before_its_threads_score():
+    """A lazy module's first access is not thread-safe before Python 3.12: importing the
+    server finishes SciPy's import in the importing thread."""
+    check = ("import sys, types, textnb.server; "
+             "print(all(type(sys.modules[m]) is types.ModuleType "
+             "for m in ('scipy.sparse', 'scipy.special')))")
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "True"

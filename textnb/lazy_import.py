@@ -11,11 +11,12 @@ scoring pays the import when it first needs a sparse matrix.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 import types
 
-__all__ = ["lazy_module"]
+__all__ = ["lazy_module", "import_now"]
 
 
 def lazy_module(name: str) -> types.ModuleType:
@@ -32,3 +33,13 @@ def lazy_module(name: str) -> types.ModuleType:
     sys.modules[name] = module
     loader.exec_module(module)
     return module
+
+
+def import_now(*names: str) -> None:
+    """Finish importing these (lazy) modules now, in this thread. A lazy module's first
+    attribute access races with another thread's in Python 3.11 (python/cpython#114763:
+    the module's class is reset before its attributes are filled), so the resident
+    scorer and the milter, whose handler threads may score a user's model for the first
+    time together, call this when they are imported."""
+    for name in names:
+        getattr(importlib.import_module(name), "__name__")

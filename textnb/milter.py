@@ -60,12 +60,16 @@ import Milter
 from .client import MAX_MESSAGE_BYTES
 from .errors import TextnbError
 from .filter import SA_FLAG, SA_STATUS, SCORE, STATUS, describe_error, score_with, verdict_fields
+from .lazy_import import import_now
 from .users import user_from_recipients
 
 __all__ = ["MilterPolicy", "MilterError", "MilterScorer", "MilterSession", "parse_socket",
            "action_for", "message_bytes", "run_milter"]
 
 log = logging.getLogger("textnb.milter")
+
+# Scoring's SciPy modules, imported before any handler thread scores (lazy_import).
+import_now("scipy.sparse", "scipy.special")
 
 # Each stops the milter once the messages in flight are answered (libmilter treats
 # SIGHUP as a stop too).

@@ -44,11 +44,15 @@ from .client import MAX_LINE, MAX_MESSAGE_BYTES, PROTOCOL, reply_line
 from .errors import TextnbError
 from .filter import describe_error, score_with
 from .health import training_health
+from .lazy_import import import_now
 from .learning import Journal, Record, apply, journal_path, snapshot_bytes
 from .lock import ModelLockedError, model_lock
 from .store import atomic_write
 
 log = logging.getLogger("textnb.server")
+
+# Scoring's SciPy modules, imported before any handler thread scores (lazy_import).
+import_now("scipy.sparse", "scipy.special")
 
 # How often the accept loop and the reload watcher wake up to look at ``stop``: the
 # longest a SIGTERM waits before the server begins to shut down.
