@@ -42,7 +42,7 @@ def test_members_written_piece_by_piece_are_the_whole_encodings(sample_filter, m
                                                                monkeypatch):
     """save() streams each member into the archive (no member held whole); the bytes are
     those of json.dumps and np.save of the whole arrays, and the checksums hold."""
-    monkeypatch.setattr(store, "_JSON_PIECE", 7)  # many pieces, one of them short
+    monkeypatch.setattr(token_store, "_CHUNK", 7)  # many pieces, one of them short
     store.save(sample_filter, model_path)
     with zipfile.ZipFile(model_path) as zf:
         vocabulary = zf.read("vocabulary.json")

@@ -137,9 +137,12 @@ def tokens_hash_v1(tokens: Iterable[str]) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
-def matches(stored: int, tokens: Sequence[str]) -> bool:
-    """Whether ``tokens`` have the tokens hash ``stored`` (by the definition that made it)."""
-    return (tokens_hash(tokens) if stored >= VERSION_2 else tokens_hash_v1(tokens)) == stored
+def matches(stored: int, tokens: Sequence[str], current: int | None = None) -> bool:
+    """Whether ``tokens`` have the tokens hash ``stored`` (by the definition that made it).
+    current (int | None): their ``tokens_hash``, if the caller has it already."""
+    if stored < VERSION_2:
+        return tokens_hash_v1(tokens) == stored
+    return (tokens_hash(tokens) if current is None else current) == stored
 
 
 def token_hashes(tokens: Sequence[str]) -> np.ndarray:

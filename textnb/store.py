@@ -79,21 +79,12 @@ class _Hashing(io.RawIOBase):
         return len(data)
 
 
-# Tokens per piece of ``vocabulary.json`` encoded at a time: the JSON text of five
-# million tokens (~100 MB) never exists at once (``write_model``).
-_JSON_PIECE = 100_000
-
-
-def _write_json_list(fh, items) -> None:
-    """``json.dumps(list(items))``'s bytes (ASCII), written piece by piece (a TokenStore's
-    from its bytes, ``TokenStore.json_items``)."""
+def _write_json_list(fh, tokens: TokenStore) -> None:
+    """``json.dumps(list(tokens))``'s bytes (ASCII), written a chunk of tokens at a time
+    (``TokenStore.json_items``): the JSON text of five million tokens (~100 MB) never
+    exists at once (``write_model``)."""
     fh.write(b"[")
-    if isinstance(items, TokenStore):
-        pieces = items.json_items()
-    else:
-        pieces = (json.dumps(items[start:start + _JSON_PIECE])[1:-1].encode("ascii")
-                  for start in range(0, len(items), _JSON_PIECE))
-    for i, piece in enumerate(pieces):
+    for i, piece in enumerate(tokens.json_items()):
         fh.write(b", " + piece if i else piece)
     fh.write(b"]")
 

@@ -178,7 +178,7 @@ def count_work(tokenizing: SpamFilter, work: Work) -> Counted:
         if old < 0:
             continue
         expected = work.old_hash[i]
-        if expected is not None and not matches(expected, token_lists[i]):
+        if expected is not None and not matches(expected, token_lists[i], hashes[i]):
             raise LedgerMismatchError(
                 f"message {work.sources[i]!r} tokenises differently now than when it was "
                 "learned (a textnb upgrade changed the tokenizer?), so its counts cannot be "
