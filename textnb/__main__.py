@@ -1,5 +1,5 @@
 """``python -m textnb`` runs the command line."""
 
-from .cli import app
+from .cli import main
 
-app()
+main()
