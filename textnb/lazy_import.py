@@ -5,8 +5,10 @@ touches every attribute of NumPy, which imports NumPy's lazy submodules (``numpy
 ``numpy.ma``, ...; docs/benchmarks.md, stop 25). ``textnb train`` and ``retrain`` count
 with NumPy alone, so the modules they share with scoring (pipeline, naive_bayes,
 vectorize, decision) hold SciPy's as ``lazy_module``s, which import the real module at
-the first attribute access (``importlib.util.LazyLoader``, the standard library's recipe);
-scoring pays the import when it first needs a sparse matrix.
+the first attribute access (``importlib.util.LazyLoader``, the standard library's recipe).
+Scoring with the default evidence selection reads bare CSR arrays (``textnb.rows``) and
+never imports them either; the paths that need SciPy's products (plain naive Bayes,
+``explain``, ``tune``) import them when they first run.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from .errors import EmptyTrainingSetError, NotFittedError
 from . import combining
 from .evidence import strongest
 from .lazy_import import lazy_module
+from .rows import Rows
 
 __all__ = ["MultinomialNB", "BernoulliNB", "make_model"]
 
@@ -300,7 +301,10 @@ class _BaseNB:
     def joint_log_likelihood(self, X) -> np.ndarray:
         """log P(c) + log P(x|c), an ndarray of shape (n_docs, n_classes)."""
         self._check_fitted()
-        return self._joint_log_likelihood(self._check_X(X))
+        X = self._check_X(X)
+        if isinstance(X, Rows):  # the products below are SciPy's
+            X = X.to_csr()
+        return self._joint_log_likelihood(X)
 
     def predict_log_proba(self, X) -> np.ndarray:
         jll = self.joint_log_likelihood(X)
@@ -317,7 +321,7 @@ class _BaseNB:
         jll = self.joint_log_likelihood(X)
         return jll[:, 1] - jll[:, 0]
 
-    def log_odds_contributions(self, X) -> tuple[sp.csr_matrix, float]:
+    def log_odds_contributions(self, X) -> tuple[sp.csr_matrix | Rows, float]:
         """Split the log-odds into per-token parts: ``log_odds = baseline + C.sum(axis=1)``.
 
         Returns C, a CSR matrix of shape (n_docs, n_features) with C[i, j] the log-odds
@@ -326,8 +330,15 @@ class _BaseNB:
         """
         self._check_fitted()
         X = self._check_X(X)
-        cols, Xc = _touched_columns(self._presence(X))
+        present = self._presence(X)
+        cols, Xc = _touched_columns(present)
         weights, baseline = self._token_weights(cols)
+        if isinstance(X, Rows):
+            # Each entry times its column's weight, in place: what SciPy's
+            # ``multiply`` below gives for sorted, distinct indices (1.17 keeps the
+            # zero products of pruned columns, so these keep them too).
+            C = Rows(Xc.data * weights[Xc.indices], present.indices, present.indptr, X.shape)
+            return C, float(self.class_log_prior_[1] - self.class_log_prior_[0] + baseline)
         C = sp.csr_matrix(Xc.multiply(weights.reshape(1, -1)))
         C = sp.csr_matrix((C.data, cols[C.indices], C.indptr), shape=X.shape)
         C.sort_indices()
@@ -359,9 +370,14 @@ class _BaseNB:
     def _presence(self, X):
         return X
 
-    def _check_X(self, X) -> sp.csr_matrix:
-        X = sp.csr_matrix(X, dtype=np.float64)
+    def _check_X(self, X) -> sp.csr_matrix | Rows:
+        """X as a float CSR matrix as wide as the model (``Rows`` stay ``Rows``)."""
         n_model = self._n
+        if isinstance(X, Rows):
+            if X.shape[1] > n_model:
+                raise ValueError(f"X has {X.shape[1]} features, the model was fit with {n_model}")
+            return X.with_columns(n_model) if X.shape[1] < n_model else X
+        X = sp.csr_matrix(X, dtype=np.float64)
         if X.shape[1] > n_model:
             raise ValueError(f"X has {X.shape[1]} features, the model was fit with {n_model}")
         if X.shape[1] < n_model:  # columns added to the vocabulary after X was built
@@ -378,10 +394,13 @@ class _BaseNB:
                 f"no training documents for class {missing}; train on both spam and ham")
 
 
-def _touched_columns(X: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix]:
+def _touched_columns(X: sp.csr_matrix | Rows) -> tuple[np.ndarray, sp.csr_matrix | Rows]:
     """The distinct columns X holds (sorted) and X re-indexed onto them: products with
     the model then read and write those columns only, not the whole vocabulary."""
     cols = np.unique(X.indices)
+    if isinstance(X, Rows):
+        return cols, Rows(X.data, np.searchsorted(cols, X.indices), X.indptr,
+                          (X.shape[0], cols.size))
     Xc = sp.csr_matrix((X.data, np.searchsorted(cols, X.indices), X.indptr),
                        shape=(X.shape[0], cols.size))
     return cols, Xc

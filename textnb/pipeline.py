@@ -17,7 +17,7 @@ import numpy as np
 from . import evidence
 from .buffers import with_room
 from .config import FilterConfig
-from .decision import CostModel, Decision
+from .decision import CostModel, Decision, expit
 from .errors import EmptyTrainingSetError, NotFittedError
 from .labels import LABEL_CODES, LABELS, require_both_classes
 from .lazy_import import lazy_module
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 # Imported when first used (scoring): ``textnb train`` and ``retrain`` count without them.
 sp = lazy_module("scipy.sparse")
-special = lazy_module("scipy.special")
 
 # Messages tokenised before their counts are added in one sparse product: large
 # enough to amortise the product, small enough that memory stays flat.
@@ -318,7 +317,9 @@ class SpamFilter:
 
     # -- scoring -----------------------------------------------------------------
     def log_odds_tokens(self, token_lists: Iterable[list[str]]) -> np.ndarray:
-        return self.log_odds_matrix(self._matrix(token_lists, grow=False))
+        # Bare CSR arrays (textnb.rows): the default scoring path never imports SciPy.
+        binary = self.config.features.features == "binary"
+        return self.log_odds_matrix(self.vocabulary.rows(token_lists, binary=binary))
 
     def log_odds_matrix(self, X) -> np.ndarray:
         """Spam log-odds of a document-term matrix, with the configured evidence selection."""
@@ -367,7 +368,7 @@ class SpamFilter:
     def p_spam(self, log_odds: np.ndarray) -> np.ndarray:
         """P(spam) for log-odds: calibrated when the model carries a calibration."""
         if self.calibration is None:
-            return special.expit(log_odds)
+            return expit(log_odds)
         from .calibration import predict_proba  # only tuned models need it
 
         return predict_proba(self.calibration, log_odds)
