@@ -120,7 +120,12 @@ class FilterConfig:
                "use a positive ratio: cost of losing a ham / cost of letting a spam through")
         _check(d.unsure_band >= 0, "decision.unsure_band", d.unsure_band,
                "use 0 (two-way decision) or a positive log-odds margin")
+        _check(self.mail.html_renderer in ("lexbor", "stdlib"), "mail.html_renderer",
+               self.mail.html_renderer, "use 'lexbor' (selectolax's C parser) or 'stdlib' "
+               "(Python's html.parser, what models saved before the setting use)")
         for bound in fields(MailLimits):
+            if bound.name == "html_renderer":
+                continue
             value = getattr(self.mail, bound.name)
             _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                    f"mail.{bound.name}", value,

@@ -14,14 +14,14 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-__all__ = ["HtmlText", "html_to_text"]
+__all__ = ["BLOCK_TAGS", "HtmlText", "html_to_text", "strip_tags", "tidy"]
 
 # Content of these elements is never rendered as text.
 _INVISIBLE = frozenset({"script", "style"})
 
 # Elements that start a new line when rendered. Without the break, adjacent table
 # cells ("<td>Buy</td><td>now</td>") would glue into one word ("Buynow").
-_BLOCK = frozenset(
+BLOCK_TAGS = frozenset(
     "address article aside blockquote br caption center dd div dl dt fieldset "
     "figcaption figure footer form h1 h2 h3 h4 h5 h6 header hr li main nav ol "
     "option p pre section table tbody td tfoot th thead title tr ul".split()
@@ -73,13 +73,13 @@ class _Extractor(HTMLParser):
                 self.urls.append(value.strip())
         if tag in _INVISIBLE:
             self._skipping = tag
-        elif tag in _BLOCK:
+        elif tag in BLOCK_TAGS:
             self.chunks.append("\n")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == self._skipping:
             self._skipping = None
-        elif tag in _BLOCK:
+        elif tag in BLOCK_TAGS:
             self.chunks.append("\n")
 
     def handle_data(self, data: str) -> None:
@@ -87,7 +87,7 @@ class _Extractor(HTMLParser):
             self.chunks.append(data)
 
 
-def _tidy(text: str) -> str:
+def tidy(text: str) -> str:
     """Collapse spaces within lines and drop empty lines."""
     lines = (" ".join(line.split()) for line in text.splitlines())
     return "\n".join(line for line in lines if line)
@@ -115,9 +115,15 @@ _LONE_LT = re.compile(r"<(?![A-Za-z/!?])")
 _LT_STAND_IN = "\ufdd0"
 
 
+def strip_tags(markup: str) -> str:
+    """Markup with every tag replaced by a space; entities stay as written (html.unescape
+    calls back into Python once per entity: this is the strip for text past max_chars)."""
+    return _TAG.sub(" ", markup)
+
+
 def _crude(markup: str) -> str:
     """The text of markup the parser could not read: tags stripped, entities decoded."""
-    return html.unescape(_TAG.sub(" ", markup))
+    return html.unescape(strip_tags(markup))
 
 
 def html_to_text(markup: str, max_chars: int | None = None) -> HtmlText:
@@ -150,7 +156,7 @@ def html_to_text(markup: str, max_chars: int | None = None) -> HtmlText:
         if tail:
             # Stripped only: html.unescape calls back into Python once per entity.
             if parser._skipping is None:
-                parser.chunks.append(_TAG.sub(" ", leftover + tail))
+                parser.chunks.append(strip_tags(leftover + tail))
         elif len(leftover) > _MAX_LEFTOVER and "<" in leftover:
             broken = True
             if parser._skipping is None:
@@ -161,8 +167,8 @@ def html_to_text(markup: str, max_chars: int | None = None) -> HtmlText:
         # CPython 3.11's _markupbase raises AssertionError on a marked section with
         # an unknown keyword ("<![foo[ x": "unknown status keyword 'foo'"). The
         # document is still worth reading, so fall back to a crude tag strip.
-        text = _crude(markup) + " " + _TAG.sub(" ", tail)
-        return HtmlText(_tidy(text.replace(_LT_STAND_IN, "<")), tuple(parser.urls), broken=True,
+        text = _crude(markup) + " " + strip_tags(tail)
+        return HtmlText(tidy(text.replace(_LT_STAND_IN, "<")), tuple(parser.urls), broken=True,
                         cut=bool(tail))
     text = "".join(parser.chunks).replace(_LT_STAND_IN, "<")
-    return HtmlText(_tidy(text), tuple(parser.urls), broken, bool(tail))
+    return HtmlText(tidy(text), tuple(parser.urls), broken, bool(tail))

@@ -37,14 +37,15 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .html_text import html_to_text
+from .html_text import HtmlText, html_to_text
 
 __all__ = ["MailLimits", "TextPart", "Attachment", "ParsedEmail", "parse_message"]
 
 
 @dataclass(frozen=True)
 class MailLimits:
-    """Bounds on the work one message may cost; exceeding one is a defect, not an error.
+    """How one message is read: bounds on the work it may cost (exceeding one is a defect,
+    not an error) and the HTML renderer.
 
     The defaults are the ``[mail]`` section of configs/default.toml (FilterConfig.mail);
     bench/hostile.py measures each case of the hostile catalogue against them.
@@ -67,6 +68,10 @@ class MailLimits:
     # tag-stripped. Largest SpamAssassin HTML part: 82,000 characters. The parser
     # costs up to 2.6 us a character (1 MB of '<b>': 2.6 s), the strip 0.01 us.
     max_html_chars: int = 1_000_000
+    # "lexbor" (textnb.html_lexbor, C) or "stdlib" (textnb.html_text, html.parser): the
+    # text differs (docs/html-to-text.md), so a saved model keeps the one it learned with
+    # (model files from before this setting: "stdlib", textnb.store).
+    html_renderer: str = "lexbor"
 
 
 @dataclass(frozen=True)
@@ -357,12 +362,16 @@ def _limit_structure(raw: bytes, limits: MailLimits, defects: set[str]) -> bytes
 class _Body:
     """Accumulates what the walk over MIME leaves finds."""
 
-    def __init__(self, defects: set[str], html_chars: int) -> None:
+    def __init__(self, defects: set[str], limits: MailLimits) -> None:
         self.defects = defects
         self.parts: list[TextPart] = []
         self.attachments: list[Attachment] = []
         self.urls: list[str] = []
-        self.html_left = html_chars  # the message's MailLimits.max_html_chars, shared by its parts
+        self.html_left = limits.max_html_chars  # shared by the message's parts
+        self.html_renderer = limits.html_renderer
+        # Lexbor's tree costs up to the square of its tags: the message's parts share
+        # one budget of them (textnb.html_lexbor.MAX_TREE_TAGS).
+        self.tree_tags_left: int | None = None
 
     def add_leaf(self, part: email.message.Message) -> None:
         content_type = part.get_content_type()
@@ -393,7 +402,7 @@ class _Body:
         if content_type != "text/html":
             self.parts.append(TextPart("text/plain", charset, text.replace("\r\n", "\n")))
             return
-        rendered = html_to_text(text, self.html_left)
+        rendered = self._render(text)
         self.html_left = max(0, self.html_left - len(text))
         if rendered.broken:
             self.defects.add("bad-html")
@@ -401,6 +410,18 @@ class _Body:
             self.defects.add("too-much-html")
         self.urls.extend(rendered.urls)
         self.parts.append(TextPart("text/html", charset, rendered.text))
+
+    def _render(self, markup: str) -> HtmlText:
+        if self.html_renderer == "stdlib":
+            return html_to_text(markup, self.html_left)
+        # Imported at the first HTML part: a message without one never pays for it.
+        from .html_lexbor import MAX_TREE_TAGS, lexbor_to_text
+
+        if self.tree_tags_left is None:
+            self.tree_tags_left = MAX_TREE_TAGS
+        rendered = lexbor_to_text(markup, self.html_left, self.tree_tags_left)
+        self.tree_tags_left = max(0, self.tree_tags_left - markup.count("<", 0, self.html_left))
+        return rendered
 
 
 def _walk(msg: email.message.Message, limits: MailLimits, body: _Body) -> None:
@@ -479,7 +500,7 @@ def parse_message(raw: bytes, limits: MailLimits = MailLimits()) -> ParsedEmail:
         defects.update(("empty", "no-headers"))
         return ParsedEmail((), (), (), (), tuple(sorted(defects)))
     raw = _limit_structure(raw, limits, defects)
-    body = _Body(defects, limits.max_html_chars)
+    body = _Body(defects, limits)
     try:
         # compat32, not policy.default: on the 6,047 SpamAssassin messages, parsing
         # alone ran at 3,150 msgs/s (CPU) with compat32 and 665 with default; with

@@ -293,7 +293,8 @@ def write_error(path: Path, exc: OSError) -> WriteError:
 # whatever the built-in default has become since.
 _SAVED_BEFORE_THE_KEY_EXISTED = {("model", "evidence"): "strongest",
                                   ("model", "min_strength"): 0.0,
-                                  ("model", "combine"): "sum"}
+                                  ("model", "combine"): "sum",
+                                  ("mail", "html_renderer"): "stdlib"}
 
 
 def with_saved_defaults(config: dict) -> dict:
@@ -302,6 +303,8 @@ def with_saved_defaults(config: dict) -> dict:
     config = {name: dict(section) if isinstance(section, dict) else section
               for name, section in config.items()}
     for (section, key), value in _SAVED_BEFORE_THE_KEY_EXISTED.items():
+        if section not in config:  # saved before the section existed ([mail])
+            config[section] = {}
         if isinstance(config.get(section), dict):
             config[section].setdefault(key, value)
     return config
