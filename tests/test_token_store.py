@@ -81,3 +81,17 @@ def test_a_store_from_utf8_bytes_and_ends_reads_as_the_tokens():
             TokenStore.from_utf8(data, bad)
     with pytest.raises(ValueError, match="no token ends"):
         TokenStore.from_utf8(data, [])
+
+
+def test_tokens_compared_and_copied_as_bytes():
+    a = TokenStore(["abc", "héllo", "", "x", "bi:a b", "zz", "\ud800"])
+    b = TokenStore(["zz", "héllo", "abd", "", "x", "ab", "\ud800"])
+    got = a.equal_at([5, 1, 0, 2, 3, 0, -1, 4], b, [0, 1, 2, 3, 4, 5, 6, 0])
+    assert got.tolist() == [True, True, False, True, True, False, True, False]
+    assert a.equal_at([], b, []).tolist() == []
+    a.extend_from(b, [2, 1, -1])
+    assert a == ["abc", "héllo", "", "x", "bi:a b", "zz", "\ud800", "abd", "héllo", "\ud800"]
+    a.extend_from(b, [])
+    assert len(a) == 10 and a.hashes()[-1] == TokenStore(["\ud800"]).hashes()[0]
+    with pytest.raises(IndexError):
+        a.equal_at([0], b, [7])

@@ -121,6 +121,39 @@ def test_the_compact_index_is_exact_across_merges_and_shared_hashes(monkeypatch)
     assert "t17" in vocab and "t307" not in vocab
 
 
+@pytest.mark.parametrize("distinct, given_hashes", [(True, True), (True, False), (False, False)])
+def test_tokens_added_as_bytes_get_a_plain_dicts_columns(monkeypatch, distinct, given_hashes):
+    """A worker's counts come as a TokenStore (``Vocabulary.add`` compares and copies
+    them as bytes): the columns are those of a plain dict, with forced hash collisions,
+    non-ASCII tokens, and repeats (which take the str path)."""
+    from textnb import vectorize
+    from textnb.token_store import TokenStore
+
+    monkeypatch.setattr(vectorize, "_MIN_REBUILD", 5)
+    real_hashes = vectorize._token_hashes
+
+    def hashes(store, start=0):  # every token ending in "7" hashes alike
+        sevens = np.array([t.endswith("7") for t in store[start:]], dtype=bool)
+        return np.where(sevens, 7, real_hashes(store, start))
+
+    monkeypatch.setattr(vectorize, "_token_hashes", hashes)
+    vocab, plain = Vocabulary(), {}
+    rng = np.random.default_rng(1)
+    for step in range(40):
+        batch = [f"t{i}" if i % 3 else f"é{i}" for i in rng.integers(0, 300, size=25)]
+        if distinct:
+            batch = list(dict.fromkeys(batch))
+        store = TokenStore(batch)
+        got = vocab.add(store, hashes(store) if given_hashes else None)
+        for token in batch:
+            plain.setdefault(token, len(plain))
+        np.testing.assert_array_equal(got, [plain[t] for t in batch])
+        assert vocab.tokens_ == list(plain)
+    probe = [f"t{i}" for i in range(320)] + [f"é{i}" for i in range(320)]
+    np.testing.assert_array_equal(vocab.columns(probe), [plain.get(t, -1) for t in probe])
+    assert vocab._shared and vocab.index_ == plain
+
+
 def test_a_repeated_token_with_a_shared_hash_is_still_reported(monkeypatch):
     from textnb import vectorize
 

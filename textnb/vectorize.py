@@ -148,6 +148,10 @@ class Vocabulary:
             caller has them (``engines.counting.Counts``): not taken again.
         RETURNS (ndarray of int64, shape (n_tokens,)).
         """
+        if isinstance(tokens, TokenStore):
+            added = self._add_store(tokens, hashes)
+            if added is not None:
+                return added
         tokens = tokens if isinstance(tokens, list) else list(tokens)
         self._ensure_indexed()
         cols = self._lookup(tokens, hashes)
@@ -171,20 +175,56 @@ class Vocabulary:
                                     count=len(missed))
         return cols
 
+    def _add_store(self, store: TokenStore, hashes: np.ndarray | None) -> np.ndarray | None:
+        """``add`` for distinct tokens packed in a TokenStore (a worker's counts), as bytes:
+        a hash match is confirmed by comparing the two stores' bytes, and new tokens are
+        copied over as bytes, so no str is made. None when a token would need the str
+        path (the rare tokens that share a hash: ``_shared``, or two new ones alike)."""
+        self._ensure_indexed()
+        hashes = _token_hashes(store) if hashes is None else hashes
+        cols = self._find_hashes(hashes)
+        indexed = cols >= 0
+        hit = np.flatnonzero(indexed)
+        if hit.size:
+            cols[hit[~self.tokens_.equal_at(cols[hit], store, hit)]] = -1
+        missing = np.flatnonzero(cols < 0)
+        if self._shared and missing.size:
+            return None
+        if not missing.size:
+            return cols
+        new_hashes = hashes[missing]
+        order = np.argsort(new_hashes)  # also what ``_index`` sorts by
+        ordered = new_hashes[order]
+        if (ordered[1:] == ordered[:-1]).any():
+            return None
+        start = len(self.tokens_)
+        self.tokens_.extend_from(store, missing)
+        # What the look-up found is what ``_index`` would look up again: the new
+        # tokens' hashes that some other token has.
+        self._index(start, new_hashes, order, indexed[missing])
+        cols[missing] = np.arange(start, start + missing.size)
+        return cols
+
     # -- the compact index ---------------------------------------------------
     def _ensure_indexed(self) -> None:
         """Index the columns of a loaded vocabulary."""
         if self._indexed == 0 and len(self.tokens_):  # ``add`` indexes what it adds
             self._index(0, _token_hashes(self.tokens_))
 
-    def _index(self, first: int, hashes: np.ndarray) -> None:
+    def _index(self, first: int, hashes: np.ndarray, order: np.ndarray | None = None,
+               indexed: np.ndarray | None = None) -> None:
         """Index columns ``first`` .. ``first + len(hashes) - 1`` (``hashes``: their
-        tokens' hashes, in column order) into the recent arrays."""
-        order = np.argsort(hashes)  # any order of equal hashes will do (``_shared``)
+        tokens' hashes, in column order) into the recent arrays.
+
+        order (ndarray | None): ``np.argsort(hashes)``, if the caller has it.
+        indexed (ndarray | None): bool, whether each hash is indexed already, if known.
+        """
+        if order is None:
+            order = np.argsort(hashes)  # any order of equal hashes will do (``_shared``)
         hashes, columns = hashes[order], order + first
         # A hash already indexed, or repeated among the new ones, goes to ``_shared``
         # (after checking that the strings differ: an equal string is a repeated token).
-        taken = self._find_hashes(hashes) >= 0
+        taken = self._find_hashes(hashes) >= 0 if indexed is None else indexed[order]
         taken[1:] |= hashes[1:] == hashes[:-1]
         if taken.any():
             tokens = self.tokens_

@@ -20,9 +20,10 @@ from itertools import chain, count
 
 import numpy as np
 
-from ..ledger import matches, runs_hashes, token_hashes
+from ..ledger import matches, runs_hashes
 from ..pipeline import SpamFilter
 from ..retrain import LedgerMismatchError
+from ..token_store import TokenStore
 from ..vectorize import Vocabulary
 
 __all__ = ["Counts", "merge_counts", "count_tokens", "Work", "Counted", "count_work",
@@ -33,7 +34,9 @@ __all__ = ["Counts", "merge_counts", "count_tokens", "Work", "Counted", "count_w
 class Counts:
     """The sufficient statistics of some messages, over their own tokens.
 
-    tokens (list[str]): distinct tokens, in order of first sight.
+    tokens (list[str] | TokenStore): distinct tokens, in order of first sight
+        (``count_tokens`` packs them: ``Vocabulary.add`` compares and copies them as
+        bytes).
     class_count (ndarray): shape (2,), messages per class (ham, spam).
     feature_count (ndarray): shape (2, n_tokens), the model's per-class counts.
     doc_freq (ndarray): shape (n_tokens,), messages holding each token.
@@ -43,7 +46,7 @@ class Counts:
         them again (adding Enron 1-3's 26 batches: 1.65-1.73 -> 1.34-1.43 CPU-s).
     """
 
-    tokens: list[str]
+    tokens: list[str] | TokenStore
     class_count: np.ndarray
     feature_count: np.ndarray
     doc_freq: np.ndarray
@@ -141,7 +144,14 @@ def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
                           dtype=np.int64, count=int(lengths.sum()))
     tokens = list(column_of)  # the columns, in order of first sight
     n = len(tokens)
-    hashed = token_hashes(tokens) if hashes else None
+    if hashes:
+        # Packed as UTF-8 once, for the hashes and for the answer: the calling process
+        # adds them to the vocabulary as bytes (``Vocabulary.add``), and a store
+        # crosses the process boundary as two buffers, not a str a token.
+        tokens = TokenStore(tokens)
+        hashed = tokens.hashes().view(np.uint64)
+    else:
+        hashed = None
     message_hashes = runs_hashes(hashed, columns, lengths) if hashes else []
     rows = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
     width = max(n, 1)
