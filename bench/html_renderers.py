@@ -5,6 +5,7 @@ parse_message over its training split, interleaved rounds in one process; with
     python -m bench.html_renderers [--corpus spamassassin] [--rounds 3]
         [--json docs/results/html-renderers-speed.json]
     python -m bench.html_renderers --paired [--corpus spamassassin] [--resamples 2000]
+    python -m bench.html_renderers --shapes [--tags 10000]
 
 The HTML parts are the strings parse_message hands its renderer (decoded, as in a
 real run), captured once from the training split of the corpora README's hash split.
@@ -107,6 +108,37 @@ def paired(corpus: str, chronological: bool, resamples: int) -> dict:
                          "tie_share": v["tie_share"]} for metric, v in boot.items()}}
 
 
+# The crafted markup that costs Lexbor's tree builder most (docs/html-to-text.md), each
+# as a function of n repeats; --shapes builds each at --tags '<' characters.
+SHAPES = {
+    "text in a table after unclosed <i id=N>":
+        lambda n: "".join(f"<i id={i}>" for i in range(n)) + "<table>" + "x" * n,
+    "a table after unclosed <b id=N>":
+        lambda n: ("".join(f"<b id={i}>" for i in range(n))
+                   + "<table><tr><td>x</td></tr></table>" * 50),
+    "<select> then <option>x repeated": lambda n: "<select>" + "<option>x" * n,
+    "unclosed <font color=N>, then </p> repeated":
+        lambda n: "".join(f"<font color={i}>" for i in range(n)) + "</p>" * n,
+    "<ul><li> repeated": lambda n: "<ul><li>" * n,
+}
+
+
+def shapes(tags: int) -> dict:
+    """CPU-s of the Lexbor renderer on each shape at ``tags`` tags (its budget lifted)."""
+    out = {}
+    for name, make in SHAPES.items():
+        n = 1
+        while make(2 * n).count("<") <= tags:
+            n *= 2
+        low, high = n, 2 * n  # the largest n whose markup has at most `tags` tags
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if make(mid).count("<") <= tags else (low, mid)
+        markup = make(low)
+        out[name] = round(cpu(lambda markup=markup: lexbor_to_text(markup, max_tags=tags)), 3)
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="spamassassin")
@@ -115,7 +147,14 @@ def main(argv=None):
     parser.add_argument("--paired", action="store_true",
                         help="accuracy instead of speed: both splits, a paired bootstrap")
     parser.add_argument("--resamples", type=int, default=2000)
+    parser.add_argument("--shapes", action="store_true",
+                        help="the tree builder's worst crafted markup instead")
+    parser.add_argument("--tags", type=int, default=10_000)
     args = parser.parse_args(argv)
+    if args.shapes:
+        for name, seconds in shapes(args.tags).items():
+            print(f"{seconds:6.3f} CPU-s  {name}, {args.tags:,} tags")
+        return
     if corpora_root() is None:
         sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
     if args.paired:
