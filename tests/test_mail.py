@@ -349,3 +349,81 @@ def test_every_spamassassin_message_parses(shared_corpora):
         n_readable += bool(subject or any(part.text.strip() for part in parsed.parts))
     assert len(paths) == 6047
     assert n_readable / len(paths) > 0.99
+
+
+# -- the lean path for single-part messages (mail._plain_message) ---------------------
+
+_PLAIN_SHAPES = [
+    b"Subject: hi\n\nbody\n",
+    b"Subject:\n\n",
+    b"Subject: x\n",  # no body
+    b"Subject: \n\tfolded\n  twice \n\nbody\r\nwith CRLF\r\n",
+    b"X-Odd!#$%&'*+-.^_`|~: v\nTo:  a@b.example  \n\n",
+    b"Subject: caf\xc3\xa9 \xff\nFrom: x\n\nbody \xff\n",  # 8-bit bytes: surrogates
+    b"A:1\nA:2\nb:\t3\n\n\n",
+    b"Subject: enron style\njackie ,\nsince the inlet\n",  # no empty line: a defect
+    b"Subject: x\nbody without an end",
+    b"Subject: x\nnot a: header line\n",
+    b"Content-Type: text/html; charset=utf-8\n\n<p>x</p>\n",
+]
+_NOT_PLAIN = [
+    b"From someone Mon Jan  1 00:00:00 2001\nSubject: x\n\n",  # an envelope line
+    b"Subject: x\r\n\r\nbody",  # CR line ends
+    b"Subject: x\n\r\nbody",
+    b"Subject: a\x0cb\n\n",  # a control str.splitlines cuts at
+    b": no name\n\n",
+    b" continued first\nSubject: x\n\n",
+    b"Subject: x\n:odd\n\n",
+    b"Subject: x\nFrom here on\n",
+    b"Bad Name: x\n\n",
+    b"\nbody only\n",
+    b"Content-Type: multipart/mixed; boundary=B\n\n--B\n\nx\n--B--\n",
+    b"Content-Type: message/rfc822\n\nSubject: inner\n\n",
+]
+
+
+def _same_message(raw: bytes) -> bool:
+    """Whether the lean path takes ``raw``; if it does, its message is the parser's."""
+    import email
+    import email.policy
+
+    from textnb.mail import _plain_message
+
+    lean = _plain_message(raw)
+    if lean is None:
+        return False
+    stdlib = email.message_from_bytes(raw, policy=email.policy.compat32)
+    assert [type(d) for d in lean.defects] == [type(d) for d in stdlib.defects], raw[:200]
+    lean_state, stdlib_state = dict(lean.__dict__), dict(stdlib.__dict__)
+    del lean_state["defects"], stdlib_state["defects"]
+    assert lean_state == stdlib_state, raw[:200]
+    return True
+
+
+def test_the_lean_path_gives_the_stdlib_parsers_message():
+    assert all(map(_same_message, _PLAIN_SHAPES))
+    assert not any(map(_same_message, _NOT_PLAIN))
+
+
+def test_the_lean_path_on_the_hostile_catalogue():
+    from hostile_cases import CASES
+
+    from textnb.mail import _skip_envelope
+
+    raws = (_skip_envelope(case.build()[:10_000_000].replace(b"\0", b"")) for case in CASES)
+    taken = [_same_message(raw) for raw in raws]
+    assert any(taken) and not all(taken)  # both paths met
+
+
+@pytest.mark.parametrize("corpus", ["spamassassin", "enron", "lingspam"])
+def test_the_lean_path_on_the_public_corpora(shared_corpora, corpus):
+    """Every message of the corpus, as read and as the ledger normalises it: the lean
+    path gives the parser's message, and takes most of them."""
+    from textnb.corpora import iter_corpus
+    from textnb.ledger import normalise
+    from textnb.mail import _skip_envelope
+
+    raws = [_skip_envelope(m.raw) for m in iter_corpus(corpus, root=shared_corpora)]
+    taken = sum(map(_same_message, raws))
+    taken_normalised = sum(_same_message(normalise(raw)) for raw in raws)
+    assert taken_normalised > 0.5 * len(raws), (taken, taken_normalised, len(raws))
