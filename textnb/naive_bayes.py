@@ -181,10 +181,10 @@ class _BaseNB:
     def set_counts(self, class_count, feature_count) -> "_BaseNB":
         """Replace the counts (a model read from a file): class_count of shape
         (n_classes,), feature_count of shape (n_classes, n_features)."""
-        self._reset(feature_count.shape[1])
         self.class_count_ = class_count
-        self.feature_count_ = feature_count
-        self._update()
+        self._mask = np.ones(feature_count.shape[1], dtype=bool)  # every column kept
+        self.feature_count_ = feature_count  # also the running sums, once (a full pass)
+        self._update_class_log_prior()
         return self
 
     def _reset(self, n_features: int) -> None:
@@ -278,11 +278,6 @@ class _BaseNB:
         self._n_kept += int(sign.sum())
         self._mask[columns] = mask
         self._full = None
-
-    def _update(self) -> None:
-        """Full refresh after the counts were set directly (loading a model)."""
-        self._sums()
-        self._update_class_log_prior()
 
     def _update_class_log_prior(self) -> None:
         if self.class_prior is not None:
