@@ -61,6 +61,48 @@ def test_normalise_keeps_kept_fields_byte_for_byte_and_drops_continuations():
     assert out.endswith(b"\n\nBuy now.\n")
 
 
+_DROP_SHAPES = [
+    b"Subject: x\nStatus: RO\n\nbody\n",
+    b"Subject: x\nSTATUS :RO\n\tcontinued\nTo: a\n\nbody\n\n\n",
+    b"Subject: x\n\rX-Keywords: $x\n\nbody\n",
+    b"X-Spam-Flag: YES\nX-Spamfoo: 1\nX-TEXTNB-Verdict: spam\n\nbody\n",
+    b"Subject: no empty line\nstatus of the project: fine\nx-spam is a word\n",
+    b"Subject: x\n\nStatus: in the body stays\n",
+    b"From a@b Mon Jan  1 00:00:00 2001\r\nLines: 3\r\nSubject: crlf\r\n\r\nbody\r\n",
+    b"Subject: x\nX-Virus-Scanned: yes\nDelivered-To: me\n\n",
+    b"Subject: nothing to drop\nX-Mailer: y\n\nbody\n\n",
+    b"\nno header\n",
+    b"Status: RO\nSubject: the first line goes\n\nbody\n",
+    b"\x0bx-spam-level: ***\nSubject: x\n\n",
+]
+
+
+def _slow_normalise(monkeypatch, raw: bytes) -> bytes:
+    """``normalise`` with its shortcut off: every header line goes through the pass."""
+    import re
+
+    from textnb import ledger
+
+    with monkeypatch.context() as m:
+        m.setattr(ledger, "_MAY_DROP_FIRST", re.compile(rb""))  # matches everywhere
+        return ledger.normalise(raw)
+
+
+def test_the_shortcut_normalises_as_the_field_by_field_pass(monkeypatch):
+    for raw in _DROP_SHAPES:
+        assert normalise(raw) == _slow_normalise(monkeypatch, raw), raw
+    assert normalise(_DROP_SHAPES[1]) == b"Subject: x\nTo: a\n\nbody\n"
+    assert normalise(_DROP_SHAPES[-2]) == b"Subject: the first line goes\n\nbody\n"
+
+
+@pytest.mark.parametrize("corpus", ["spamassassin", "enron", "lingspam"])
+def test_the_shortcut_on_the_public_corpora(shared_corpora, corpus, monkeypatch):
+    from textnb.corpora import iter_corpus
+
+    for example in iter_corpus(corpus, root=shared_corpora):
+        assert normalise(example.raw) == _slow_normalise(monkeypatch, example.raw), example
+
+
 def test_a_message_without_headers_keeps_its_leading_blank_line():
     assert normalise(b"\nK:)k:)good\n\n") == b"\nK:)k:)good\n"
 
