@@ -173,15 +173,15 @@ def _read_stream(stream: BinaryIO, name: str, label: str | None) -> Iterator[Raw
         yield RawMessage(f"{name}:{number}", raw, label)
 
 
-def _read_file(path: Path, label: str | None, *, mbox: bool = True,
+def _read_file(path: PathSpec, label: str | None, *, mbox: bool = True,
                vanish_ok: bool = False) -> Iterator[RawMessage]:
     """Messages of one file; OSError becomes SourceError naming the file."""
     try:
         with open(path, "rb") as stream:
             if mbox:
-                yield from _read_stream(stream, str(path), label)
+                yield from _read_stream(stream, os.fspath(path), label)
             else:
-                yield RawMessage(str(path), stream.read(), label)
+                yield RawMessage(os.fspath(path), stream.read(), label)
     except FileNotFoundError as err:
         # A mail client may move a Maildir message from new/ to cur/ while we
         # walk; the message will be seen (or was seen) under its new name.
@@ -466,5 +466,7 @@ def read_planned(files: Iterable[SourceFile]) -> Iterator[RawMessage]:
         elif f.form == "tsv":
             yield from _read_tsv(Path(f.path))
         else:
-            yield from _read_file(Path(f.path), f.label, mbox=f.form != "maildir",
+            # The planned path as it is (a str): a Path a file cost 6-10 us, 0.1 of the
+            # 0.36-0.5 CPU-s that reading Enron 1-3's 13,260 training files took.
+            yield from _read_file(f.path, f.label, mbox=f.form != "maildir",
                                   vanish_ok=f.vanish_ok)
