@@ -173,14 +173,16 @@ def run(cmd: list[str], cwd: Path, code: Path | None = None) -> dict[str, float]
     return {"wall_s": round(wall, 3), "cpu_s": round(used, 3)}
 
 
-def train_default(s: peers.Split) -> Path:
-    """``m-default.tnb``: the training split learned by the default ``textnb train``."""
+def train_default(s: peers.Split, code: Path | None = None, model: str = "m-default.tnb"
+                  ) -> Path:
+    """``model``: the training split learned by the default ``textnb train`` of ``code``
+    (a folder holding a ``textnb/``; None: this checkout)."""
     index = s.workdir / "train.index"
     index.write_text("".join(f"spam {p}\n" for p in s.train_spam)
                      + "".join(f"ham {p}\n" for p in s.train_ham))
-    subprocess.run([sys.executable, "-m", "textnb", "train", "--model", "m-default.tnb",
-                    "--index", index.name], cwd=s.workdir, check=True, stdout=subprocess.DEVNULL)
-    return s.workdir / "m-default.tnb"
+    run([sys.executable, "-m", "textnb", "train", "--model", model, "--index", index.name],
+        s.workdir, code)
+    return s.workdir / model
 
 
 def commands(s: peers.Split, before: Path | None = None) -> dict[str, dict]:
@@ -212,7 +214,7 @@ def commands(s: peers.Split, before: Path | None = None) -> dict[str, dict]:
     return out
 
 
-def startup(model: Path, message: Path, codes: dict[str, Path | None],
+def startup(models: dict[str, Path], message: Path, codes: dict[str, Path | None],
             repeats: int = 5) -> dict[str, dict]:
     """``textnb filter`` on one message with each code folder (None: this checkout), the
     codes interleaved round by round (module docstring, 3.).
@@ -239,12 +241,15 @@ def startup(model: Path, message: Path, codes: dict[str, Path | None],
     best: dict[str, dict[str, float]] = {}
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in codes}
     plain: dict[str, float] = {}
-    marks = model.parent / "startup-marks.json"
+    # Each code reads a model it trained itself (a newer model may hold settings an
+    # older textnb does not know).
+    marks = models["now"].parent / "startup-marks.json"
     for turn in range(repeats):
         # Which code goes first alternates: each then follows the other's runs as often.
         for name, code in list(codes.items())[::-1 if turn % 2 else 1]:
             env = dict(os.environ, PYTHONPATH=str(code)) if code else None
             # Out of this checkout (cwd comes first on sys.path, before PYTHONPATH).
+            model = models[name]
             cwd = model.parent
             with open(message, "rb") as stdin:
                 start = time.perf_counter()
@@ -348,13 +353,16 @@ def main(argv: list[str] | None = None) -> None:
         s = peers.write_split(args.corpus, Path(tmp))
         result = {"corpus": args.corpus, "n_train": len(s.train_spam) + len(s.train_ham),
                   "n_test": len(s.test), "cores": os.cpu_count(), "load_before": load()}
+        models = {"now": s.workdir / "m-default.tnb"}
         if args.startup_only:
             train_default(s)
         else:
             result["stages"] = stages(s)
             result["commands"] = commands(s, args.before)
+        if args.before:
+            models["before"] = train_default(s, args.before, "m-before-default.tnb")
         start_load = load()
-        result["startup"] = startup(s.workdir / "m-default.tnb", s.workdir / s.test[0],
+        result["startup"] = startup(models, s.workdir / s.test[0],
                                     startup_codes(args.before), args.repeats)
         result["load_startup"] = [start_load, load()]
         result["startup_parts"] = STARTUP_PARTS
