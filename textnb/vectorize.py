@@ -316,7 +316,10 @@ class Vocabulary:
         # SpamAssassin's 2.2 million training tokens, 1.39 -> 1.10 s; Enron 1-3's
         # 4.7 million, 2.17 -> 1.53 s (CPU, batches of 512 messages).
         n_features = max(len(tokens), 1)
-        keys, counts = np.unique(doc_rows * n_features + cols, return_counts=True)
+        keys = doc_rows * n_features + cols
+        if len(docs) * n_features < 2**31:
+            keys = keys.astype(np.int32)  # sorts in 0.6 of the time (counting.count_tokens)
+        keys, counts = np.unique(keys, return_counts=True)
         doc_rows, cols = np.divmod(keys, n_features)
         indptr = np.zeros(len(docs) + 1, dtype=np.int64)
         np.cumsum(np.bincount(doc_rows, minlength=len(docs)), out=indptr[1:])
