@@ -47,9 +47,20 @@ class ScoredBatch:
     log_odds: np.ndarray
 
 
-def _batches(messages: Iterable[RawMessage]) -> Iterator[list[RawMessage]]:
+# Messages a worker process scores at a time (one process: ``pipeline.BATCH_SIZE``). Scoring merges nothing, so smaller batches cost
+# little and leave less of a tail, when one worker has the last batch and the other none:
+# the default classify of Enron 1-3's 3,281 test messages, 4 rounds interleaved, 2.42-2.57 s
+# with 512, 2.14-2.43 with 256, 2.08-2.28 with 128, 2.14-2.29 with 64 (SpamAssassin's
+# 1,233: 1.98-2.28, 1.92-2.28, 1.94-2.15, 1.91-2.16). Training stays at
+# ``pipeline.BATCH_SIZE``: its batches are merged in this process, and 256 measured the
+# same as 512 (Enron 4.34-4.71 s against 4.48-4.76, 3 rounds).
+SCORE_BATCH = 128
+
+
+def _batches(messages: Iterable[RawMessage], size: int | None = None
+             ) -> Iterator[list[RawMessage]]:
     iterator = iter(messages)
-    while batch := list(islice(iterator, pipeline.BATCH_SIZE)):
+    while batch := list(islice(iterator, size or pipeline.BATCH_SIZE)):
         yield batch
 
 
@@ -200,7 +211,8 @@ class LocalEngine:
         pending: deque[list[RawMessage]] = deque()
 
         def raws() -> Iterator[list[bytes]]:
-            for batch in _batches(read_planned(files)):
+            size = min(SCORE_BATCH, pipeline.BATCH_SIZE) if self.jobs > 1 else None
+            for batch in _batches(read_planned(files), size):
                 pending.append(batch)
                 yield [m.raw for m in batch]
 
