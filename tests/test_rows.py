@@ -4,6 +4,7 @@ evidence selection, combining rule and event model, and P(spam) is SciPy's expit
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import SAMPLE_INDEX
 from scipy.special import expit as scipy_expit
 
 from textnb.config import FilterConfig, apply_overrides
@@ -12,8 +13,6 @@ from textnb.pipeline import SpamFilter
 from textnb.retrain import fit
 from textnb.rows import Rows
 from textnb.sources import iter_index
-
-from conftest import SAMPLE_INDEX
 
 CONFIGS = [
     {},  # the defaults: each side, word pairs capped, sum

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 
 
-
 def expit(log_odds):
     """P(spam) = 1 / (1 + exp(-log_odds)), elementwise (a float for a scalar).
 
