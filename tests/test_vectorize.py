@@ -89,20 +89,27 @@ def test_growing_after_a_lookup_without_the_index_keeps_columns_in_order_of_firs
     assert vocab.index_ == {"free": 0, "money": 1, "x": 2, "y": 3}
 
 
-def test_the_compact_index_is_exact_across_merges_and_shared_hashes(monkeypatch):
-    """Columns found through the sorted hash arrays, the recent ones and the shared-hash
-    dict are those of a plain dict, across many merges; tokens whose string hash
-    collides (forced here) are still told apart by comparing the strings."""
+@pytest.fixture
+def colliding_hashes(monkeypatch):
+    """Every token ending in "7" hashes alike, and the recent columns merge into the
+    sorted arrays often. RETURNS the index's hash function so patched."""
     from textnb import vectorize
 
-    monkeypatch.setattr(vectorize, "_MIN_REBUILD", 5)  # merge into the arrays often
+    monkeypatch.setattr(vectorize, "_MIN_REBUILD", 5)
     real_hashes = vectorize._token_hashes
 
-    def hashes(store, start=0):  # every token ending in "7" hashes alike
+    def hashes(store, start=0):
         sevens = np.array([t.endswith("7") for t in store[start:]], dtype=bool)
         return np.where(sevens, 7, real_hashes(store, start))
 
     monkeypatch.setattr(vectorize, "_token_hashes", hashes)
+    return hashes
+
+
+def test_the_compact_index_is_exact_across_merges_and_shared_hashes(colliding_hashes):
+    """Columns found through the sorted hash arrays, the recent ones and the shared-hash
+    dict are those of a plain dict, across many merges; tokens whose string hash
+    collides (forced here) are still told apart by comparing the strings."""
     vocab, plain = Vocabulary(), {}
     rng = np.random.default_rng(0)
     both = False  # the main arrays and the recent ones held columns at the same time
@@ -122,21 +129,14 @@ def test_the_compact_index_is_exact_across_merges_and_shared_hashes(monkeypatch)
 
 
 @pytest.mark.parametrize("distinct, given_hashes", [(True, True), (True, False), (False, False)])
-def test_tokens_added_as_bytes_get_a_plain_dicts_columns(monkeypatch, distinct, given_hashes):
+def test_tokens_added_as_bytes_get_a_plain_dicts_columns(colliding_hashes, distinct,
+                                                         given_hashes):
     """A worker's counts come as a TokenStore (``Vocabulary.add`` compares and copies
     them as bytes): the columns are those of a plain dict, with forced hash collisions,
     non-ASCII tokens, and repeats (which take the str path)."""
-    from textnb import vectorize
     from textnb.token_store import TokenStore
 
-    monkeypatch.setattr(vectorize, "_MIN_REBUILD", 5)
-    real_hashes = vectorize._token_hashes
-
-    def hashes(store, start=0):  # every token ending in "7" hashes alike
-        sevens = np.array([t.endswith("7") for t in store[start:]], dtype=bool)
-        return np.where(sevens, 7, real_hashes(store, start))
-
-    monkeypatch.setattr(vectorize, "_token_hashes", hashes)
+    hashes = colliding_hashes
     vocab, plain = Vocabulary(), {}
     rng = np.random.default_rng(1)
     for step in range(40):
