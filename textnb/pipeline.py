@@ -192,15 +192,17 @@ class SpamFilter:
                 del self._workers
 
     def _matrix(self, token_lists, grow: bool):
-        binary = self.config.features.features == "binary"
-        return self.vocabulary.transform(token_lists, grow=grow, binary=binary)
+        return self.vocabulary.transform(token_lists, grow=grow, binary=self._binary_features)
+
+    @property
+    def _binary_features(self) -> bool:
+        return self.config.features.features == "binary"
 
     @property
     def counts_presence(self) -> bool:
         """Whether a message counts a token once (binary features, or the Bernoulli
         model, which counts documents), not once per occurrence."""
-        return (self.config.features.features == "binary"
-                or self.config.model.event_model == "bernoulli")
+        return self._binary_features or self.config.model.event_model == "bernoulli"
 
     # -- training ----------------------------------------------------------------
     def fit(self, messages: Iterable[RawMessage], progress: Callable[[int], None] | None = None
@@ -318,8 +320,8 @@ class SpamFilter:
     # -- scoring -----------------------------------------------------------------
     def log_odds_tokens(self, token_lists: Iterable[list[str]]) -> np.ndarray:
         # Bare CSR arrays (textnb.rows): the default scoring path never imports SciPy.
-        binary = self.config.features.features == "binary"
-        return self.log_odds_matrix(self.vocabulary.rows(token_lists, binary=binary))
+        return self.log_odds_matrix(self.vocabulary.rows(token_lists,
+                                                         binary=self._binary_features))
 
     def log_odds_matrix(self, X) -> np.ndarray:
         """Spam log-odds of a document-term matrix, with the configured evidence selection."""

@@ -244,7 +244,10 @@ class TokenStore(Sequence):
 
     def _gather(self, positions) -> tuple[bytes, np.ndarray]:
         """The bytes of the tokens at ``positions``, one after another, and each one's end."""
-        starts, ends = self._spans(positions)
+        return self._gather_spans(*self._spans(positions))
+
+    def _gather_spans(self, starts: np.ndarray, ends: np.ndarray) -> tuple[bytes, np.ndarray]:
+        """The bytes at the (start, end) offsets, one span after another, and each one's end."""
         lengths = ends - starts
         out_ends = np.cumsum(lengths)
         # byte k of the gathered region comes from starts[t] + (k - out_start[t])
@@ -272,8 +275,8 @@ class TokenStore(Sequence):
         same = lengths == other_ends - other_starts
         check = np.flatnonzero(same & (lengths > 0))
         if check.size:
-            mine, cut = self._gather(np.asarray(positions, dtype=np.int64).reshape(-1)[check])
-            theirs, _ = other._gather(np.asarray(other_positions, dtype=np.int64).reshape(-1)[check])
+            mine, cut = self._gather_spans(starts[check], ends[check])
+            theirs, _ = other._gather_spans(other_starts[check], other_ends[check])
             differ = np.frombuffer(mine, np.uint8) != np.frombuffer(theirs, np.uint8)
             # Every checked token has bytes, so each run below starts inside the region.
             same[check[np.add.reduceat(differ, cut - lengths[check]) > 0]] = False

@@ -24,7 +24,7 @@ from ..ledger import matches, runs_hashes
 from ..pipeline import SpamFilter
 from ..retrain import LedgerMismatchError
 from ..token_store import TokenStore
-from ..vectorize import Vocabulary
+from ..vectorize import Vocabulary, sortable_keys
 
 __all__ = ["Counts", "merge_counts", "count_tokens", "Work", "Counted", "count_work",
            "count_into"]
@@ -155,12 +155,7 @@ def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
     message_hashes = runs_hashes(hashed, columns, lengths) if hashes else []
     rows = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
     width = max(n, 1)
-    keys = rows * width + columns
-    if len(token_lists) * width < 2**31:
-        # 32-bit keys sort in 0.6 of the time: counting Enron 1-3's training split
-        # (docs/benchmarks.md, stop 26). The values, so the runs, are the same.
-        keys = keys.astype(np.int32)
-    keys = np.sort(keys)
+    keys = np.sort(sortable_keys(rows * width + columns, len(token_lists) * width))
     # Runs of equal keys: a message's distinct tokens and their term frequencies.
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))[:keys.size])
     tf = np.diff(np.append(starts, keys.size)).astype(np.float64)
