@@ -460,10 +460,12 @@ _FIELD_NAME = r"[\x21-\x39\x3b-\x7e]+"
 # A line's text: no CR (a line end to the parser) and none of the controls that
 # str.splitlines would also cut at (3.11's parser cuts at CR and LF only; others may not).
 _LINE = r"[^\n\r\x0b\x0c\x1c-\x1e]*"
-_PLAIN_FIELDS = re.compile(rf"(?:{_FIELD_NAME}:{_LINE}\n(?:[ \t]{_LINE}\n)*)+")
+# Matched on the bytes (a byte >= 0x80 is a surrogate to the parser, matched by _LINE
+# either way), so a multipart message's body is never decoded here.
+_PLAIN_FIELDS = re.compile(rf"(?:{_FIELD_NAME}:{_LINE}\n(?:[ \t]{_LINE}\n)*)+".encode())
 _PLAIN_FIELD = re.compile(rf"^({_FIELD_NAME}):[ \t]*([^\n]*\n(?:[ \t][^\n]*\n)*)", re.MULTILINE)
 # The stdlib parser's test for a header line (email.feedparser.headerRE).
-_HEADER_LINE = re.compile(r"From |[\041-\071\073-\176]*:|[\t ]")
+_HEADER_LINE = re.compile(rb"From |[\041-\071\073-\176]*:|[\t ]")
 
 
 def _plain_message(raw: bytes) -> email.message.Message | None:
@@ -479,25 +481,26 @@ def _plain_message(raw: bytes) -> email.message.Message | None:
     26). tests/test_mail.py checks the two messages equal on every message of the
     public corpora and the hostile catalogue.
     """
-    text = raw.decode("ascii", "surrogateescape")  # as the stdlib's BytesParser
-    fields = _PLAIN_FIELDS.match(text)
+    fields = _PLAIN_FIELDS.match(raw)
     if fields is None:
         return None
-    rest = text[fields.end():]
+    body = fields.end()
     defects: list = []
-    if rest.startswith("\n"):
-        rest = rest[1:]  # the empty line between header and body
-    elif rest:
-        if rest.startswith("\r") or _HEADER_LINE.match(rest):
+    if raw.startswith(b"\n", body):
+        body += 1  # the empty line between header and body
+    elif body < len(raw):
+        if raw.startswith(b"\r", body) or _HEADER_LINE.match(raw, body):
             return None  # a line end or header line of a shape left to the parser
         defects.append(email.errors.MissingHeaderBodySeparatorDefect())
     msg = email.message.Message(policy=email.policy.compat32)
-    for name, value in _PLAIN_FIELD.findall(text, 0, fields.end()):
+    # Decoded as the stdlib's BytesParser decodes (8-bit bytes become surrogates).
+    header = raw[:fields.end()].decode("ascii", "surrogateescape")
+    for name, value in _PLAIN_FIELD.findall(header):
         msg.set_raw(name, value.rstrip("\r\n"))
     if msg.get_content_maintype() in ("multipart", "message"):
         return None
     msg.defects.extend(defects)
-    msg.set_payload(rest)
+    msg.set_payload(raw[body:].decode("ascii", "surrogateescape"))
     return msg
 
 
