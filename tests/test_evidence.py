@@ -164,3 +164,14 @@ def test_the_filter_caps_pairs_when_the_tokenizer_makes_them(sample_index):
                                                       max_pair_discriminators=12)))
     loose.fit(sample_messages)
     assert sum(c[0].startswith("bi:") for c in loose.explain(msg, k=50).clues) > 3
+
+
+@pytest.mark.parametrize("n_rows", [5, (1 << 16) + 3])
+def test_strongest_first_is_lexsorts_order_ties_included(n_rows):
+    # Few distinct strengths, so most entries tie and must keep their column order;
+    # past 65,536 rows the radix path gives way to lexsort itself.
+    rng = np.random.default_rng(7)
+    rows = np.sort(rng.integers(0, n_rows, size=200_000))
+    key = -np.abs(rng.integers(-4, 5, size=rows.size).astype(np.float64))
+    assert np.array_equal(evidence._strongest_first(key, rows), np.lexsort((key, rows)))
+    assert evidence._strongest_first(np.zeros(0), np.zeros(0, np.int64)).size == 0

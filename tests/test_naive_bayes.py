@@ -167,3 +167,12 @@ def test_selected_log_odds_keeps_the_strongest_tokens(cls):
     C, baseline = model.log_odds_contributions(X_RAND[:1])
     strongest = sorted(C.data, key=abs, reverse=True)[:3]
     assert model.selected_log_odds(X_RAND[:1], 3)[0] == pytest.approx(baseline + sum(strongest))
+
+
+@pytest.mark.parametrize("n_indices", [0, 3, 40, 5_000])
+def test_distinct_columns_is_np_unique_on_either_path(n_indices):
+    from textnb.naive_bayes import _distinct_columns
+
+    # 0 and 3 indices in 4,000 columns take np.unique; 40 and 5,000 the bool marks.
+    indices = np.random.default_rng(n_indices).integers(0, 4_000, size=n_indices)
+    assert np.array_equal(_distinct_columns(indices, 4_000), np.unique(indices))

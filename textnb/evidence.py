@@ -93,6 +93,19 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     return RankedEvidence(C, limited).positions(k, max_limited, each_side, min_strength)
 
 
+def _strongest_first(key: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``np.lexsort((key, rows))``: the entries by row, then by ``key``; ties stay in
+    their order (column order: C's indices are sorted).
+
+    Up to 65,536 rows, two stable sorts give the same order faster: ``key``, then the
+    rows as 16-bit integers, which NumPy radix-sorts in linear time. 6,000 Enron
+    messages in batches of 128: 0.147 -> 0.112 s (docs/benchmarks.md, stop 27)."""
+    if rows.size and rows[-1] < 1 << 16:
+        by_key = np.argsort(key, kind="stable")
+        return by_key[np.argsort(rows.astype(np.uint16)[by_key], kind="stable")]
+    return np.lexsort((key, rows))
+
+
 class RankedEvidence:
     """A contribution matrix sorted once, strongest first within each row, so that the
     selection for any ``k`` and cap is a linear pass, not another sort.
@@ -104,8 +117,7 @@ class RankedEvidence:
     def __init__(self, C: sp.csr_matrix, limited: np.ndarray | None = None):
         self.n_rows = C.shape[0]
         rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
-        # lexsort is stable: ties stay in column order (C's indices are sorted).
-        self.order = np.lexsort((-np.abs(C.data), rows))
+        self.order = _strongest_first(-np.abs(C.data), rows)
         self.rows = rows[self.order]
         self.values = C.data[self.order]
         self._row_start = C.indptr[self.rows]  # sorted position of each entry's row's first

@@ -389,10 +389,23 @@ class _BaseNB:
                 f"no training documents for class {missing}; train on both spam and ham")
 
 
+def _distinct_columns(indices: np.ndarray, n_columns: int) -> np.ndarray:
+    """``np.unique(indices)`` for indices below ``n_columns``: when they are not far
+    fewer than the columns, marked in a bool array and read back, which needs no sort
+    (a batch of 128 Enron messages, 34,000 indices in 746,000 columns: 1.9 -> 0.3 ms;
+    the sort costs ~57 ns an index, the read-back ~0.4 ns a column, so it wins from
+    about one index in 150 columns; docs/benchmarks.md, stop 27)."""
+    if indices.size * 128 < n_columns:
+        return np.unique(indices)
+    seen = np.zeros(n_columns, dtype=bool)
+    seen[indices] = True
+    return np.flatnonzero(seen)
+
+
 def _touched_columns(X: sp.csr_matrix | Rows) -> tuple[np.ndarray, sp.csr_matrix | Rows]:
     """The distinct columns X holds (sorted) and X re-indexed onto them: products with
     the model then read and write those columns only, not the whole vocabulary."""
-    cols = np.unique(X.indices)
+    cols = _distinct_columns(X.indices, X.shape[1])
     if isinstance(X, Rows):
         return cols, Rows(X.data, np.searchsorted(cols, X.indices), X.indptr,
                           (X.shape[0], cols.size))
