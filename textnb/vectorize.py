@@ -277,7 +277,7 @@ class Vocabulary:
         if hit.size:
             # Compared as bytes (``TokenStore.equal_at``), not decoded and compared as
             # str: the look-ups of 6,000 Enron messages' tokens in batches of 128, against
-            # the Enron model, 0.47 -> 0.xx CPU-s (docs/benchmarks.md, stop 27).
+            # the Enron model, 0.47-0.54 -> 0.31 CPU-s (docs/benchmarks.md, stop 27).
             cols[hit[~self.tokens_.equal_at(cols[hit], packed, hit)]] = -1
         if self._shared:
             for i in np.flatnonzero(cols < 0).tolist():
