@@ -259,3 +259,39 @@ def test_a_vocabulary_of_another_shape_is_read_by_json(data):
             store._read_json_list(data)
         return
     assert list(store._read_json_list(data)) == expected
+
+
+def test_load_while_gives_the_model_load_gives(sample_filter, sample_index, model_path):
+    store.save(sample_filter, model_path)
+    ran = []
+    loaded = store.load_while(model_path, lambda: ran.append(True))
+    assert ran == [True]
+    np.testing.assert_array_equal(_scores(loaded, sample_index),
+                                  _scores(store.load(model_path), sample_index))
+
+
+def test_load_while_raises_the_loads_error_after_the_work(tmp_path):
+    damaged = tmp_path / "damaged.tnb"
+    damaged.write_bytes(b"PK\x03\x04 not really")
+    ran = []
+    with pytest.raises(ModelFormatError, match="damaged"):
+        store.load_while(damaged, lambda: ran.append(True))
+    assert ran == [True]
+
+
+def test_load_while_raises_the_works_error_once_the_load_is_done(sample_filter, model_path,
+                                                                monkeypatch):
+    import threading
+
+    store.save(sample_filter, model_path)
+    loads = []
+    real = store.load
+    monkeypatch.setattr(store, "load", lambda path: loads.append(real(path)) or loads[-1])
+
+    def work():
+        raise RuntimeError("spaCy would not import")
+
+    with pytest.raises(RuntimeError, match="would not import"):
+        store.load_while(model_path, work)
+    assert len(loads) == 1  # the load ran to its end, and no thread is left behind
+    assert not [t for t in threading.enumerate() if t.name == "textnb-load"]

@@ -248,8 +248,9 @@ def in_process_scorer(model_path, cost_ratio: float | None = None):
     def score(raw: bytes) -> Verdict:
         if "filter" not in state:
             from . import store
+            from .tokenize import import_spacy_modules
 
-            state["filter"] = store.load(model_path)
+            state["filter"] = store.load_while(model_path, import_spacy_modules)
         return score_with(state["filter"], raw, cost_ratio)
 
     return score

@@ -33,8 +33,10 @@ import io
 import json
 import os
 import tempfile
+import threading
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -320,6 +322,35 @@ def load(path: str | Path) -> SpamFilter:
     when the index is built; ``load_for_update`` reports it at once, as damage.
     """
     return _read(path, index=False)[0]
+
+
+def load_while(path: str | Path, work: Callable[[], object]) -> SpamFilter:
+    """``load(path)`` in a second thread while ``work()`` runs in this one; the errors
+    of either are raised here, once both are done.
+
+    The scoring commands import spaCy this way (``tokenize.import_spacy_modules``):
+    the load spends most of its time inflating, hashing and sorting in C, which
+    releases the GIL, so it runs on the second core while spaCy's import holds the
+    first. Loading the Enron model and importing spaCy took 0.35-0.44 s wall this
+    way against 0.49-0.72 one after the other (5 rounds, docs/benchmarks.md, stop 27).
+    """
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["model"] = load(path)
+        except BaseException as exc:  # noqa: BLE001 - raised in the calling thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="textnb-load", daemon=True)
+    thread.start()
+    try:
+        work()
+    finally:
+        thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["model"]
 
 
 def load_for_update(path: str | Path):

@@ -140,6 +140,18 @@ def make_spacy_tokenizer():
     )
 
 
+def import_spacy_modules() -> None:
+    """Import the spaCy modules that ``make_spacy_tokenizer`` and ``lexical_attributes``
+    use (most of their cost), ahead of the tokenizer's first use, e.g. while a model
+    loads (``store.load_while``)."""
+    import_spacy()
+    import spacy.attrs  # noqa: F401
+    import spacy.lang.en  # noqa: F401
+    import spacy.lang.lex_attrs  # noqa: F401
+    import spacy.tokenizer  # noqa: F401
+    import spacy.vocab  # noqa: F401
+
+
 @dataclass(frozen=True)
 class LexicalAttributes:
     """The lexical attributes ``EmailTokenizer._map_word`` reads, as functions str -> bool."""
