@@ -91,3 +91,40 @@ def test_min_df_pruning_keeps_counts(sample_index):
     assert len(pruned.vocabulary) == len(full.vocabulary)
     np.testing.assert_array_equal(pruned.model.feature_count_, full.model.feature_count_)
     assert pruned.model.feature_mask_.sum() < full.model.feature_mask_.sum()
+
+
+def _messages(sizes):
+    from textnb.sources import RawMessage
+
+    return [RawMessage(f"m{i}", b"x" * size, "ham") for i, size in enumerate(sizes)]
+
+
+@pytest.mark.parametrize("n", [0, 1, 63, 200, 511, 512, 1023, 1024, 1025, 1536, 5000])
+def test_learning_batches_keep_every_message_in_order_and_cut_only_the_tail(n):
+    from textnb.pipeline import BATCH_SIZE, MIN_TAIL_BATCH, TAIL_BATCHES, learning_batches
+
+    messages = _messages(range(1, n + 1))
+    batches = list(learning_batches(messages))
+    assert [m for b in batches for m in b] == messages
+    assert all(batches)
+    tail = n if n <= 2 * BATCH_SIZE else (n - 1) % BATCH_SIZE + 1 + BATCH_SIZE
+    whole = batches[:len(batches) - min(TAIL_BATCHES, max(tail // MIN_TAIL_BATCH, 1))]
+    assert all(len(b) == BATCH_SIZE for b in whole)
+    assert sum(map(len, whole)) == n - tail
+    if tail // MIN_TAIL_BATCH >= 2:  # the tail in about equal bytes
+        cut = batches[len(whole):]
+        assert len(cut) == min(TAIL_BATCHES, tail // MIN_TAIL_BATCH)
+        shares = [sum(len(m.raw) for m in b) for b in cut]
+        largest_message = max(len(m.raw) for b in cut for m in b)
+        assert max(shares) - min(shares) <= 2 * largest_message
+    else:
+        assert len(batches) <= 1
+
+
+def test_learning_batches_leave_no_batch_empty_around_a_huge_message():
+    from textnb.pipeline import learning_batches
+
+    messages = _messages([10] * 300 + [10_000_000] + [10] * 300)
+    batches = list(learning_batches(messages))
+    assert [m for b in batches for m in b] == messages
+    assert all(batches) and len(batches) > 1

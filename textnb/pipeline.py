@@ -45,6 +45,53 @@ BATCH_SIZE = 512
 # plain text, 512: 0.97x). 64, not 512: each parsed message's text is kept until its
 # group is tokenised, so fewer of them at once bounds that memory.
 PARSE_AHEAD = 64
+# The last two batches' worth of an input is learned in this many smaller batches of
+# about equal bytes, so that worker processes finish together: a batch's cost follows
+# its bytes (Enron 1-3's batches of ~480 messages: 0.58 to 3.2 MB, 0.12 to 0.75 s), and
+# with whole batches one worker sat idle for the other's last one, 0.26-0.41 s of a
+# 4.5 s default train (docs/benchmarks.md, stop 27).
+TAIL_BATCHES = 8
+# ... but not into batches smaller than this: a small input stays one batch, in one
+# process (the workers start at a second batch).
+MIN_TAIL_BATCH = 64
+
+
+def learning_batches(messages: Iterable[RawMessage]) -> Iterator[list[RawMessage]]:
+    """``messages`` in batches of ``BATCH_SIZE``, the last ``2 * BATCH_SIZE`` or fewer cut
+    into up to ``TAIL_BATCHES`` batches of about equal bytes (``_cut_by_bytes``).
+
+    Every path that learns through the ledger batches this way (``retrain``, the local
+    engine whatever its ``jobs``), so they plan the same batches."""
+    iterator = iter(messages)
+    ahead = list(islice(iterator, 2 * BATCH_SIZE))
+    while len(ahead) == 2 * BATCH_SIZE:
+        more = list(islice(iterator, BATCH_SIZE))
+        if not more:
+            break
+        yield ahead[:BATCH_SIZE]
+        ahead = ahead[BATCH_SIZE:] + more
+    yield from _cut_by_bytes(ahead, min(TAIL_BATCHES, len(ahead) // MIN_TAIL_BATCH))
+
+
+def _cut_by_bytes(messages: list[RawMessage], pieces: int) -> Iterator[list[RawMessage]]:
+    """``messages`` in ``pieces`` consecutive non-empty batches of about equal bytes
+    (one batch when ``pieces`` < 2; none when there are no messages)."""
+    if not messages:
+        return
+    if pieces < 2:
+        yield messages
+        return
+    ends = np.cumsum([len(m.raw) for m in messages])
+    cuts = np.searchsorted(ends, ends[-1] * np.arange(1, pieces) / pieces, side="right")
+    # At least one message a batch (a message larger than a share of the bytes would
+    # otherwise leave an empty one).
+    cuts = np.clip(cuts, np.arange(1, pieces), len(messages) - np.arange(pieces - 1, 0, -1))
+    cuts = np.maximum.accumulate(cuts)
+    start = 0
+    for cut in [*cuts.tolist(), len(messages)]:
+        if cut > start:
+            yield messages[start:cut]
+            start = cut
 
 
 @dataclass

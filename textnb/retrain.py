@@ -61,7 +61,7 @@ from .errors import EmptyTrainingSetError, NotFittedError, SourceError, TextnbEr
 from .labels import LABELS, require_both_classes
 from .ledger import matches, normalise, tokens_hash
 from .lock import model_lock, remove_stale_temp_files
-from .pipeline import BATCH_SIZE, SpamFilter
+from .pipeline import BATCH_SIZE, SpamFilter, learning_batches
 from .sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
 
 __all__ = ["REGIMES", "DEFAULT_MARGIN", "LearnReport", "LedgerMismatchError", "fit",
@@ -244,8 +244,7 @@ def _apply(spam_filter: SpamFilter, adds: list[tuple[_Seen, list[str]]],
 
 def _learn_batches(spam_filter, messages, report, progress) -> None:
     ledger = spam_filter.ledger
-    iterator = iter(messages)
-    while batch := list(islice(iterator, BATCH_SIZE)):
+    for batch in learning_batches(messages):
         before: dict[bytes, str | None] = {}   # label in the ledger when the batch began
         after: dict[bytes, _Seen] = {}         # last label given in the batch, if it differs
         for message in batch:

@@ -1,9 +1,10 @@
 """The local engine: worker processes on this machine (``--jobs N``, default every core).
 
 The calling process reads the input (``textnb.sources``: plan, then read), cuts it
-into batches of ``pipeline.BATCH_SIZE`` messages and, per batch, normalises each
-message and takes its ledger digest (0.17 s for SpamAssassin's 4,814 training
-messages, against 9 s for the rest), decides from the ledger what to learn, as
+into batches (``pipeline.learning_batches``: ``BATCH_SIZE`` messages, the last ones
+smaller) and, per batch, normalises each message and takes its ledger digest (0.17 s
+for SpamAssassin's 4,814 training messages, against 9 s for the rest), decides from
+the ledger what to learn, as
 ``textnb.retrain`` does batch by batch, and hands the messages to learn to a
 worker. The worker parses, tokenises and counts them (``counting.count_work``)
 and sends back counts and tokens hashes, never token lists. The calling process
@@ -182,7 +183,7 @@ class LocalEngine:
         planned: deque[_Planned] = deque()
 
         def works() -> Iterator[Work]:
-            for batch in _batches(messages):
+            for batch in pipeline.learning_batches(messages):
                 planned.append(planner.plan(batch))
                 yield planned[-1].work
 

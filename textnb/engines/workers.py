@@ -26,9 +26,14 @@ from typing import Any
 
 __all__ = ["Workers", "available_cores"]
 
-# Two items per worker: one it works on, one waiting, so it never idles while the
-# calling process merges a result; more only holds more batches in memory.
-IN_FLIGHT_PER_JOB = 2
+# Items handed out per worker before the oldest result is taken back. Results are taken
+# in order, so a worker that finishes its items while another is still on an older one
+# waits for it; with 2 a worker (one item to work on, one waiting) sat idle 0.23 s of the
+# end of Enron 1-3's default train, when the last batches are small
+# (``pipeline.learning_batches``). With 4 it did not (default train, 8 rounds
+# interleaved, medians: SpamAssassin 4.53 -> 4.33 s, Enron 4.57 -> 4.45, with the
+# smaller last batches; docs/benchmarks.md, stop 27). Each costs a batch's raw bytes.
+IN_FLIGHT_PER_JOB = 4
 
 _task: tuple[Callable, Any] | None = None  # per worker process: (task, state)
 
