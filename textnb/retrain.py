@@ -403,7 +403,14 @@ def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str]
     with model_lock(model_path, timeout=lock_timeout):
         start = time.perf_counter()
         remove_stale_temp_files(model_path)
-        spam_filter, state, before = _load_or_new(model_path, create)
+        if engine is None or engine.name == "local":  # this machine tokenises: spaCy too
+            from .beside import beside
+            from .tokenize import import_spacy_modules
+
+            spam_filter, state, before = beside(lambda: _load_or_new(model_path, create),
+                                                import_spacy_modules)
+        else:
+            spam_filter, state, before = _load_or_new(model_path, create)
         if engine is None:
             report = learn_messages(spam_filter, messages, regime, margin, progress)
         elif spam_filter.ledger.pruned_at:

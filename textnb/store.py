@@ -33,7 +33,6 @@ import io
 import json
 import os
 import tempfile
-import threading
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -325,32 +324,11 @@ def load(path: str | Path) -> SpamFilter:
 
 
 def load_while(path: str | Path, work: Callable[[], object]) -> SpamFilter:
-    """``load(path)`` in a second thread while ``work()`` runs in this one; the errors
-    of either are raised here, once both are done.
+    """``load(path)`` on a second thread while ``work()`` runs on this one
+    (``textnb.beside``: the scoring commands import spaCy meanwhile)."""
+    from .beside import beside
 
-    The scoring commands import spaCy this way (``tokenize.import_spacy_modules``):
-    the load spends most of its time inflating, hashing and sorting in C, which
-    releases the GIL, so it runs on the second core while spaCy's import holds the
-    first. Loading the Enron model and importing spaCy took 0.35-0.44 s wall this
-    way against 0.49-0.72 one after the other (5 rounds, docs/benchmarks.md, stop 27).
-    """
-    outcome: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            outcome["model"] = load(path)
-        except BaseException as exc:  # noqa: BLE001 - raised in the calling thread below
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run, name="textnb-load", daemon=True)
-    thread.start()
-    try:
-        work()
-    finally:
-        thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["model"]
+    return beside(lambda: load(path), work)
 
 
 def load_for_update(path: str | Path):

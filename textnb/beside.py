@@ -1,0 +1,42 @@
+"""Two start-up steps at once: a model load on a second thread while spaCy is imported.
+
+A command that scores or learns first loads its model and imports spaCy (0.2-0.3 s
+each on Enron 1-3's model). The load spends most of its time in C that releases the
+GIL (inflating, SHA-256, hashing and sorting the vocabulary with NumPy); the import is
+Python and holds it. Run side by side, the load mostly uses the second core: loading
+the Enron model and importing spaCy took 0.35-0.44 s wall against 0.49-0.72 one after
+the other (5 rounds interleaved; docs/benchmarks.md, stop 27).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+__all__ = ["beside"]
+
+T = TypeVar("T")
+
+
+def beside(task: Callable[[], T], work: Callable[[], object]) -> T:
+    """``task()`` on a second thread while ``work()`` runs on this one; RETURNS what
+    ``task`` returns. An error of either is raised here once both are done (``work``'s
+    first), so no thread outlives the call."""
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = task()
+        except BaseException as exc:  # noqa: BLE001 - raised in the calling thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="textnb-load", daemon=True)
+    thread.start()
+    try:
+        work()
+    finally:
+        thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
