@@ -80,7 +80,11 @@ def timed_scorer(model_path, cost_ratio=None):      # textnb.filter.in_process_s
         from textnb import store                    # NumPy, SciPy, the pipeline
         from textnb.filter import score_with
         stamps.append(("import_scoring", time.perf_counter()))
-        spam_filter = store.load(model_path)
+        if hasattr(store, "load_while"):            # since stop 27: spaCy imported beside
+            from textnb.tokenize import import_spacy_modules
+            spam_filter = store.load_while(model_path, import_spacy_modules)
+        else:
+            spam_filter = store.load(model_path)
         stamps.append(("load_model", time.perf_counter()))
         spam_filter.tokenizer.spacy                 # spaCy's tokenizer and attributes
         stamps.append(("tokenizer", time.perf_counter()))
@@ -108,8 +112,11 @@ STARTUP_PARTS = {
     "import_cli": "importing textnb.cli (typer, click, every command's module)",
     "dispatch": "runpy, typer building and parsing the command line, reading the message",
     "import_scoring": "importing the scoring modules (textnb.store, the pipeline, NumPy, SciPy)",
-    "load_model": "store.load: reading the file, unzipping, checksums, building the filter",
-    "tokenizer": "spaCy's import and its tokenizer, with the lexical attributes",
+    "load_model": "store.load: reading the file, unzipping, checksums, building the filter "
+                  "(since stop 27 on a second thread, spaCy's modules imported meanwhile: "
+                  "store.load_while)",
+    "tokenizer": "spaCy's tokenizer, with the lexical attributes (and, before stop 27, "
+                 "spaCy's import)",
     "score": "parsing, tokenising and scoring the message",
     "output": "adding the headers, writing the message, typer's exit, atexit handlers",
     "exit": "the interpreter's shutdown, until the parent sees the process end",
