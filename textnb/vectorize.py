@@ -230,7 +230,8 @@ class Vocabulary:
         hashes, columns = hashes[order], order + first
         # A hash already indexed, or repeated among the new ones, goes to ``_shared``
         # (after checking that the strings differ: an equal string is a repeated token).
-        empty = not (self._hashes.size or self._new_hashes.size)  # a loaded vocabulary
+        # Nothing indexed yet (a loaded vocabulary, or a new one's first tokens).
+        empty = not (self._hashes.size or self._new_hashes.size)
         if indexed is not None:
             taken = indexed[order]
         else:

@@ -4,11 +4,10 @@ The calling process reads the input (``textnb.sources``: plan, then read), cuts 
 into batches (``pipeline.learning_batches``: ``BATCH_SIZE`` messages, the last ones
 smaller) and, per batch, normalises each message and takes its ledger digest (0.17 s
 for SpamAssassin's 4,814 training messages, against 9 s for the rest), decides from
-the ledger what to learn, as
-``textnb.retrain`` does batch by batch, and hands the messages to learn to a
-worker. The worker parses, tokenises and counts them (``counting.count_work``)
-and sends back counts and tokens hashes, never token lists. The calling process
-adds the counts in batch order and completes the ledger.
+the ledger what to learn, as ``textnb.retrain`` does batch by batch, and hands the
+messages to learn to a worker. The worker parses, tokenises and counts them
+(``counting.count_work``) and sends back counts and tokens hashes, never token lists.
+The calling process adds the counts in batch order and completes the ledger.
 
 Scoring: the worker gets a batch's raw bytes and sends back their log-odds.
 
