@@ -200,6 +200,8 @@ def test_a_repeated_token_is_damage_when_loading_for_update(sample_filter, model
         store.load_for_update(model_path)
     with pytest.raises(ValueError, match="duplicate"):  # load: when the columns are indexed
         store.load(model_path).vocabulary.check()
+    with pytest.raises(ModelFormatError, match="damaged.*duplicate"):  # classify's load
+        store.load_while(model_path, lambda: None, index=True)
 
 
 # Tokens whose JSON holds every kind of escape next to the list's own quotes and ", "
@@ -268,6 +270,14 @@ def test_load_while_gives_the_model_load_gives(sample_filter, sample_index, mode
     assert ran == [True]
     np.testing.assert_array_equal(_scores(loaded, sample_index),
                                   _scores(store.load(model_path), sample_index))
+
+
+def test_load_while_can_index_the_vocabulary_for_batches(sample_model_file, sample_index):
+    indexed = store.load_while(sample_model_file, lambda: None, index=True)
+    assert indexed.vocabulary._indexed == len(indexed.vocabulary)
+    raws = [m.raw for m in iter_index(sample_index)]
+    np.testing.assert_array_equal(indexed.log_odds(raws),
+                                  store.load(sample_model_file).log_odds(raws))
 
 
 def test_load_while_raises_the_loads_error_after_the_work(tmp_path):

@@ -107,11 +107,12 @@ def retrain(model_path: Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
 def scores(model_path: Path, files, engine) -> tuple[SpamFilter, Iterator]:
     """The model, and the engine's ``ScoredBatch``es of the planned files (lazily)."""
     # Loaded now, to name a missing or damaged file before any work. The local engine's
-    # processes tokenise, so spaCy is imported meanwhile (``store.load_while``).
+    # processes tokenise, so spaCy is imported meanwhile (``store.load_while``), and they
+    # score in batches, so the vocabulary is indexed there too.
     if engine.name == "local":
         from .tokenize import import_spacy_modules
 
-        spam_filter = store.load_while(model_path, import_spacy_modules)
+        spam_filter = store.load_while(model_path, import_spacy_modules, index=True)
     else:
         spam_filter = store.load(model_path)
     return spam_filter, engine.score(spam_filter, files)

@@ -323,11 +323,19 @@ def load(path: str | Path) -> SpamFilter:
     return _read(path, index=False)[0]
 
 
-def load_while(path: str | Path, work: Callable[[], object]) -> SpamFilter:
+def load_while(path: str | Path, work: Callable[[], object], index: bool = False
+               ) -> SpamFilter:
     """``load(path)`` on a second thread while ``work()`` runs on this one
-    (``textnb.beside``: the scoring commands import spaCy meanwhile)."""
+    (``textnb.beside``: the scoring commands import spaCy meanwhile).
+
+    index (bool): also build the vocabulary's token -> column index there (as
+        ``load_for_update`` does), for a caller that will score batches: its hashing
+        and sorting then overlap ``work``, and worker processes forked later inherit
+        the index instead of each building its own."""
     from .beside import beside
 
+    if index:
+        return beside(lambda: _read(path, index=True)[0], work)
     return beside(lambda: load(path), work)
 
 
