@@ -86,7 +86,6 @@ def _cut_by_bytes(messages: list[RawMessage], pieces: int) -> Iterator[list[RawM
     # At least one message a batch (a message larger than a share of the bytes would
     # otherwise leave an empty one).
     cuts = np.clip(cuts, np.arange(1, pieces), len(messages) - np.arange(pieces - 1, 0, -1))
-    cuts = np.maximum.accumulate(cuts)
     start = 0
     for cut in [*cuts.tolist(), len(messages)]:
         if cut > start:
