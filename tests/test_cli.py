@@ -5,6 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from textnb import speedups
 from textnb.cli import app
 
 from conftest import SAMPLE
@@ -119,6 +120,7 @@ def test_every_command_has_help_and_is_in_the_readme():
 def test_version():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("textnb ")
+    assert f"(per-token loops in {speedups.implementation()})" in result.output
 
 
 def test_evaluate_on_the_training_index(trained):

@@ -31,6 +31,7 @@ from . import scripts
 from .config import TokenizerConfig
 from .ledger import added_after_delivery
 from .spacy_import import import_spacy
+from .speedups import join_chunks
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
@@ -281,17 +282,7 @@ class EmailTokenizer:
             return list(chain.from_iterable(mapped))
         # Bigram mode caches, per chunk, its tokens with the word pairs inside it
         # (``_chunk_entry``); only the pair across two chunks is made here.
-        out: list[str] = []
-        prev, prev_pairs = None, False
-        for entry in mapped:
-            if entry:
-                head, tail, first, first_pairs, last, last_pairs, _ = entry
-                out.extend(head)
-                if prev_pairs and first_pairs:
-                    out.append(f"bi:{prev} {first}")
-                out.extend(tail)
-                prev, prev_pairs = last, last_pairs
-        return out
+        return join_chunks(mapped)
 
     def _mapped(self, chunks: list[str], cache: dict, namespace: str) -> list[tuple]:
         """What each of ``chunks`` maps to: from the cache, else from one spaCy call."""

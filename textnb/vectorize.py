@@ -8,14 +8,14 @@ applies when it turns counts into log-probabilities; nothing is thrown away.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from itertools import chain, count, repeat
+from itertools import repeat
 
 import numpy as np
 
 from .lazy_import import lazy_module
 from .rows import Rows
+from .speedups import number_tokens
 from .token_store import TokenStore
 
 sp = lazy_module("scipy.sparse")  # imported when a matrix is first built
@@ -312,14 +312,10 @@ class Vocabulary:
         docs = docs if isinstance(docs, list) else list(docs)
         tokens = self.tokens_
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
-        # One pass in C numbers the batch's distinct tokens in order of first sight (a
-        # defaultdict whose missing keys take the next number: the order new columns
-        # get), then each distinct token is looked up once in the vocabulary
-        # (``engines.counting.count_tokens`` numbers them the same way).
-        batch = defaultdict(count().__next__)
-        local = np.fromiter(map(batch.__getitem__, chain.from_iterable(docs)),
-                            dtype=np.int64, count=int(lengths.sum()))
-        distinct = list(batch)
+        # One pass numbers the batch's distinct tokens in order of first sight (the
+        # order new columns get), then each distinct token is looked up once in the
+        # vocabulary (``engines.counting.count_tokens`` numbers them the same way).
+        local, distinct = number_tokens(docs)
         found = self.add(distinct) if grow else self.columns(distinct)
         cols = found[local]
         doc_rows = np.repeat(np.arange(len(docs), dtype=np.int64), lengths)

@@ -140,7 +140,10 @@ class Progress:
 
 def _version_callback(value: bool):
     if value:
-        typer.echo(f"textnb {__version__}")
+        from ..speedups import implementation
+
+        # Which per-token loops run: an install without a C compiler runs the Python ones.
+        typer.echo(f"textnb {__version__} (per-token loops in {implementation()})")
         raise typer.Exit()
 
 

@@ -13,16 +13,15 @@ how many processes counted them (tests/test_speed_invariance.py, test_distribute
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain, count
 
 import numpy as np
 
 from ..ledger import matches, runs_hashes
 from ..pipeline import SpamFilter
 from ..retrain import LedgerMismatchError
+from ..speedups import number_tokens
 from ..token_store import TokenStore
 from ..vectorize import Vocabulary, sortable_keys
 
@@ -128,9 +127,9 @@ def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
     Bernoulli model, which counts documents); else its occurrences.
 
     No vocabulary, no matrix, no string sorted. One pass over the tokens gives each
-    its column among the batch's distinct tokens (a defaultdict whose missing keys
-    take the next number, in C: Enron's training tokens in 1.0-1.1 CPU-s against
-    1.6-2.0 for ``dict.fromkeys``, a dict of columns and a look-up pass); one sort of
+    its column among the batch's distinct tokens (``speedups.number_tokens``: in
+    Python, Enron's training tokens in 1.0-1.1 CPU-s against 1.6-2.0 for
+    ``dict.fromkeys``, a dict of columns and a look-up pass); one sort of
     the (message, column) keys gives each message's distinct tokens with their term
     frequencies; the tokens hashes are cumulative sums over the distinct tokens'
     hashes (``ledger.runs_hashes``).
@@ -139,10 +138,7 @@ def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
     1.0-1.2 (three rounds interleaved; docs/benchmarks.md, "stop 25").
     """
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
-    column_of = defaultdict(count().__next__)  # a new token gets the next column
-    columns = np.fromiter(map(column_of.__getitem__, chain.from_iterable(token_lists)),
-                          dtype=np.int64, count=int(lengths.sum()))
-    tokens = list(column_of)  # the columns, in order of first sight
+    columns, tokens = number_tokens(token_lists)  # the columns, in order of first sight
     n = len(tokens)
     if hashes:
         # Packed as UTF-8 once, for the hashes and for the answer: the calling process

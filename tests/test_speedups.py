@@ -1,0 +1,143 @@
+"""textnb._speedups (the per-token loops in C) gives exactly what its Python twins in
+textnb.speedups give, and textnb runs the same without it."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from textnb import speedups, store
+from textnb.pipeline import SpamFilter
+from textnb.sources import iter_index
+from textnb.tokenize import _chunk_entry
+
+try:
+    from textnb import _speedups
+except ImportError:
+    _speedups = None
+
+needs_c = pytest.mark.skipif(
+    _speedups is None, reason="textnb._speedups was not built (no C compiler at install): "
+    "textnb runs the Python loops, which the other tests cover")
+
+# Words of every width CPython stores a str in (1, 2 and 4 bytes a character), so that a
+# pair joins any two widths.
+WORDS = ["free", "money", "café", "naïve", "привет", "日本語", "€5", "😀smile", "a", "x" * 40]
+
+
+def _entries(rng: np.random.Generator, n: int) -> list[tuple]:
+    """Random chunk entries as the tokenizer caches them: () or a ``_chunk_entry``."""
+    entries = []
+    for _ in range(n):
+        words = []
+        for _ in range(int(rng.integers(0, 4))):
+            word = WORDS[int(rng.integers(len(WORDS)))]
+            if rng.random() < 0.2:  # a namespaced token: never paired
+                word = "num:" + word
+            words.append((word,) if rng.random() < 0.8 else (word, "email:addr"))
+        entries.append(_chunk_entry(words))
+    return entries
+
+
+@needs_c
+def test_join_chunks_in_c_equals_python():
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 2, 5, 50, 2000):
+        entries = _entries(rng, n)
+        expected = speedups.join_chunks_python(entries)
+        got = _speedups.join_chunks(entries)
+        assert got == expected
+        assert all(type(token) is str for token in got)
+
+
+@needs_c
+def test_join_chunks_pairs_every_string_width():
+    for left in WORDS:
+        for right in WORDS:
+            entries = [_chunk_entry([(left,)]), (), _chunk_entry([(right,)])]
+            expected = [left, right, f"bi:{left} {right}"]  # a pair follows its second word
+            assert speedups.join_chunks_python(entries) == expected
+            assert _speedups.join_chunks(entries) == expected
+
+
+@needs_c
+def test_join_chunks_rejects_what_is_not_an_entry():
+    with pytest.raises(TypeError, match="list of chunk entries"):
+        _speedups.join_chunks(("not", "a list"))
+    with pytest.raises(TypeError, match="7-tuple"):
+        _speedups.join_chunks([("free",)])
+    with pytest.raises(TypeError, match="must be str"):
+        _speedups.join_chunks([((1,), (), 1, True, 1, True, 1)])
+    with pytest.raises(TypeError, match="must be a tuple"):
+        _speedups.join_chunks([(["free"], (), "free", True, "free", True, 1)])
+
+
+@needs_c
+def test_number_tokens_in_c_equals_python():
+    rng = np.random.default_rng(11)
+    vocabulary = WORDS + [f"bi:{a} {b}" for a in WORDS for b in WORDS] + ["", "subject:free"]
+    cases = [[], [[]], [[], ["free"], []], [["free", "free", "money"], ["money", "café"]]]
+    for n in (10, 500):
+        cases.append([[vocabulary[int(i)] for i in rng.integers(len(vocabulary), size=int(k))]
+                      for k in rng.integers(0, 60, size=n)])
+    for lists in cases:
+        # Equal tokens that are not the same object (as the tokenizer makes word pairs).
+        lists = [[("%s" % token) + "" if j % 2 else token for j, token in enumerate(tokens)]
+                 for tokens in lists]
+        numbers, distinct = speedups.number_tokens_python(lists)
+        out = np.empty(numbers.size, dtype=np.int64)
+        column_of: dict = {}
+        _speedups.number_tokens(lists, column_of, out)
+        assert np.array_equal(out, numbers)
+        assert list(column_of) == distinct
+        assert list(column_of.values()) == list(range(len(distinct)))
+
+
+@needs_c
+def test_number_tokens_checks_its_buffer():
+    lists = [["free", "money"], ["free"]]
+    with pytest.raises(TypeError, match="int64 buffer"):
+        _speedups.number_tokens(lists, {}, np.empty(3, dtype=np.float64))
+    with pytest.raises(TypeError, match="int64 buffer"):
+        _speedups.number_tokens(lists, {}, np.empty(3, dtype=np.int32))
+    with pytest.raises(ValueError, match="more tokens than out holds"):
+        _speedups.number_tokens(lists, {}, np.empty(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="more items than tokens"):
+        _speedups.number_tokens(lists, {}, np.empty(4, dtype=np.int64))
+    with pytest.raises(TypeError, match="lists of tokens"):
+        _speedups.number_tokens([("free",)], {}, np.empty(1, dtype=np.int64))
+    with pytest.raises(BufferError, match="not writable"):
+        _speedups.number_tokens(lists, {}, b"\0" * 24)
+
+
+def _train_and_score(sample_index: Path, tmp_path: Path, name: str) -> tuple[bytes, list]:
+    spam_filter = SpamFilter().fit(iter_index(sample_index))
+    path = tmp_path / f"{name}.tnb"
+    store.save(spam_filter, path)
+    tokens = [spam_filter.tokens(m.raw) for m in iter_index(sample_index)]
+    return path.read_bytes(), tokens, spam_filter.log_odds(m.raw for m in iter_index(sample_index))
+
+
+def test_c_and_python_loops_give_the_same_model_tokens_and_scores(sample_index, tmp_path,
+                                                                   monkeypatch):
+    """The whole chain: tokens, the model file byte for byte, the scores, with the loops
+    textnb was built with and with the Python ones (TEXTNB_PURE_PYTHON's effect)."""
+    built = _train_and_score(sample_index, tmp_path, "built")
+    monkeypatch.setattr(speedups, "_speedups", None)
+    assert speedups.implementation() == "Python"
+    python = _train_and_score(sample_index, tmp_path, "python")
+    assert built[0] == python[0]
+    assert built[1] == python[1]
+    assert np.array_equal(built[2], python[2])
+
+
+def test_pure_python_switch(monkeypatch):
+    import importlib
+
+    monkeypatch.setenv("TEXTNB_PURE_PYTHON", "1")
+    try:
+        assert importlib.reload(speedups).implementation() == "Python"
+    finally:
+        monkeypatch.delenv("TEXTNB_PURE_PYTHON")
+        importlib.reload(speedups)
+    assert speedups.implementation() == ("C" if _speedups is not None else "Python")

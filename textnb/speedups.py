@@ -1,0 +1,88 @@
+"""The per-token loops of training and scoring: in C (``textnb._speedups``) when it was
+built at install, else in Python. Both give the same results (tests/test_speedups.py).
+
+Why C. After six rounds of cutting Python work around them (docs/benchmarks.md, stops
+22-27), two loops that touch every token were left, each a dict look-up or a list append
+per token that no arrangement of built-ins made cheaper: numbering a batch's tokens
+(``number_tokens``) and joining a text's cached chunks with the word pairs between them
+(``join_chunks``). Their measured cost in C against Python is in docs/benchmarks.md,
+"stop 28". The extension is optional (setup.py): an install without a C compiler still
+works, and ``textnb --version`` says which loops run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from itertools import chain, count
+
+import numpy as np
+
+try:
+    from . import _speedups
+except ImportError:  # not built: no C compiler at install
+    _speedups = None
+
+# TEXTNB_PURE_PYTHON=1 runs the Python loops even where the C ones were built (to compare
+# the two, or to rule the extension out when something looks wrong).
+if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
+    _speedups = None
+
+__all__ = ["number_tokens", "join_chunks", "implementation",
+           "number_tokens_python", "join_chunks_python"]
+
+
+def implementation() -> str:
+    """Which loops run: "C" or "Python"."""
+    return "C" if _speedups is not None else "Python"
+
+
+def number_tokens_python(token_lists: list[list[str]]) -> tuple[np.ndarray, list[str]]:
+    """``number_tokens`` in Python."""
+    lengths = sum(map(len, token_lists))
+    column_of = defaultdict(count().__next__)  # a new token gets the next number, in C
+    numbers = np.fromiter(map(column_of.__getitem__, chain.from_iterable(token_lists)),
+                          dtype=np.int64, count=lengths)
+    return numbers, list(column_of)
+
+
+def number_tokens(token_lists: list[list[str]]) -> tuple[np.ndarray, list[str]]:
+    """Number the distinct tokens of ``token_lists`` in order of first sight.
+
+    RETURNS (ndarray, list[str]): each token's number (int64, the lists one after
+    another), and the distinct tokens in number order.
+    """
+    if _speedups is None:
+        return number_tokens_python(token_lists)
+    token_lists = token_lists if isinstance(token_lists, list) else list(token_lists)
+    lists = [t if isinstance(t, list) else list(t) for t in token_lists]
+    numbers = np.empty(sum(map(len, lists)), dtype=np.int64)
+    column_of: dict[str, int] = {}
+    _speedups.number_tokens(lists, column_of, numbers)
+    return numbers, list(column_of)
+
+
+def join_chunks_python(entries: list[tuple]) -> list[str]:
+    """``join_chunks`` in Python."""
+    out: list[str] = []
+    prev, prev_pairs = None, False
+    for entry in entries:
+        if entry:
+            head, tail, first, first_pairs, last, last_pairs, _ = entry
+            out.extend(head)
+            if prev_pairs and first_pairs:
+                out.append(f"bi:{prev} {first}")
+            out.extend(tail)
+            prev, prev_pairs = last, last_pairs
+    return out
+
+
+def join_chunks(entries: list[tuple]) -> list[str]:
+    """The tokens of a text's consecutive chunk entries (``tokenize._chunk_entry``: ()
+    for a chunk that maps to nothing, else (first word's tokens, the rest's tokens with
+    their pairs, first word, whether it pairs, last word, whether it pairs, count)),
+    with the word pair ``bi:LAST FIRST`` across two neighbouring entries whose facing
+    words both pair."""
+    if _speedups is None:
+        return join_chunks_python(entries)
+    return _speedups.join_chunks(entries if isinstance(entries, list) else list(entries))
