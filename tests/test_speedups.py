@@ -110,6 +110,82 @@ def test_number_tokens_checks_its_buffer():
         _speedups.number_tokens(lists, {}, b"\0" * 24)
 
 
+def _by_list(distinct: np.ndarray, columns: np.ndarray, counts: np.ndarray) -> list[list]:
+    """Each list's (number, count) entries, sorted: their order within a list is free."""
+    ends = np.cumsum(distinct)
+    return [sorted(zip(columns[end - k:end].tolist(), counts[end - k:end].tolist()))
+            for k, end in zip(distinct.tolist(), ends.tolist())]
+
+
+def _random_lists(rng: np.random.Generator, n: int) -> list[list[str]]:
+    vocabulary = WORDS + [f"bi:{a} {b}" for a in WORDS for b in WORDS]
+    return [[vocabulary[int(i)] for i in rng.integers(len(vocabulary), size=int(k))]
+            for k in rng.integers(0, 80, size=n)]
+
+
+@needs_c
+def test_count_messages_in_c_equals_python():
+    rng = np.random.default_rng(5)
+    cases = [[], [[]], [[], ["free"], [], ["free", "free"]], _random_lists(rng, 3),
+             _random_lists(rng, 700)]
+    for lists in cases:
+        expected = speedups.count_messages_python(lists)
+        got = speedups.count_messages(lists)
+        assert got[0] == expected[0]
+        assert np.array_equal(got[1], expected[1])
+        assert _by_list(*got[1:]) == _by_list(*expected[1:])
+        # In C, a list's entries come in order of first sight in it.
+        ends = np.cumsum(got[1])
+        for tokens, k, end in zip(lists, got[1].tolist(), ends.tolist()):
+            numbers = [got[0].index(t) for t in dict.fromkeys(tokens)]
+            assert got[2][end - k:end].tolist() == numbers
+
+
+def test_count_messages_by_hand():
+    for count_messages in (speedups.count_messages, speedups.count_messages_python):
+        tokens, distinct, columns, counts = count_messages(
+            [["a", "b", "a"], [], ["c", "a", "c", "c"]])
+        assert tokens == ["a", "b", "c"]
+        assert distinct.tolist() == [2, 0, 2]
+        assert _by_list(distinct, columns, counts) == [[(0, 2), (1, 1)], [], [(0, 1), (2, 3)]]
+
+
+@needs_c
+def test_count_messages_checks_its_arguments():
+    def call(lists, distinct=1, columns=3, counts=3, dtype=np.int64):
+        return _speedups.count_messages(lists, {}, np.empty(distinct, dtype=dtype),
+                                        np.empty(columns, dtype=np.int64),
+                                        np.empty(counts, dtype=np.int64))
+    assert call([["a", "b", "a"]]) == 2
+    with pytest.raises(TypeError, match="distinct must be an int64 buffer"):
+        call([["a"]], dtype=np.float64)
+    with pytest.raises(ValueError, match="one item a list"):
+        call([["a"]], distinct=2)
+    with pytest.raises(ValueError, match="more entries than columns holds"):
+        call([["a", "b", "c"]], counts=2)
+    with pytest.raises(TypeError, match="tokens must be str, not int"):
+        call([["a", 1]])
+    with pytest.raises(TypeError, match="tokens must be str"):
+        _speedups.number_tokens([["a", b"a"]], {}, np.empty(2, dtype=np.int64))
+
+    class Token(str):
+        pass
+    with pytest.raises(TypeError, match="not Token"):
+        call([[Token("a")]])
+
+
+def test_counted_runs_hashes_equal_runs_hashes():
+    from textnb.ledger import counted_runs_hashes, runs_hashes, token_hashes
+
+    lists = _random_lists(np.random.default_rng(3), 200) + [[]]
+    tokens, distinct, columns, counts = speedups.count_messages(lists)
+    numbers, _ = speedups.number_tokens(lists)
+    lengths = [len(t) for t in lists]
+    hashes = token_hashes(tokens)
+    assert (counted_runs_hashes(hashes, columns, counts, distinct, lengths)
+            == runs_hashes(hashes, numbers, lengths))
+
+
 def _train_and_score(sample_index: Path, tmp_path: Path, name: str) -> tuple[bytes, list]:
     spam_filter = SpamFilter().fit(iter_index(sample_index))
     path = tmp_path / f"{name}.tnb"

@@ -114,11 +114,37 @@ error:
     return NULL;
 }
 
+/* The number of `token` in column_of, or for a token not in it len(column_of), which it
+ * is then added with; -1 with an exception set on error. Only str is taken: a str
+ * subclass could run Python code (its __eq__, __hash__) in the middle of the loop. */
+static Py_ssize_t
+token_number(PyObject *column_of, PyObject *token)
+{
+    if (!PyUnicode_CheckExact(token)) {
+        PyErr_Format(PyExc_TypeError, "tokens must be str, not %.100s", Py_TYPE(token)->tp_name);
+        return -1;
+    }
+    PyObject *number = PyDict_GetItemWithError(column_of, token);
+    if (number != NULL)
+        return PyLong_AsSsize_t(number);
+    if (PyErr_Occurred())
+        return -1;
+    Py_ssize_t value = PyDict_GET_SIZE(column_of);
+    PyObject *new_number = PyLong_FromSsize_t(value);
+    if (new_number == NULL)
+        return -1;
+    int failed = PyDict_SetItem(column_of, token, new_number);
+    Py_DECREF(new_number);
+    return failed < 0 ? -1 : value;
+}
+
 PyDoc_STRVAR(number_tokens_doc,
 "number_tokens(token_lists, column_of, out) -> None\n\n"
 "Write into out (a writable int64 buffer, one item per token) the column of each\n"
 "token of token_lists in turn: its value in the dict column_of, or for a token not\n"
 "in it, len(column_of), which it is then added with.");
+
+static int int64_buffer(PyObject *object, Py_buffer *view, const char *name);
 
 static PyObject *
 number_tokens(PyObject *module, PyObject *args)
@@ -128,15 +154,8 @@ number_tokens(PyObject *module, PyObject *args)
                           &PyDict_Type, &column_of, &out))
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(out, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (int64_buffer(out, &view, "out") < 0)
         return NULL;
-    if (view.itemsize != 8 || view.format == NULL
-        || (strcmp(view.format, "q") != 0 && strcmp(view.format, "l") != 0
-            && strcmp(view.format, "<q") != 0 && strcmp(view.format, "<l") != 0
-            && strcmp(view.format, "=q") != 0 && strcmp(view.format, "=l") != 0)) {
-        PyErr_SetString(PyExc_TypeError, "number_tokens writes into an int64 buffer");
-        goto error;
-    }
     int64_t *columns = (int64_t *)view.buf;
     Py_ssize_t capacity = view.len / 8, at = 0;
     Py_ssize_t n_lists = PyList_GET_SIZE(lists);
@@ -152,26 +171,9 @@ number_tokens(PyObject *module, PyObject *args)
             goto error;
         }
         for (Py_ssize_t j = 0; j < n; j++) {
-            PyObject *token = PyList_GET_ITEM(tokens, j);
-            PyObject *column = PyDict_GetItemWithError(column_of, token);
-            Py_ssize_t value;
-            if (column != NULL) {
-                value = PyLong_AsSsize_t(column);
-                if (value == -1 && PyErr_Occurred())
-                    goto error;
-            }
-            else {
-                if (PyErr_Occurred())
-                    goto error;
-                value = PyDict_GET_SIZE(column_of);
-                PyObject *new_column = PyLong_FromSsize_t(value);
-                if (new_column == NULL)
-                    goto error;
-                int failed = PyDict_SetItem(column_of, token, new_column);
-                Py_DECREF(new_column);
-                if (failed < 0)
-                    goto error;
-            }
+            Py_ssize_t value = token_number(column_of, PyList_GET_ITEM(tokens, j));
+            if (value < 0)
+                goto error;
             columns[at++] = (int64_t)value;
         }
     }
@@ -186,7 +188,123 @@ error:
     return NULL;
 }
 
+/* A writable, contiguous int64 buffer of `object`, as a view (TypeError naming `name`). */
+static int
+int64_buffer(PyObject *object, Py_buffer *view, const char *name)
+{
+    if (PyObject_GetBuffer(object, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    const char *f = view->format;
+    if (view->itemsize != 8 || f == NULL
+        || (strcmp(f, "q") != 0 && strcmp(f, "l") != 0 && strcmp(f, "<q") != 0
+            && strcmp(f, "<l") != 0 && strcmp(f, "=q") != 0 && strcmp(f, "=l") != 0)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int64 buffer", name);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(count_messages_doc,
+"count_messages(token_lists, column_of, distinct, columns, counts) -> int\n\n"
+"Number the tokens of token_lists as number_tokens does (column_of: token -> number),\n"
+"and count each list's distinct tokens: distinct[i] gets how many list i has, and\n"
+"columns and counts get, list after list, each distinct token's number and how many\n"
+"times the list holds it, in order of first sight in the list. RETURNS the entries\n"
+"written to columns and counts. All three buffers are int64: distinct one item a\n"
+"list, the other two at least one a token.");
+
+static PyObject *
+count_messages(PyObject *module, PyObject *args)
+{
+    PyObject *lists, *column_of, *distinct_object, *columns_object, *counts_object;
+    if (!PyArg_ParseTuple(args, "O!O!OOO:count_messages", &PyList_Type, &lists,
+                          &PyDict_Type, &column_of, &distinct_object, &columns_object,
+                          &counts_object))
+        return NULL;
+    Py_buffer distinct_view, columns_view, counts_view;
+    if (int64_buffer(distinct_object, &distinct_view, "distinct") < 0)
+        return NULL;
+    if (int64_buffer(columns_object, &columns_view, "columns") < 0) {
+        PyBuffer_Release(&distinct_view);
+        return NULL;
+    }
+    if (int64_buffer(counts_object, &counts_view, "counts") < 0) {
+        PyBuffer_Release(&distinct_view);
+        PyBuffer_Release(&columns_view);
+        return NULL;
+    }
+    int64_t *distinct = distinct_view.buf, *columns = columns_view.buf, *counts = counts_view.buf;
+    Py_ssize_t capacity = columns_view.len / 8, written = 0;
+    if (counts_view.len / 8 < capacity)
+        capacity = counts_view.len / 8;
+    Py_ssize_t n_lists = PyList_GET_SIZE(lists);
+    /* Per number: the last list that held it, and where its entry for that list is. */
+    Py_ssize_t known = 0, *last_list = NULL, *entry_at = NULL;
+    PyObject *result = NULL;
+    if (distinct_view.len / 8 != n_lists) {
+        PyErr_SetString(PyExc_ValueError, "count_messages: distinct needs one item a list");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_lists; i++) {
+        PyObject *tokens = PyList_GET_ITEM(lists, i);
+        if (!PyList_Check(tokens)) {
+            PyErr_SetString(PyExc_TypeError, "count_messages takes a list of lists of tokens");
+            goto done;
+        }
+        Py_ssize_t first_entry = written;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(tokens); j++) {
+            Py_ssize_t value = token_number(column_of, PyList_GET_ITEM(tokens, j));
+            if (value < 0)
+                goto done;
+            if (value >= known) {  /* grow the two tables to cover every number so far */
+                Py_ssize_t size = known ? known : 1024;
+                while (size <= value)
+                    size *= 2;
+                Py_ssize_t *grown_last = PyMem_Realloc(last_list, size * sizeof(Py_ssize_t));
+                if (grown_last == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                last_list = grown_last;
+                Py_ssize_t *grown_entry = PyMem_Realloc(entry_at, size * sizeof(Py_ssize_t));
+                if (grown_entry == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                entry_at = grown_entry;
+                for (Py_ssize_t k = known; k < size; k++)
+                    last_list[k] = -1;
+                known = size;
+            }
+            if (last_list[value] == i) {
+                counts[entry_at[value]] += 1;
+                continue;
+            }
+            if (written >= capacity) {
+                PyErr_SetString(PyExc_ValueError, "count_messages: more entries than columns holds");
+                goto done;
+            }
+            last_list[value] = i;
+            entry_at[value] = written;
+            columns[written] = (int64_t)value;
+            counts[written] = 1;
+            written++;
+        }
+        distinct[i] = (int64_t)(written - first_entry);
+    }
+    result = PyLong_FromSsize_t(written);
+done:
+    PyMem_Free(last_list);
+    PyMem_Free(entry_at);
+    PyBuffer_Release(&distinct_view);
+    PyBuffer_Release(&columns_view);
+    PyBuffer_Release(&counts_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"count_messages", count_messages, METH_VARARGS, count_messages_doc},
     {"join_chunks", join_chunks, METH_O, join_chunks_doc},
     {"number_tokens", number_tokens, METH_VARARGS, number_tokens_doc},
     {NULL, NULL, 0, NULL},

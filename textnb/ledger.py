@@ -177,8 +177,25 @@ def runs_hashes(hashes: np.ndarray, columns: np.ndarray, lengths: Sequence[int])
     sums = np.zeros(columns.size + 1, dtype=np.uint64)  # uint64 sums wrap: mod 2**64
     np.cumsum(hashes[columns], dtype=np.uint64, out=sums[1:])
     ends = np.cumsum(lengths)
-    mixed = splitmix64((sums[ends] - sums[ends - lengths])
-                       + (lengths.astype(np.uint64) + np.uint64(1)) * GOLDEN_GAMMA)
+    return _mixed(sums[ends] - sums[ends - lengths], lengths)
+
+
+def counted_runs_hashes(hashes: np.ndarray, columns: np.ndarray, counts: np.ndarray,
+                        distinct: np.ndarray, lengths: Sequence[int]) -> list[int]:
+    """``runs_hashes`` of token lists given by their distinct tokens: list i is the next
+    ``distinct[i]`` entries of ``columns`` (into ``hashes``), each held ``counts`` times,
+    ``lengths[i]`` tokens in all. A token's hash times its count is the sum over its
+    occurrences (uint64 arithmetic wraps: mod 2**64), so the result is the same."""
+    terms = np.zeros(columns.size + 1, dtype=np.uint64)
+    np.cumsum(hashes[columns] * counts.astype(np.uint64), dtype=np.uint64, out=terms[1:])
+    ends = np.cumsum(distinct)
+    return _mixed(terms[ends] - terms[ends - distinct], lengths)
+
+
+def _mixed(sums: np.ndarray, lengths: Sequence[int]) -> list[int]:
+    """The version-2 hashes of token lists from their sums of token hashes."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    mixed = splitmix64(sums + (lengths.astype(np.uint64) + np.uint64(1)) * GOLDEN_GAMMA)
     return [VERSION_2 | h for h in mixed.tolist()]
 
 

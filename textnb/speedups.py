@@ -28,8 +28,8 @@ except ImportError:  # not built: no C compiler at install
 if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
     _speedups = None
 
-__all__ = ["number_tokens", "join_chunks", "implementation",
-           "number_tokens_python", "join_chunks_python"]
+__all__ = ["number_tokens", "count_messages", "join_chunks", "implementation",
+           "number_tokens_python", "count_messages_python", "join_chunks_python"]
 
 
 def implementation() -> str:
@@ -60,6 +60,47 @@ def number_tokens(token_lists: list[list[str]]) -> tuple[np.ndarray, list[str]]:
     column_of: dict[str, int] = {}
     _speedups.number_tokens(lists, column_of, numbers)
     return numbers, list(column_of)
+
+
+def count_messages_python(token_lists: list[list[str]]
+                          ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """``count_messages`` in Python: the tokens numbered, then one sort of the (list,
+    number) keys, whose runs are the lists' distinct tokens (each list's in number
+    order)."""
+    from .vectorize import sortable_keys  # (vectorize imports this module)
+
+    numbers, tokens = number_tokens_python(token_lists)
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+    rows = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
+    width = max(len(tokens), 1)
+    keys = np.sort(sortable_keys(rows * width + numbers, len(token_lists) * width))
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))[:keys.size])
+    counts = np.diff(np.append(starts, keys.size))
+    row, columns = np.divmod(keys[starts].astype(np.int64), width)
+    distinct = np.bincount(row, minlength=len(token_lists))
+    return tokens, distinct.astype(np.int64), columns, counts.astype(np.int64)
+
+
+def count_messages(token_lists: list[list[str]]
+                   ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Number the distinct tokens of ``token_lists`` in order of first sight (as
+    ``number_tokens``), and count each list's distinct tokens.
+
+    RETURNS (tokens, distinct, columns, counts): the distinct tokens in number order;
+    per list, how many distinct tokens it holds (int64); then, list after list, each
+    one's number and how many times the list holds it (int64). Within a list the
+    entries come in no set order (C: first sight in the list; Python: number order):
+    sums over them are the same either way.
+    """
+    if _speedups is None:
+        return count_messages_python(token_lists)
+    lists = [t if isinstance(t, list) else list(t) for t in token_lists]
+    total = sum(map(len, lists))
+    distinct = np.empty(len(lists), dtype=np.int64)
+    columns, counts = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    column_of: dict[str, int] = {}
+    written = _speedups.count_messages(lists, column_of, distinct, columns, counts)
+    return list(column_of), distinct, columns[:written], counts[:written]
 
 
 def join_chunks_python(entries: list[tuple]) -> list[str]:

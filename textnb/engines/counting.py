@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ledger import matches, runs_hashes
+from ..ledger import counted_runs_hashes, matches
 from ..pipeline import SpamFilter
 from ..retrain import LedgerMismatchError
-from ..speedups import number_tokens
+from ..speedups import count_messages
 from ..token_store import TokenStore
-from ..vectorize import Vocabulary, sortable_keys
+from ..vectorize import Vocabulary
 
 __all__ = ["Counts", "merge_counts", "count_tokens", "Work", "Counted", "count_work",
            "count_into"]
@@ -127,18 +127,19 @@ def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
     Bernoulli model, which counts documents); else its occurrences.
 
     No vocabulary, no matrix, no string sorted. One pass over the tokens gives each
-    its column among the batch's distinct tokens (``speedups.number_tokens``: in
-    Python, Enron's training tokens in 1.0-1.1 CPU-s against 1.6-2.0 for
-    ``dict.fromkeys``, a dict of columns and a look-up pass); one sort of
-    the (message, column) keys gives each message's distinct tokens with their term
-    frequencies; the tokens hashes are cumulative sums over the distinct tokens'
-    hashes (``ledger.runs_hashes``).
+    its column among the batch's distinct tokens and each message's distinct tokens
+    with their term frequencies (``speedups.count_messages``); the tokens hashes are
+    sums over the distinct tokens' hashes (``ledger.counted_runs_hashes``).
     Counting Enron 1-3's training split in batches of 512: 4.4-5.1 -> 2.0-2.4 CPU-s
     against one sort of the strings for the version-1 hash; SpamAssassin's 2.4-2.7 ->
-    1.0-1.2 (three rounds interleaved; docs/benchmarks.md, "stop 25").
+    1.0-1.2 (three rounds interleaved; docs/benchmarks.md, "stop 25"). In C, with no
+    sort of the (message, column) keys: Enron's count stage of ``train --jobs 1`` (this
+    and the merge) 2.17-2.19 -> 1.94-2.02 CPU-s (docs/benchmarks.md, "stop 28").
     """
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
-    columns, tokens = number_tokens(token_lists)  # the columns, in order of first sight
+    # The columns, in order of first sight; per message, its distinct tokens' columns
+    # and term frequencies.
+    tokens, distinct, column, tf = count_messages(token_lists)
     n = len(tokens)
     if hashes:
         # Packed as UTF-8 once, for the hashes and for the answer: the calling process
@@ -146,18 +147,12 @@ def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
         # crosses the process boundary as two buffers, not a str a token.
         tokens = TokenStore(tokens)
         hashed = tokens.hashes().view(np.uint64)
+        message_hashes = counted_runs_hashes(hashed, column, tf, distinct, lengths)
     else:
-        hashed = None
-    message_hashes = runs_hashes(hashed, columns, lengths) if hashes else []
-    rows = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
-    width = max(n, 1)
-    keys = np.sort(sortable_keys(rows * width + columns, len(token_lists) * width))
-    # Runs of equal keys: a message's distinct tokens and their term frequencies.
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))[:keys.size])
-    tf = np.diff(np.append(starts, keys.size)).astype(np.float64)
-    row, column = np.divmod(keys[starts], width)
+        hashed, message_hashes = None, []
+    row = np.repeat(np.arange(len(token_lists), dtype=np.int64), distinct)
     codes = np.asarray(label_codes, dtype=np.int64)
-    weights = np.ones(column.size) if presence else tf
+    weights = np.ones(column.size) if presence else tf.astype(np.float64)
     feature_count = np.bincount(codes[row] * n + column, weights=weights,
                                 minlength=2 * n).reshape(2, n)
     doc_freq = np.bincount(column, minlength=n).astype(np.float64)
