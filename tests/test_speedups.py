@@ -110,6 +110,40 @@ def test_number_tokens_checks_its_buffer():
         _speedups.number_tokens(lists, {}, b"\0" * 24)
 
 
+# Every character str.split() splits at, and some it does not (zero-width space, NUL).
+SPACES = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+NOT_SPACES = "\u200b\x00\ufeff"
+
+
+@needs_c
+def test_lookup_chunks_in_c_equals_python():
+    rng = np.random.default_rng(13)
+    alphabet = WORDS + list(SPACES) + list(NOT_SPACES) + [" ", "\n", "x" * 30]
+    cache = {"free": ("free-entry",), "café": (), "日本語": ("a", "b"), "x" * 25: ("cut",)}
+    texts = ["", " ", "free", " free  café\t日本語\n", "\u3000free\u3000", "x" * 70]
+    for _ in range(300):
+        texts.append("".join(alphabet[int(i)] for i in rng.integers(len(alphabet),
+                                                                     size=int(rng.integers(0, 40)))))
+    for text in texts:
+        for max_chunk in (1, 25, 2000):
+            expected = speedups.lookup_chunks_python(text, cache, max_chunk)
+            got = _speedups.lookup_chunks(text, cache, max_chunk)
+            assert got == expected, (text, max_chunk)
+            assert all(type(chunk) is str for chunk in got[0])
+
+
+@needs_c
+def test_lookup_chunks_splits_where_str_split_does():
+    text = "a" + "a".join(SPACES + NOT_SPACES) + "a"
+    chunks, values, misses = _speedups.lookup_chunks(text, {}, 2000)
+    assert chunks == text.split()
+    assert values == [None] * len(chunks) and misses == len(chunks)
+    with pytest.raises(ValueError, match="at least 1"):
+        _speedups.lookup_chunks("free", {}, 0)
+    with pytest.raises(TypeError):
+        _speedups.lookup_chunks(b"free", {}, 10)
+
+
 def _by_list(distinct: np.ndarray, columns: np.ndarray, counts: np.ndarray) -> list[list]:
     """Each list's (number, count) entries, sorted: their order within a list is free."""
     ends = np.cumsum(distinct)

@@ -57,6 +57,61 @@ extend_with_tuple(PyObject *out, PyObject *items)
     return 0;
 }
 
+PyDoc_STRVAR(lookup_chunks_doc,
+"lookup_chunks(text, cache, max_chunk) -> (chunks, values, misses)\n\n"
+"The whitespace-free chunks of text (text.split(), each cut to max_chunk characters),\n"
+"the value of each in the dict cache (None for a chunk not in it), and how many of\n"
+"the chunks are not in it.");
+
+static PyObject *
+lookup_chunks(PyObject *module, PyObject *args)
+{
+    PyObject *text, *cache;
+    Py_ssize_t max_chunk;
+    if (!PyArg_ParseTuple(args, "UO!n:lookup_chunks", &text, &PyDict_Type, &cache, &max_chunk))
+        return NULL;
+    if (max_chunk < 1) {
+        PyErr_SetString(PyExc_ValueError, "lookup_chunks: max_chunk must be at least 1");
+        return NULL;
+    }
+    PyObject *chunks = PyList_New(0), *values = PyList_New(0);
+    if (chunks == NULL || values == NULL)
+        goto error;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, misses = 0;
+    while (i < n) {
+        /* The same whitespace as str.split() with no argument. */
+        while (i < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
+            i++;
+        if (i >= n)
+            break;
+        Py_ssize_t start = i;
+        while (i < n && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
+            i++;
+        Py_ssize_t end = i - start > max_chunk ? start + max_chunk : i;
+        PyObject *chunk = PyUnicode_Substring(text, start, end);
+        if (chunk == NULL)
+            goto error;
+        int failed = PyList_Append(chunks, chunk);
+        PyObject *value = failed < 0 ? NULL : PyDict_GetItemWithError(cache, chunk);
+        Py_DECREF(chunk);  /* the list holds it */
+        if (failed < 0 || (value == NULL && PyErr_Occurred()))
+            goto error;
+        if (value == NULL) {
+            value = Py_None;
+            misses++;
+        }
+        if (PyList_Append(values, value) < 0)
+            goto error;
+    }
+    return Py_BuildValue("(NNn)", chunks, values, misses);
+error:
+    Py_XDECREF(chunks);
+    Py_XDECREF(values);
+    return NULL;
+}
+
 PyDoc_STRVAR(join_chunks_doc,
 "join_chunks(entries) -> list[str]\n\n"
 "The tokens of consecutive chunk entries (tokenize._chunk_entry), with the word pair\n"
@@ -305,6 +360,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"count_messages", count_messages, METH_VARARGS, count_messages_doc},
+    {"lookup_chunks", lookup_chunks, METH_VARARGS, lookup_chunks_doc},
     {"join_chunks", join_chunks, METH_O, join_chunks_doc},
     {"number_tokens", number_tokens, METH_VARARGS, number_tokens_doc},
     {NULL, NULL, 0, NULL},

@@ -2,10 +2,11 @@
 built at install, else in Python. Both give the same results (tests/test_speedups.py).
 
 Why C. After six rounds of cutting Python work around them (docs/benchmarks.md, stops
-22-27), two loops that touch every token were left, each a dict look-up or a list append
-per token that no arrangement of built-ins made cheaper: numbering a batch's tokens
-(``number_tokens``) and joining a text's cached chunks with the word pairs between them
-(``join_chunks``). Their measured cost in C against Python is in docs/benchmarks.md,
+22-27), the loops that touch every token or every word were left, each a dict look-up or
+a list append a step that no arrangement of built-ins made cheaper: finding a text's
+chunks in the tokenizer's cache (``lookup_chunks``), joining their tokens with the word
+pairs between them (``join_chunks``), and numbering a batch's tokens and counting them
+per message (``number_tokens``, ``count_messages``). Their measured cost in C against Python is in docs/benchmarks.md,
 "stop 28". The extension is optional (setup.py): an install without a C compiler still
 works, and ``textnb --version`` says which loops run.
 """
@@ -28,8 +29,9 @@ except ImportError:  # not built: no C compiler at install
 if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
     _speedups = None
 
-__all__ = ["number_tokens", "count_messages", "join_chunks", "implementation",
-           "number_tokens_python", "count_messages_python", "join_chunks_python"]
+__all__ = ["number_tokens", "count_messages", "lookup_chunks", "join_chunks", "implementation",
+           "number_tokens_python", "count_messages_python", "lookup_chunks_python",
+           "join_chunks_python"]
 
 
 def implementation() -> str:
@@ -101,6 +103,25 @@ def count_messages(token_lists: list[list[str]]
     column_of: dict[str, int] = {}
     written = _speedups.count_messages(lists, column_of, distinct, columns, counts)
     return list(column_of), distinct, columns[:written], counts[:written]
+
+
+def lookup_chunks_python(text: str, cache: dict, max_chunk: int
+                         ) -> tuple[list[str], list, int]:
+    """``lookup_chunks`` in Python."""
+    chunks = text.split()
+    if chunks and max(map(len, chunks)) > max_chunk:
+        chunks = [chunk[:max_chunk] for chunk in chunks]
+    values = list(map(cache.get, chunks))
+    return chunks, values, values.count(None)
+
+
+def lookup_chunks(text: str, cache: dict, max_chunk: int) -> tuple[list[str], list, int]:
+    """The whitespace-free chunks of ``text`` (``text.split()``, each cut to
+    ``max_chunk`` characters), each one's value in ``cache`` (None if it has none), and
+    the number of chunks with none."""
+    if _speedups is None:
+        return lookup_chunks_python(text, cache, max_chunk)
+    return _speedups.lookup_chunks(text, cache, max_chunk)
 
 
 def join_chunks_python(entries: list[tuple]) -> list[str]:

@@ -31,7 +31,7 @@ from . import scripts
 from .config import TokenizerConfig
 from .ledger import added_after_delivery
 from .spacy_import import import_spacy
-from .speedups import join_chunks
+from .speedups import join_chunks, lookup_chunks
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
@@ -267,11 +267,11 @@ class EmailTokenizer:
         if cache is None:
             cache = self._chunk_cache[namespace] = {}
         if limit is None:
-            mapped = self._mapped(text.split(), cache, namespace)
+            mapped = self._mapped(text, cache, namespace)
         else:
             mapped, n_tokens = [], 0
             for piece in _pieces(text, _PIECE):
-                values = self._mapped(piece.split(), cache, namespace)
+                values = self._mapped(piece, cache, namespace)
                 mapped.extend(values)
                 # Tokens, not words: one word in Chinese can give a thousand.
                 n_tokens += (sum(map(_WORD_TOKENS, filter(None, values))) if self.cfg.bigrams
@@ -284,12 +284,11 @@ class EmailTokenizer:
         # (``_chunk_entry``); only the pair across two chunks is made here.
         return join_chunks(mapped)
 
-    def _mapped(self, chunks: list[str], cache: dict, namespace: str) -> list[tuple]:
-        """What each of ``chunks`` maps to: from the cache, else from one spaCy call."""
-        if chunks and max(map(len, chunks)) > _MAX_CHUNK:
-            chunks = [chunk[:_MAX_CHUNK] for chunk in chunks]
-        mapped = list(map(cache.get, chunks))
-        if None in mapped:
+    def _mapped(self, text: str, cache: dict, namespace: str) -> list[tuple]:
+        """What each whitespace-free chunk of ``text`` (cut to ``_MAX_CHUNK``) maps to:
+        from the cache, else from one spaCy call."""
+        chunks, mapped, misses = lookup_chunks(text, cache, _MAX_CHUNK)
+        if misses:
             new = dict.fromkeys(compress(chunks, map(is_, mapped, repeat(None))))
             values = self._map_new_chunks(list(new), cache, namespace)
             mapped = list(map(values.get, chunks, mapped))  # a new chunk's value, else the cached
