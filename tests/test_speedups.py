@@ -51,13 +51,33 @@ def test_join_chunks_in_c_equals_python():
 
 
 @needs_c
+def test_count_words_in_c_equals_python():
+    rng = np.random.default_rng(17)
+    for n in (0, 1, 50, 2000):
+        entries = _entries(rng, n)
+        assert _speedups.count_words(entries) == speedups.count_words_python(entries)
+    assert speedups.count_words_python(["free", (), _chunk_entry([("a",), ("b", "c")])]) == 4
+    with pytest.raises(TypeError, match="7-tuple"):
+        _speedups.count_words([("free",)])
+
+
+def test_a_one_token_chunk_is_cached_as_its_token():
+    assert _chunk_entry([("free",)]) == "free"
+    assert _chunk_entry([]) == ()
+    assert isinstance(_chunk_entry([("free", "email:addr")]), tuple)
+    assert isinstance(_chunk_entry([("free",), ("money",)]), tuple)
+
+
+@needs_c
 def test_join_chunks_pairs_every_string_width():
     for left in WORDS:
         for right in WORDS:
-            entries = [_chunk_entry([(left,)]), (), _chunk_entry([(right,)])]
             expected = [left, right, f"bi:{left} {right}"]  # a pair follows its second word
-            assert speedups.join_chunks_python(entries) == expected
-            assert _speedups.join_chunks(entries) == expected
+            as_tuple = (left,), (), left, True, left, True, 1
+            for entries in ([_chunk_entry([(left,)]), (), _chunk_entry([(right,)])],
+                            [as_tuple, _chunk_entry([(right,)])]):
+                assert speedups.join_chunks_python(entries) == expected
+                assert _speedups.join_chunks(entries) == expected
 
 
 @needs_c

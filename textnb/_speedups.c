@@ -114,8 +114,9 @@ error:
 
 PyDoc_STRVAR(join_chunks_doc,
 "join_chunks(entries) -> list[str]\n\n"
-"The tokens of consecutive chunk entries (tokenize._chunk_entry), with the word pair\n"
-"across each two neighbouring entries whose facing words both pair.");
+"The tokens of consecutive chunk entries (tokenize._chunk_entry: (), a str, or a\n"
+"7-tuple), with the word pair across each two neighbouring entries whose facing words\n"
+"both pair.");
 
 static PyObject *
 join_chunks(PyObject *module, PyObject *entries)
@@ -132,10 +133,30 @@ join_chunks(PyObject *module, PyObject *entries)
     Py_ssize_t n = PyList_GET_SIZE(entries);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *entry = PyList_GET_ITEM(entries, i);
+        if (PyUnicode_CheckExact(entry)) {  /* a chunk of one token */
+            if (PyList_Append(out, entry) < 0)
+                goto error;
+            Py_ssize_t colon = PyUnicode_FindChar(entry, ':', 0, PyUnicode_GET_LENGTH(entry), 1);
+            if (colon == -2)
+                goto error;
+            int pairs = colon == -1;
+            if (prev_pairs && pairs) {
+                PyObject *pair = make_pair(prev, entry);
+                if (pair == NULL)
+                    goto error;
+                int failed = PyList_Append(out, pair);
+                Py_DECREF(pair);
+                if (failed < 0)
+                    goto error;
+            }
+            prev = entry;
+            prev_pairs = pairs;
+            continue;
+        }
         if (entry == Py_None || (PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 0))
             continue;
         if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 7) {
-            PyErr_SetString(PyExc_TypeError, "a chunk entry must be () or a 7-tuple");
+            PyErr_SetString(PyExc_TypeError, "a chunk entry must be (), a str or a 7-tuple");
             goto error;
         }
         PyObject *first = PyTuple_GET_ITEM(entry, 2), *last = PyTuple_GET_ITEM(entry, 4);
@@ -358,7 +379,40 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(count_words_doc,
+"count_words(entries) -> int\n\n"
+"The word tokens of chunk entries: 1 for a str, the last item of a 7-tuple, 0 for ().");
+
+static PyObject *
+count_words(PyObject *module, PyObject *entries)
+{
+    if (!PyList_Check(entries)) {
+        PyErr_SetString(PyExc_TypeError, "count_words takes a list of chunk entries");
+        return NULL;
+    }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); i++) {
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        if (PyUnicode_CheckExact(entry)) {
+            total++;
+            continue;
+        }
+        if (!PyTuple_Check(entry) || (PyTuple_GET_SIZE(entry) != 0 && PyTuple_GET_SIZE(entry) != 7)) {
+            PyErr_SetString(PyExc_TypeError, "a chunk entry must be (), a str or a 7-tuple");
+            return NULL;
+        }
+        if (PyTuple_GET_SIZE(entry) == 0)
+            continue;
+        Py_ssize_t words = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 6));
+        if (words == -1 && PyErr_Occurred())
+            return NULL;
+        total += words;
+    }
+    return PyLong_FromSsize_t(total);
+}
+
 static PyMethodDef methods[] = {
+    {"count_words", count_words, METH_O, count_words_doc},
     {"count_messages", count_messages, METH_VARARGS, count_messages_doc},
     {"lookup_chunks", lookup_chunks, METH_VARARGS, lookup_chunks_doc},
     {"join_chunks", join_chunks, METH_O, join_chunks_doc},

@@ -29,9 +29,9 @@ except ImportError:  # not built: no C compiler at install
 if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
     _speedups = None
 
-__all__ = ["number_tokens", "count_messages", "lookup_chunks", "join_chunks", "implementation",
-           "number_tokens_python", "count_messages_python", "lookup_chunks_python",
-           "join_chunks_python"]
+__all__ = ["number_tokens", "count_messages", "lookup_chunks", "join_chunks", "count_words",
+           "implementation", "number_tokens_python", "count_messages_python",
+           "lookup_chunks_python", "join_chunks_python", "count_words_python"]
 
 
 def implementation() -> str:
@@ -124,12 +124,18 @@ def lookup_chunks(text: str, cache: dict, max_chunk: int) -> tuple[list[str], li
     return _speedups.lookup_chunks(text, cache, max_chunk)
 
 
-def join_chunks_python(entries: list[tuple]) -> list[str]:
+def join_chunks_python(entries: list[tuple | str]) -> list[str]:
     """``join_chunks`` in Python."""
     out: list[str] = []
     prev, prev_pairs = None, False
     for entry in entries:
-        if entry:
+        if type(entry) is str:
+            out.append(entry)
+            pairs = ":" not in entry
+            if prev_pairs and pairs:
+                out.append(f"bi:{prev} {entry}")
+            prev, prev_pairs = entry, pairs
+        elif entry:
             head, tail, first, first_pairs, last, last_pairs, _ = entry
             out.extend(head)
             if prev_pairs and first_pairs:
@@ -139,12 +145,26 @@ def join_chunks_python(entries: list[tuple]) -> list[str]:
     return out
 
 
-def join_chunks(entries: list[tuple]) -> list[str]:
+def join_chunks(entries: list[tuple | str]) -> list[str]:
     """The tokens of a text's consecutive chunk entries (``tokenize._chunk_entry``: ()
-    for a chunk that maps to nothing, else (first word's tokens, the rest's tokens with
-    their pairs, first word, whether it pairs, last word, whether it pairs, count)),
-    with the word pair ``bi:LAST FIRST`` across two neighbouring entries whose facing
-    words both pair."""
+    for a chunk that maps to nothing; a str for a chunk of one token; else (first
+    word's tokens, the rest's tokens with their pairs, first word, whether it pairs,
+    last word, whether it pairs, count)), with the word pair ``bi:LAST FIRST`` across
+    two neighbouring entries whose facing words both pair (a word pairs when it holds
+    no ':', the namespace mark)."""
     if _speedups is None:
         return join_chunks_python(entries)
     return _speedups.join_chunks(entries if isinstance(entries, list) else list(entries))
+
+
+def count_words_python(entries: list[tuple | str]) -> int:
+    """``count_words`` in Python."""
+    return sum(1 if type(entry) is str else entry[6] for entry in entries if entry)
+
+
+def count_words(entries: list[tuple | str]) -> int:
+    """The word tokens of chunk entries (as ``join_chunks`` takes them), not counting
+    the pairs between words: what the tokenizer's token budget counts."""
+    if _speedups is None:
+        return count_words_python(entries)
+    return _speedups.count_words(entries if isinstance(entries, list) else list(entries))

@@ -24,14 +24,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from email.utils import getaddresses
 from itertools import chain, compress, repeat
-from operator import is_, itemgetter
+from operator import is_
 from typing import TYPE_CHECKING
 
 from . import scripts
 from .config import TokenizerConfig
 from .ledger import added_after_delivery
 from .spacy_import import import_spacy
-from .speedups import join_chunks, lookup_chunks
+from .speedups import count_words, join_chunks, lookup_chunks
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
@@ -274,8 +274,7 @@ class EmailTokenizer:
                 values = self._mapped(piece, cache, namespace)
                 mapped.extend(values)
                 # Tokens, not words: one word in Chinese can give a thousand.
-                n_tokens += (sum(map(_WORD_TOKENS, filter(None, values))) if self.cfg.bigrams
-                             else sum(map(len, values)))
+                n_tokens += count_words(values) if self.cfg.bigrams else sum(map(len, values))
                 if n_tokens >= limit:
                     break
         if not self.cfg.bigrams:
@@ -575,15 +574,20 @@ def _plain_words(chunk: str) -> tuple[str, ...] | None:
     return None
 
 
-def _chunk_entry(words: list[tuple[str, ...]]) -> tuple:
+def _chunk_entry(words: list[tuple[str, ...]]) -> tuple | str:
     """What bigram mode caches for a whitespace-free chunk, from its non-empty mapped
-    words: () for none, else (the first word's tokens, the rest's tokens with the word
-    pairs between them, the first word's first token and whether it pairs, the same for
-    the last word, and the number of word tokens). A pair joins two consecutive words'
+    words: () for none; the token itself for one word of one token (most chunks: the
+    entry is one object, not three, which is what joining them touches, per
+    occurrence); else (the first word's tokens, the rest's tokens with the word pairs
+    between them, the first word's first token and whether it pairs, the same for the
+    last word, and the number of word tokens). A pair joins two consecutive words'
     first tokens when neither is namespaced (holds a ':'), as ``text_tokens`` made it
-    word by word; now only the pair across two chunks is made per occurrence."""
+    word by word; now only the pair across two chunks is made per occurrence
+    (``speedups.join_chunks``)."""
     if not words:
         return ()
+    if len(words) == 1 and len(words[0]) == 1:
+        return words[0][0]
     head, tail = words[0], []
     prev = head[0]
     for word in words[1:]:
@@ -594,9 +598,6 @@ def _chunk_entry(words: list[tuple[str, ...]]) -> tuple:
         prev = first
     return (head, tuple(tail), head[0], ":" not in head[0], prev, ":" not in prev,
             sum(map(len, words)))
-
-
-_WORD_TOKENS = itemgetter(6)  # a chunk entry's number of word tokens (the limit counts them)
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
