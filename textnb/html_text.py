@@ -89,8 +89,9 @@ class _Extractor(HTMLParser):
 
 def tidy(text: str) -> str:
     """Collapse spaces within lines and drop empty lines."""
-    lines = (" ".join(line.split()) for line in text.splitlines())
-    return "\n".join(line for line in lines if line)
+    # map and filter, not generator expressions: the same lines, with no Python step per
+    # line (SpamAssassin's 961 HTML parts in its training split have 287,000 lines).
+    return "\n".join(map(" ".join, filter(None, map(str.split, text.splitlines()))))
 
 
 # The stdlib parser is given the markup in pieces of this many characters, so that an
