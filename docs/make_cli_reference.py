@@ -79,7 +79,7 @@ def render() -> str:
         _paragraphs(group.help or ""),
         "",
         "`textnb --help` lists the commands, `textnb COMMAND --help` shows one of them, "
-        "`textnb --version` prints the version. Exit status: 0 done, 1 an operator error "
+        "`textnb --version` prints the version and whether the per-token loops run in C or in Python (no C compiler at install). Exit status: 0 done, 1 an operator error "
         "(one line on stderr naming the value and the fix), 2 bad usage; `textnb filter` "
         "and `textnb-client` keep their own codes (below).",
         "",
