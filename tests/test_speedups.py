@@ -100,9 +100,11 @@ def test_number_tokens_in_c_equals_python():
     for n in (10, 500):
         cases.append([[vocabulary[int(i)] for i in rng.integers(len(vocabulary), size=int(k))]
                       for k in rng.integers(0, 60, size=n)])
+    word = WORDS[0]
+    assert word.encode().decode() is not word  # the copies below are other objects
     for lists in cases:
         # Equal tokens that are not the same object (as the tokenizer makes word pairs).
-        lists = [[("%s" % token) + "" if j % 2 else token for j, token in enumerate(tokens)]
+        lists = [[token.encode().decode() if j % 2 else token for j, token in enumerate(tokens)]
                  for tokens in lists]
         numbers, distinct = speedups.number_tokens_python(lists)
         out = np.empty(numbers.size, dtype=np.int64)

@@ -283,7 +283,7 @@ class EmailTokenizer:
         # (``_chunk_entry``); only the pair across two chunks is made here.
         return join_chunks(mapped)
 
-    def _mapped(self, text: str, cache: dict, namespace: str) -> list[tuple]:
+    def _mapped(self, text: str, cache: dict, namespace: str) -> list[tuple | str]:
         """What each whitespace-free chunk of ``text`` (cut to ``_MAX_CHUNK``) maps to:
         from the cache, else from one spaCy call."""
         chunks, mapped, misses = lookup_chunks(text, cache, _MAX_CHUNK)
@@ -293,7 +293,8 @@ class EmailTokenizer:
             mapped = list(map(values.get, chunks, mapped))  # a new chunk's value, else the cached
         return mapped
 
-    def _map_new_chunks(self, new: list[str], cache: dict, namespace: str) -> dict[str, tuple]:
+    def _map_new_chunks(self, new: list[str], cache: dict, namespace: str
+                        ) -> dict[str, tuple | str]:
         """What each of ``new`` (distinct chunks) maps to, from one spaCy call; also cached."""
         values: dict[str, tuple] = {}
         lex, bigrams = self._attributes, self.cfg.bigrams
