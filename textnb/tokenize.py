@@ -195,7 +195,7 @@ class EmailTokenizer:
         # namespace -> word -> the tokens that word maps to
         self._word_cache: dict[str, dict[str, tuple[str, ...]]] = {}
         # namespace -> whitespace-free chunk -> its tokens (bigram mode: its words' tuples)
-        self._chunk_cache: dict[str, dict[str, tuple]] = {}
+        self._chunk_cache: dict[str, dict[str, tuple | str]] = {}
         # (field name, value) -> tokens of an address field
         self._address_cache: dict[tuple[str, str], tuple[str, ...]] = {}
 
@@ -296,7 +296,7 @@ class EmailTokenizer:
     def _map_new_chunks(self, new: list[str], cache: dict, namespace: str
                         ) -> dict[str, tuple | str]:
         """What each of ``new`` (distinct chunks) maps to, from one spaCy call; also cached."""
-        values: dict[str, tuple] = {}
+        values: dict[str, tuple | str] = {}
         lex, bigrams = self._attributes, self.cfg.bigrams
         if lex is None:
             self.spacy  # loads the attributes with spaCy
@@ -368,7 +368,7 @@ class EmailTokenizer:
         return word
 
     @staticmethod
-    def _cache_values(values: dict[str, tuple], cache: dict) -> dict[str, tuple]:
+    def _cache_values(values: dict[str, tuple | str], cache: dict) -> dict[str, tuple | str]:
         if len(cache) + len(values) > _CACHE_LIMIT:
             cache.clear()  # bounded memory on huge mailboxes; frequent chunks return at once
         cache.update(values)
