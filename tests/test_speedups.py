@@ -144,8 +144,8 @@ def test_lookup_chunks_in_c_equals_python():
     cache = {"free": ("free-entry",), "café": (), "日本語": ("a", "b"), "x" * 25: ("cut",)}
     texts = ["", " ", "free", " free  café\t日本語\n", "\u3000free\u3000", "x" * 70]
     for _ in range(300):
-        texts.append("".join(alphabet[int(i)] for i in rng.integers(len(alphabet),
-                                                                     size=int(rng.integers(0, 40)))))
+        picks = rng.integers(len(alphabet), size=int(rng.integers(0, 40)))
+        texts.append("".join(alphabet[int(i)] for i in picks))
     for text in texts:
         for max_chunk in (1, 25, 2000):
             expected = speedups.lookup_chunks_python(text, cache, max_chunk)
