@@ -5,11 +5,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from textnb import speedups, store
 from textnb.pipeline import SpamFilter
 from textnb.sources import iter_index
-from textnb.tokenize import _chunk_entry
+from textnb.config import TokenizerConfig
+from textnb.tokenize import EmailTokenizer, _chunk_entry
 
 try:
     from textnb import _speedups
@@ -273,3 +276,33 @@ def test_pure_python_switch(monkeypatch):
         monkeypatch.delenv("TEXTNB_PURE_PYTHON")
         importlib.reload(speedups)
     assert speedups.implementation() == ("C" if _speedups is not None else "Python")
+
+
+# Text with what the loops treat specially: every kind of space, namespace marks, the
+# affixes the tokenizer's rules split, URLs, and characters of every str width.
+_PIECES = list(" \t\n\r\x0b\x0c\x1c\x85\xa0\u2028\u3000:.,!?()<>@/=&$€5éж日😀") + [
+    "ab", "free", "http://x.example/", "a@b.example"]
+_TEXT = st.lists(st.sampled_from(_PIECES), max_size=40).map("".join)
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=4))
+def test_the_tokenizer_gives_the_same_tokens_with_either_loops(texts):
+    """A tokenizer on the C loops and one on the Python loops, fed the same texts in the
+    same order (so their caches hold the same), give the same tokens, text by text."""
+    built, python = EmailTokenizer(TokenizerConfig()), EmailTokenizer(TokenizerConfig())
+    for text in texts + texts:  # the second time from the caches
+        for namespace in ("", "subject:"):
+            expected_out = _with_python_loops(python.text_tokens, text, namespace)
+            assert built.text_tokens(text, namespace) == expected_out
+            limited = _with_python_loops(python.text_tokens, text, namespace, limit=3)
+            assert built.text_tokens(text, namespace, limit=3) == limited
+
+
+def _with_python_loops(function, *args, **kwargs):
+    saved, speedups._speedups = speedups._speedups, None
+    try:
+        return function(*args, **kwargs)
+    finally:
+        speedups._speedups = saved
