@@ -227,6 +227,12 @@ def test_count_messages_checks_its_arguments():
     with pytest.raises(TypeError, match="tokens must be str"):
         _speedups.number_tokens([["a", b"a"]], {}, np.empty(2, dtype=np.int64))
 
+    for numbers, error in (({"a": -5}, ValueError), ({"a": "0"}, TypeError)):
+        with pytest.raises(error):
+            _speedups.number_tokens([["a"]], numbers, np.empty(1, dtype=np.int64))
+        with pytest.raises(error):
+            _speedups.count_messages([["a"]], numbers, *(np.empty(1, dtype=np.int64),) * 3)
+
     class Token(str):
         pass
     with pytest.raises(TypeError, match="not Token"):

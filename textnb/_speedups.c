@@ -208,8 +208,12 @@ token_number(PyObject *column_of, PyObject *token)
         return -1;
     }
     PyObject *number = PyDict_GetItemWithError(column_of, token);
-    if (number != NULL)
-        return PyLong_AsSsize_t(number);
+    if (number != NULL) {
+        Py_ssize_t found = PyLong_AsSsize_t(number);  /* TypeError if not an int */
+        if (found < 0 && !PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "column_of holds a negative number");
+        return found < 0 ? -1 : found;
+    }
     if (PyErr_Occurred())
         return -1;
     Py_ssize_t value = PyDict_GET_SIZE(column_of);
