@@ -312,3 +312,44 @@ def _with_python_loops(function, *args, **kwargs):
         return function(*args, **kwargs)
     finally:
         speedups._speedups = saved
+
+
+@needs_c
+def test_the_hash_index_finds_the_first_column_of_each_hash():
+    """Columns added batch by batch (the table grown many times): each hash finds the
+    first column that had it, a repeat is reported as taken, an unknown hash gives -1."""
+    rng = np.random.default_rng(23)
+    index, first = speedups.HashIndex(_speedups), {}
+    for _ in range(60):
+        hashes = rng.integers(-2**63, 2**63 - 1, size=int(rng.integers(0, 400)), dtype=np.int64)
+        hashes[::7] = rng.integers(0, 50, size=hashes[::7].size)  # repeats, across batches too
+        start = len(index)
+        taken = index.add(hashes)
+        expected = []
+        for column, h in enumerate(hashes.tolist(), start=start):
+            expected.append(h in first)
+            first.setdefault(h, column)
+        assert taken.tolist() == expected
+    queries = np.array(list(first) + [12345678901, -5], dtype=np.int64)
+    assert index.find(queries).tolist() == list(first.values()) + [-1, -1]
+    assert index.repeats(np.array([3, 9, 3], dtype=np.int64))
+    assert not index.repeats(np.array([3, 9, 4], dtype=np.int64))
+    assert speedups.HashIndex(_speedups).find(np.array([1], dtype=np.int64)).tolist() == [-1]
+
+
+@needs_c
+def test_the_hash_index_functions_check_their_arguments():
+    keys = np.arange(4, dtype=np.int64)
+    with pytest.raises(TypeError, match="power of two"):
+        _speedups.index_find(np.zeros(6, np.int32), keys, keys, np.empty(4, np.int64))
+    with pytest.raises(TypeError, match="power of two"):
+        _speedups.index_find(np.zeros(8, np.int64), keys, keys, np.empty(4, np.int64))
+    with pytest.raises(ValueError, match="as long as hashes"):
+        _speedups.index_find(np.zeros(8, np.int32), keys, keys, np.empty(3, np.int64))
+    with pytest.raises(ValueError, match="range"):
+        _speedups.index_insert(np.zeros(8, np.int32), keys, 2, 6, np.empty(4, np.uint8))
+    with pytest.raises(ValueError, match="full"):
+        _speedups.index_insert(np.zeros(2, np.int32), keys, 0, 4, np.empty(4, np.uint8))
+    slots = np.full(8, 99, np.int32)  # names a column that keys does not have
+    with pytest.raises(ValueError, match="names no column"):
+        _speedups.index_find(slots, keys, keys, np.empty(4, np.int64))

@@ -422,7 +422,174 @@ count_words(PyObject *module, PyObject *entries)
     return PyLong_FromSsize_t(total);
 }
 
+/* The vocabulary's index (speedups.HashIndex): open addressing with linear probing over
+ * `slots` (int32, a power of two long; 0 empty, else a column + 1), the columns' hashes
+ * in `keys` (int64, column order). A slot names the first column with its hash. */
+static Py_ssize_t
+first_slot(uint64_t hash, uint64_t mask)
+{
+    hash ^= hash >> 33;  /* MurmurHash3's finalizer: every bit of the hash reaches the slot */
+    hash *= 0xff51afd7ed558ccdULL;
+    hash ^= hash >> 33;
+    return (Py_ssize_t)(hash & mask);
+}
+
+static int
+index_buffers(PyObject *slots_object, PyObject *keys_object, Py_buffer *slots_view,
+              Py_buffer *keys_view)
+{
+    if (PyObject_GetBuffer(slots_object, slots_view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    Py_ssize_t n_slots = slots_view->len / 4;
+    if (slots_view->itemsize != 4 || slots_view->format == NULL
+        || (strcmp(slots_view->format, "i") != 0 && strcmp(slots_view->format, "<i") != 0
+            && strcmp(slots_view->format, "=i") != 0)
+        || n_slots < 1 || (n_slots & (n_slots - 1)) != 0) {
+        PyErr_SetString(PyExc_TypeError, "slots must be an int32 buffer a power of two long");
+        PyBuffer_Release(slots_view);
+        return -1;
+    }
+    if (int64_buffer(keys_object, keys_view, "keys") < 0) {
+        PyBuffer_Release(slots_view);
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(index_insert_doc,
+"index_insert(slots, keys, start, stop, taken) -> None\n\n"
+"Index columns start .. stop - 1 (their hashes keys[start:stop]), in order; taken[i]\n"
+"(uint8) is set to 1 for a column whose hash an indexed column has already (it is\n"
+"not indexed), else 0. The slots must keep at least one empty.");
+
+static PyObject *
+index_insert(PyObject *module, PyObject *args)
+{
+    PyObject *slots_object, *keys_object, *taken_object;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "OOnnO:index_insert", &slots_object, &keys_object, &start,
+                          &stop, &taken_object))
+        return NULL;
+    Py_buffer slots_view, keys_view, taken_view;
+    if (index_buffers(slots_object, keys_object, &slots_view, &keys_view) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(taken_object, &taken_view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&slots_view);
+        PyBuffer_Release(&keys_view);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int32_t *slots = slots_view.buf;
+    int64_t *keys = keys_view.buf;
+    uint8_t *taken = taken_view.buf;
+    Py_ssize_t n_slots = slots_view.len / 4, n_keys = keys_view.len / 8;
+    if (start < 0 || stop < start || stop > n_keys || stop > INT32_MAX
+        || taken_view.len != stop - start) {
+        PyErr_SetString(PyExc_ValueError, "index_insert: columns out of keys' or taken's range");
+        goto done;
+    }
+    for (Py_ssize_t column = start; column < stop; column++) {
+        int64_t key = keys[column];
+        Py_ssize_t at = first_slot((uint64_t)key, (uint64_t)(n_slots - 1)), probes = 0;
+        for (;;) {
+            int32_t held = slots[at];
+            if (held == 0) {
+                slots[at] = (int32_t)(column + 1);
+                taken[column - start] = 0;
+                break;
+            }
+            if (held < 1 || held > n_keys) {
+                PyErr_SetString(PyExc_ValueError, "index_insert: a slot names no column");
+                goto done;
+            }
+            if (keys[held - 1] == key) {
+                taken[column - start] = 1;
+                break;
+            }
+            if (++probes == n_slots) {
+                PyErr_SetString(PyExc_ValueError, "index_insert: the slots are full");
+                goto done;
+            }
+            at = (at + 1) & (n_slots - 1);
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&slots_view);
+    PyBuffer_Release(&keys_view);
+    PyBuffer_Release(&taken_view);
+    return result;
+}
+
+PyDoc_STRVAR(index_find_doc,
+"index_find(slots, keys, hashes, out) -> None\n\n"
+"out[i] (int64) gets the column indexed under hashes[i], or -1.");
+
+static PyObject *
+index_find(PyObject *module, PyObject *args)
+{
+    PyObject *slots_object, *keys_object, *hashes_object, *out_object;
+    if (!PyArg_ParseTuple(args, "OOOO:index_find", &slots_object, &keys_object, &hashes_object,
+                          &out_object))
+        return NULL;
+    Py_buffer slots_view, keys_view, hashes_view, out_view;
+    if (index_buffers(slots_object, keys_object, &slots_view, &keys_view) < 0)
+        return NULL;
+    if (int64_buffer(hashes_object, &hashes_view, "hashes") < 0) {
+        PyBuffer_Release(&slots_view);
+        PyBuffer_Release(&keys_view);
+        return NULL;
+    }
+    if (int64_buffer(out_object, &out_view, "out") < 0) {
+        PyBuffer_Release(&slots_view);
+        PyBuffer_Release(&keys_view);
+        PyBuffer_Release(&hashes_view);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int32_t *slots = slots_view.buf;
+    int64_t *keys = keys_view.buf, *hashes = hashes_view.buf, *out = out_view.buf;
+    Py_ssize_t n_slots = slots_view.len / 4, n_keys = keys_view.len / 8;
+    Py_ssize_t n = hashes_view.len / 8;
+    if (out_view.len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "index_find: out must be as long as hashes");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t key = hashes[i], found = -1;
+        Py_ssize_t at = first_slot((uint64_t)key, (uint64_t)(n_slots - 1)), probes = 0;
+        for (;;) {
+            int32_t held = slots[at];
+            if (held == 0)
+                break;
+            if (held < 1 || held > n_keys) {
+                PyErr_SetString(PyExc_ValueError, "index_find: a slot names no column");
+                goto done;
+            }
+            if (keys[held - 1] == key) {
+                found = held - 1;
+                break;
+            }
+            if (++probes == n_slots)
+                break;
+            at = (at + 1) & (n_slots - 1);
+        }
+        out[i] = found;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&slots_view);
+    PyBuffer_Release(&keys_view);
+    PyBuffer_Release(&hashes_view);
+    PyBuffer_Release(&out_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"index_insert", index_insert, METH_VARARGS, index_insert_doc},
+    {"index_find", index_find, METH_VARARGS, index_find_doc},
     {"count_words", count_words, METH_O, count_words_doc},
     {"count_messages", count_messages, METH_VARARGS, count_messages_doc},
     {"lookup_chunks", lookup_chunks, METH_VARARGS, lookup_chunks_doc},

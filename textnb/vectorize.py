@@ -15,7 +15,7 @@ import numpy as np
 
 from .lazy_import import lazy_module
 from .rows import Rows
-from .speedups import number_tokens
+from .speedups import hash_index, number_tokens
 from .token_store import TokenStore
 
 sp = lazy_module("scipy.sparse")  # imported when a matrix is first built
@@ -98,6 +98,9 @@ class Vocabulary:
         self._hashes, self._order = np.zeros(0, np.int64), np.zeros(0, np.int64)
         self._new_hashes, self._new_order = np.zeros(0, np.int64), np.zeros(0, np.int64)
         self._shared: dict[str, int] = {}  # indexed tokens whose hash is not unique
+        # With the C module, the index is a hash table instead of the sorted arrays
+        # (``speedups.HashIndex``); ``_shared`` works the same with either.
+        self._table = hash_index()
         self._indexed = 0                  # columns below this are indexed
         self._lookups = 0  # calls to ``columns`` made before the columns were indexed
 
@@ -199,9 +202,13 @@ class Vocabulary:
         if not missing.size:
             return cols
         new_hashes = hashes[missing]
-        order = np.argsort(new_hashes)  # also what ``_index`` sorts by
-        ordered = new_hashes[order]
-        if (ordered[1:] == ordered[:-1]).any():
+        order = None
+        if self._table is None:
+            order = np.argsort(new_hashes)  # also what ``_index`` sorts by
+            ordered = new_hashes[order]
+            if (ordered[1:] == ordered[:-1]).any():
+                return None
+        elif self._table.repeats(new_hashes):
             return None
         start = len(self.tokens_)
         self.tokens_.extend_from(store, missing)
@@ -225,6 +232,9 @@ class Vocabulary:
         order (ndarray | None): ``np.argsort(hashes)``, if the caller has it.
         indexed (ndarray | None): bool, whether each hash is indexed already, if known.
         """
+        if self._table is not None:
+            self._index_in_table(first, hashes)
+            return
         if order is None:
             order = np.argsort(hashes)  # any order of equal hashes will do (``_shared``)
         hashes, columns = hashes[order], order + first
@@ -260,8 +270,25 @@ class Vocabulary:
             self._new_hashes.resize(0, refcheck=False)
             self._new_order.resize(0, refcheck=False)
 
+    def _index_in_table(self, first: int, hashes: np.ndarray) -> None:
+        """``_index`` with the C hash table: a column whose hash an earlier one holds goes
+        to ``_shared`` (after checking that the strings differ), in column order."""
+        if first != len(self._table):
+            raise AssertionError(f"columns {len(self._table)}.. not indexed before {first}")
+        taken = self._table.add(hashes)
+        if taken.any():
+            tokens = self.tokens_
+            for i in np.flatnonzero(taken).tolist():
+                token = tokens[first + i]
+                if token in self._shared or self._lookup([token])[0] >= 0:
+                    raise ValueError("vocabulary has duplicate tokens")
+                self._shared[token] = first + i
+        self._indexed = first + len(hashes)
+
     def _find_hashes(self, hashes: np.ndarray) -> np.ndarray:
         """The column indexed under each hash, -1 for none (not yet the string check)."""
+        if self._table is not None:
+            return self._table.find(hashes)
         cols = np.full(hashes.size, -1, dtype=np.int64)
         if not (self._hashes.size or self._new_hashes.size):
             return cols
