@@ -1,5 +1,5 @@
 /* textnb._speedups: the loops of tokenising and counting that run once per word or per
- * token, in C.
+ * token, and the vocabulary's hash index, in C.
  *
  * Each function does exactly what its Python twin in textnb/speedups.py does (that
  * module picks this one when it was built); tests/test_speedups.py checks that the two

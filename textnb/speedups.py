@@ -6,8 +6,10 @@ Why C. After six rounds of cutting Python work around them (docs/benchmarks.md, 
 a list append a step that no arrangement of built-ins made cheaper: finding a text's
 chunks in the tokenizer's cache (``lookup_chunks``), joining their tokens with the word
 pairs between them (``join_chunks``), and numbering a batch's tokens and counting them
-per message (``number_tokens``, ``count_messages``). Their measured cost in C against
-Python is in docs/benchmarks.md, "stop 28". The extension is optional (setup.py): an
+per message (``number_tokens``, ``count_messages``); and the vocabulary's index, a hash
+table here (``HashIndex``) where the sorted arrays of ``vectorize.Vocabulary`` cost a
+sort and binary searches a batch. Their measured cost in C against Python is in
+docs/benchmarks.md, "stop 28". The extension is optional (setup.py): an
 install without a C compiler still works, and ``textnb --version`` says which loops run.
 """
 
