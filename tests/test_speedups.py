@@ -319,7 +319,7 @@ def test_the_hash_index_finds_the_first_column_of_each_hash():
     """Columns added batch by batch (the table grown many times): each hash finds the
     first column that had it, a repeat is reported as taken, an unknown hash gives -1."""
     rng = np.random.default_rng(23)
-    index, first = speedups.HashIndex(_speedups), {}
+    index, first = speedups.HashIndex(), {}
     for _ in range(60):
         hashes = rng.integers(-2**63, 2**63 - 1, size=int(rng.integers(0, 400)), dtype=np.int64)
         hashes[::7] = rng.integers(0, 50, size=hashes[::7].size)  # repeats, across batches too
@@ -334,7 +334,13 @@ def test_the_hash_index_finds_the_first_column_of_each_hash():
     assert index.find(queries).tolist() == list(first.values()) + [-1, -1]
     assert index.repeats(np.array([3, 9, 3], dtype=np.int64))
     assert not index.repeats(np.array([3, 9, 4], dtype=np.int64))
-    assert speedups.HashIndex(_speedups).find(np.array([1], dtype=np.int64)).tolist() == [-1]
+    assert speedups.HashIndex().find(np.array([1], dtype=np.int64)).tolist() == [-1]
+    # A vocabulary holding one is copied and pickled (the scorer copies its model).
+    import copy
+    import pickle
+
+    for clone in (copy.deepcopy(index), pickle.loads(pickle.dumps(index))):
+        assert clone.find(queries).tolist() == index.find(queries).tolist()
 
 
 @needs_c

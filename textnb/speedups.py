@@ -25,6 +25,10 @@ try:
     from . import _speedups
 except ImportError:  # not built: no C compiler at install
     _speedups = None
+# The C module as built, whatever TEXTNB_PURE_PYTHON says below: a HashIndex made while
+# it was in use keeps working if the switch flips (tests flip it). A module-level name,
+# not an attribute, so that a vocabulary holding a HashIndex still deep-copies and pickles.
+_built = _speedups
 
 # TEXTNB_PURE_PYTHON=1 runs the Python loops even where the C ones were built (to compare
 # the two, or to rule the extension out when something looks wrong).
@@ -191,8 +195,7 @@ class HashIndex:
     "stop 28").
     """
 
-    def __init__(self, module):
-        self._c = module  # held, so that TEXTNB_PURE_PYTHON flips do not strand the table
+    def __init__(self):
         self._keys = np.zeros(0, dtype=np.int64)   # each column's hash (grown in place)
         self._slots = np.zeros(0, dtype=np.int32)  # 0 empty, else column + 1
         self._n = 0
@@ -205,7 +208,7 @@ class HashIndex:
         hashes = np.ascontiguousarray(hashes, dtype=np.int64)
         out = np.full(hashes.size, -1, dtype=np.int64)
         if self._n and hashes.size:
-            self._c.index_find(self._slots, self._keys, hashes, out)
+            _built.index_find(self._slots, self._keys, hashes, out)
         return out
 
     def add(self, hashes: np.ndarray) -> np.ndarray:
@@ -224,20 +227,20 @@ class HashIndex:
                 size *= 2
             self._slots = np.zeros(size, dtype=np.int32)
             if self._n:  # in column order again, so the same columns hold the slots
-                self._c.index_insert(self._slots, self._keys, 0, self._n,
+                _built.index_insert(self._slots, self._keys, 0, self._n,
                                      np.empty(self._n, dtype=np.uint8))
         taken = np.empty(hashes.size, dtype=np.uint8)
-        self._c.index_insert(self._slots, self._keys, self._n, n, taken)
+        _built.index_insert(self._slots, self._keys, self._n, n, taken)
         self._n = n
         return taken.view(bool)
 
 
     def repeats(self, hashes: np.ndarray) -> bool:
         """Whether a hash occurs twice in ``hashes`` (found with a table of their own)."""
-        return bool(HashIndex(self._c).add(hashes).any())
+        return bool(HashIndex().add(hashes).any())
 
 
 def hash_index() -> HashIndex | None:
     """A new ``HashIndex`` where the C module was built, else None (the vocabulary then
     keeps its index in sorted arrays)."""
-    return HashIndex(_speedups) if _speedups is not None else None
+    return HashIndex() if _speedups is not None else None
