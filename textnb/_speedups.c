@@ -50,6 +50,18 @@ error:
     return NULL;
 }
 
+/* Append the word pair of `left` and `right` to the list `out`; -1 on error. */
+static int
+append_pair(PyObject *out, PyObject *left, PyObject *right)
+{
+    PyObject *pair = make_pair(left, right);
+    if (pair == NULL)
+        return -1;
+    int failed = PyList_Append(out, pair);
+    Py_DECREF(pair);
+    return failed;
+}
+
 static int
 extend_with_tuple(PyObject *out, PyObject *items)
 {
@@ -147,15 +159,8 @@ join_chunks(PyObject *module, PyObject *entries)
             if (colon == -2)
                 goto error;
             int pairs = colon == -1;
-            if (prev_pairs && pairs) {
-                PyObject *pair = make_pair(prev, entry);
-                if (pair == NULL)
-                    goto error;
-                int failed = PyList_Append(out, pair);
-                Py_DECREF(pair);
-                if (failed < 0)
-                    goto error;
-            }
+            if (prev_pairs && pairs && append_pair(out, prev, entry) < 0)
+                goto error;
             prev = entry;
             prev_pairs = pairs;
             continue;
@@ -177,15 +182,8 @@ join_chunks(PyObject *module, PyObject *entries)
             goto error;
         if (extend_with_tuple(out, PyTuple_GET_ITEM(entry, 0)) < 0)
             goto error;
-        if (prev_pairs && first_pairs) {
-            PyObject *pair = make_pair(prev, first);
-            if (pair == NULL)
-                goto error;
-            int failed = PyList_Append(out, pair);
-            Py_DECREF(pair);
-            if (failed < 0)
-                goto error;
-        }
+        if (prev_pairs && first_pairs && append_pair(out, prev, first) < 0)
+            goto error;
         if (extend_with_tuple(out, PyTuple_GET_ITEM(entry, 1)) < 0)
             goto error;
         prev = last;
@@ -275,21 +273,33 @@ error:
     return NULL;
 }
 
-/* A writable, contiguous int64 buffer of `object`, as a view (TypeError naming `name`). */
+/* A writable, contiguous view of `object` whose items are `itemsize`-byte integers of
+ * one of the struct codes in `codes` (native or little-endian); else TypeError "NAME
+ * must be WHAT". On error the view holds nothing: releasing it again is harmless. */
 static int
-int64_buffer(PyObject *object, Py_buffer *view, const char *name)
+typed_buffer(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, const char *codes,
+             const char *name, const char *what)
 {
-    if (PyObject_GetBuffer(object, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (PyObject_GetBuffer(object, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        view->obj = NULL;
         return -1;
+    }
     const char *f = view->format;
-    if (view->itemsize != 8 || f == NULL
-        || (strcmp(f, "q") != 0 && strcmp(f, "l") != 0 && strcmp(f, "<q") != 0
-            && strcmp(f, "<l") != 0 && strcmp(f, "=q") != 0 && strcmp(f, "=l") != 0)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int64 buffer", name);
+    if (f != NULL && (f[0] == '<' || f[0] == '='))
+        f++;
+    if (view->itemsize != itemsize || f == NULL || f[0] == '\0' || f[1] != '\0'
+        || strchr(codes, f[0]) == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s must be %s", name, what);
         PyBuffer_Release(view);
         return -1;
     }
     return 0;
+}
+
+static int
+int64_buffer(PyObject *object, Py_buffer *view, const char *name)
+{
+    return typed_buffer(object, view, 8, "ql", name, "an int64 buffer");
 }
 
 PyDoc_STRVAR(count_messages_doc,
@@ -309,26 +319,19 @@ count_messages(PyObject *module, PyObject *args)
                           &PyDict_Type, &column_of, &distinct_object, &columns_object,
                           &counts_object))
         return NULL;
-    Py_buffer distinct_view, columns_view, counts_view;
-    if (int64_buffer(distinct_object, &distinct_view, "distinct") < 0)
-        return NULL;
-    if (int64_buffer(columns_object, &columns_view, "columns") < 0) {
-        PyBuffer_Release(&distinct_view);
-        return NULL;
-    }
-    if (int64_buffer(counts_object, &counts_view, "counts") < 0) {
-        PyBuffer_Release(&distinct_view);
-        PyBuffer_Release(&columns_view);
-        return NULL;
-    }
+    Py_buffer distinct_view = {0}, columns_view = {0}, counts_view = {0};
+    /* Per number: the last list that held it, and where its entry for that list is. */
+    Py_ssize_t known = 0, *last_list = NULL, *entry_at = NULL;
+    PyObject *result = NULL;
+    if (int64_buffer(distinct_object, &distinct_view, "distinct") < 0
+        || int64_buffer(columns_object, &columns_view, "columns") < 0
+        || int64_buffer(counts_object, &counts_view, "counts") < 0)
+        goto done;
     int64_t *distinct = distinct_view.buf, *columns = columns_view.buf, *counts = counts_view.buf;
     Py_ssize_t capacity = columns_view.len / 8, written = 0;
     if (counts_view.len / 8 < capacity)
         capacity = counts_view.len / 8;
     Py_ssize_t n_lists = PyList_GET_SIZE(lists);
-    /* Per number: the last list that held it, and where its entry for that list is. */
-    Py_ssize_t known = 0, *last_list = NULL, *entry_at = NULL;
-    PyObject *result = NULL;
     if (distinct_view.len / 8 != n_lists) {
         PyErr_SetString(PyExc_ValueError, "count_messages: distinct needs one item a list");
         goto done;
@@ -438,22 +441,15 @@ static int
 index_buffers(PyObject *slots_object, PyObject *keys_object, Py_buffer *slots_view,
               Py_buffer *keys_view)
 {
-    if (PyObject_GetBuffer(slots_object, slots_view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    static const char *slots_are = "an int32 buffer a power of two long";
+    if (typed_buffer(slots_object, slots_view, 4, "i", "slots", slots_are) < 0)
         return -1;
     Py_ssize_t n_slots = slots_view->len / 4;
-    if (slots_view->itemsize != 4 || slots_view->format == NULL
-        || (strcmp(slots_view->format, "i") != 0 && strcmp(slots_view->format, "<i") != 0
-            && strcmp(slots_view->format, "=i") != 0)
-        || n_slots < 1 || (n_slots & (n_slots - 1)) != 0) {
-        PyErr_SetString(PyExc_TypeError, "slots must be an int32 buffer a power of two long");
-        PyBuffer_Release(slots_view);
+    if (n_slots < 1 || (n_slots & (n_slots - 1)) != 0) {
+        PyErr_Format(PyExc_TypeError, "slots must be %s", slots_are);
         return -1;
     }
-    if (int64_buffer(keys_object, keys_view, "keys") < 0) {
-        PyBuffer_Release(slots_view);
-        return -1;
-    }
-    return 0;
+    return int64_buffer(keys_object, keys_view, "keys");
 }
 
 PyDoc_STRVAR(index_insert_doc,
@@ -470,15 +466,14 @@ index_insert(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOnnO:index_insert", &slots_object, &keys_object, &start,
                           &stop, &taken_object))
         return NULL;
-    Py_buffer slots_view, keys_view, taken_view;
-    if (index_buffers(slots_object, keys_object, &slots_view, &keys_view) < 0)
-        return NULL;
-    if (PyObject_GetBuffer(taken_object, &taken_view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&slots_view);
-        PyBuffer_Release(&keys_view);
-        return NULL;
-    }
+    Py_buffer slots_view = {0}, keys_view = {0}, taken_view = {0};
     PyObject *result = NULL;
+    if (index_buffers(slots_object, keys_object, &slots_view, &keys_view) < 0)
+        goto done;
+    if (PyObject_GetBuffer(taken_object, &taken_view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        taken_view.obj = NULL;
+        goto done;
+    }
     int32_t *slots = slots_view.buf;
     int64_t *keys = keys_view.buf;
     uint8_t *taken = taken_view.buf;
@@ -533,21 +528,12 @@ index_find(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOO:index_find", &slots_object, &keys_object, &hashes_object,
                           &out_object))
         return NULL;
-    Py_buffer slots_view, keys_view, hashes_view, out_view;
-    if (index_buffers(slots_object, keys_object, &slots_view, &keys_view) < 0)
-        return NULL;
-    if (int64_buffer(hashes_object, &hashes_view, "hashes") < 0) {
-        PyBuffer_Release(&slots_view);
-        PyBuffer_Release(&keys_view);
-        return NULL;
-    }
-    if (int64_buffer(out_object, &out_view, "out") < 0) {
-        PyBuffer_Release(&slots_view);
-        PyBuffer_Release(&keys_view);
-        PyBuffer_Release(&hashes_view);
-        return NULL;
-    }
+    Py_buffer slots_view = {0}, keys_view = {0}, hashes_view = {0}, out_view = {0};
     PyObject *result = NULL;
+    if (index_buffers(slots_object, keys_object, &slots_view, &keys_view) < 0
+        || int64_buffer(hashes_object, &hashes_view, "hashes") < 0
+        || int64_buffer(out_object, &out_view, "out") < 0)
+        goto done;
     int32_t *slots = slots_view.buf;
     int64_t *keys = keys_view.buf, *hashes = hashes_view.buf, *out = out_view.buf;
     Py_ssize_t n_slots = slots_view.len / 4, n_keys = keys_view.len / 8;
