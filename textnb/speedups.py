@@ -45,6 +45,11 @@ def implementation() -> str:
     return "C" if _speedups is not None else "Python"
 
 
+def _lists_of_lists(token_lists) -> list[list[str]]:
+    """What the C loops take: a list of lists (any other sequences copied into lists)."""
+    return [t if isinstance(t, list) else list(t) for t in token_lists]
+
+
 def number_tokens_python(token_lists: list[list[str]]) -> tuple[np.ndarray, list[str]]:
     """``number_tokens`` in Python."""
     lengths = sum(map(len, token_lists))
@@ -62,8 +67,7 @@ def number_tokens(token_lists: list[list[str]]) -> tuple[np.ndarray, list[str]]:
     """
     if _speedups is None:
         return number_tokens_python(token_lists)
-    token_lists = token_lists if isinstance(token_lists, list) else list(token_lists)
-    lists = [t if isinstance(t, list) else list(t) for t in token_lists]
+    lists = _lists_of_lists(token_lists)
     numbers = np.empty(sum(map(len, lists)), dtype=np.int64)
     column_of: dict[str, int] = {}
     _speedups.number_tokens(lists, column_of, numbers)
@@ -102,7 +106,7 @@ def count_messages(token_lists: list[list[str]]
     """
     if _speedups is None:
         return count_messages_python(token_lists)
-    lists = [t if isinstance(t, list) else list(t) for t in token_lists]
+    lists = _lists_of_lists(token_lists)
     total = sum(map(len, lists))
     distinct = np.empty(len(lists), dtype=np.int64)
     columns, counts = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
