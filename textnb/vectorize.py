@@ -79,7 +79,9 @@ class Vocabulary:
     map from token to column is two pairs of NumPy arrays, the tokens' hashes sorted
     and the column of each (16 bytes a token): the main pair, and the columns added
     since it was last rebuilt (at most a quarter of them), plus a dict of the rare
-    tokens whose hash another token shares. A dict of str had cost 50-64 bytes a
+    tokens whose hash another token shares. Where textnb's C module was built, a hash
+    table (``speedups.HashIndex``: an int32 slot a column, the hashes in column order)
+    takes the place of the arrays, with the same dict beside it. A dict of str had cost 50-64 bytes a
     token, a fifth of the 1.4 GB peak of a run of five million distinct tokens (100,000
     messages of a changing mailbox, ``bench.compare --perturb``). The hash is of the
     UTF-8 bytes (``TokenStore.hashes``), so a loaded vocabulary is indexed without
