@@ -244,8 +244,13 @@ def test_reload_on_retrain_without_dropping_requests(tmp_path, model_file, model
         for client in clients:
             client.start()
         try:
+            # Requests answered by the old model first, then the swap, then wait for one
+            # answered by the new model: setting `done` as soon as the reload is seen
+            # could stop every client before its next request (CI once saw only 'ham').
+            assert _wait_for(lambda: len(answered) > 0)
             store.atomic_write(model_file, models[1].read_bytes())  # as `textnb train` does
             assert _wait_for(lambda: ping(running.address)["loads"] == "2")
+            assert _wait_for(lambda: answered[-1].label != answered[0].label)
         finally:
             done.set()
             for client in clients:
