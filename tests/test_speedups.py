@@ -364,3 +364,80 @@ def test_the_hash_index_functions_check_their_arguments():
     slots = np.full(8, 99, np.int32)  # names a column that keys does not have
     with pytest.raises(ValueError, match="names no column"):
         _speedups.index_find(slots, keys, keys, np.empty(4, np.int64))
+
+
+def _random_tokens(rng: np.random.Generator, n: int) -> list[str]:
+    """Tokens of 0 to 40 bytes (every place of a token's last 8-byte word), ASCII and not,
+    a lone surrogate, many alike and some that differ in their last byte only."""
+    alphabet = ["a", "b", "é", "日", "😀", "\x00", "\udc80", ":"]
+    tokens = []
+    for _ in range(n):
+        if tokens and rng.random() < 0.2:
+            token = tokens[int(rng.integers(len(tokens)))]
+            tokens.append(token[:-1] + "z" if token and rng.random() < 0.5 else token)
+            continue
+        size = int(rng.integers(0, 41))
+        tokens.append("".join(alphabet[int(i)] if rng.random() < 0.1 else "x"
+                              for i in rng.integers(0, len(alphabet), size)))
+    return tokens
+
+
+@needs_c
+def test_token_store_functions_in_c_equal_python():
+    """Hashes, gathered bytes and byte comparisons of TokenStores: C against NumPy."""
+    from textnb.token_store import TokenStore
+
+    rng = np.random.default_rng(29)
+    store_a = TokenStore(_random_tokens(rng, 700))
+    store_b = TokenStore(list(store_a)[::-1] + _random_tokens(rng, 200))
+    n = len(store_a)
+    for start in (0, 1, 7, n // 2, n - 1, n):
+        hashed = speedups.hash_tokens(store_a._bytes, store_a._ends, start)
+        assert hashed.dtype == np.int64 and hashed.size == n - start
+        assert hashed.tolist() == speedups.hash_tokens_python(store_a._bytes, store_a._ends,
+                                                              start).tolist()
+    positions = rng.integers(-n, n, 500)
+    data, ends = speedups.gather_tokens(store_a._bytes, store_a._ends, positions)
+    expected_data, expected_ends = speedups.gather_tokens_python(store_a._bytes, store_a._ends,
+                                                                 positions)
+    assert data == expected_data and ends.tolist() == expected_ends.tolist()
+    assert TokenStore.from_utf8(data, ends) == TokenStore(store_a.take(positions))
+    # Each token of b against itself in a (where it came from) and against random ones.
+    other = rng.integers(0, len(store_b), 2000)
+    mine = np.where(other < n, n - 1 - other, rng.integers(0, n, other.size))
+    mine[::3] = rng.integers(0, n, mine[::3].size)
+    same = speedups.equal_tokens(store_a._bytes, store_a._ends, mine, store_b._bytes,
+                                 store_b._ends, other)
+    expected = speedups.equal_tokens_python(store_a._bytes, store_a._ends, mine,
+                                            store_b._bytes, store_b._ends, other)
+    assert same.dtype == bool and same.tolist() == expected.tolist()
+    assert same.tolist() == [store_a[i] == store_b[j] for i, j in zip(mine, other)]
+    assert 200 < same.sum() < same.size  # both answers occur
+
+
+@needs_c
+def test_token_store_functions_check_their_arguments():
+    data, ends = bytearray(b"abcdef"), np.array([2, 5, 6], dtype=np.int64)
+    with pytest.raises(IndexError, match="out of range"):
+        speedups.gather_tokens(data, ends, [3])
+    with pytest.raises(IndexError, match="out of range"):
+        speedups.equal_tokens(data, ends, [0], data, ends, [-4])
+    with pytest.raises(ValueError, match="2 positions against 1"):
+        speedups.equal_tokens(data, ends, [0, 1], data, ends, [0])
+    for bad in ([2, 9, 6], [4, 2, 6]):  # past the bytes; not ascending
+        bad_ends = np.array(bad, dtype=np.int64)
+        with pytest.raises(ValueError, match="ascend within the bytes"):
+            speedups.hash_tokens(data, bad_ends)
+        with pytest.raises(ValueError, match="ascend within the bytes"):
+            speedups.gather_tokens(data, bad_ends, [1])
+    with pytest.raises(ValueError, match="from start"):
+        _speedups.hash_tokens(data, ends, 4, np.empty(0, np.int64))
+    with pytest.raises(TypeError, match="int64"):
+        speedups.hash_tokens(data, np.array([2, 5, 6], dtype=np.int32))
+    # The answers are copies: the store can still grow (no view of its buffers is alive).
+    from textnb.token_store import TokenStore
+
+    store = TokenStore(["ab", "cde"])
+    _ = store.hashes(), store.take([1, 0]), store.equal_at([0], store, [1])
+    store.extend(["more"])
+    assert list(store) == ["ab", "cde", "more"]

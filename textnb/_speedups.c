@@ -19,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 /* "bi:" + left + " " + right, as the f-string f"bi:{left} {right}" makes it. */
 static PyObject *
@@ -277,10 +278,10 @@ error:
  * one of the struct codes in `codes` (native or little-endian); else TypeError "NAME
  * must be WHAT". On error the view holds nothing: releasing it again is harmless. */
 static int
-typed_buffer(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, const char *codes,
-             const char *name, const char *what)
+typed_view(PyObject *object, Py_buffer *view, int flags, Py_ssize_t itemsize,
+           const char *codes, const char *name, const char *what)
 {
-    if (PyObject_GetBuffer(object, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    if (PyObject_GetBuffer(object, view, flags | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         view->obj = NULL;
         return -1;
     }
@@ -296,10 +297,25 @@ typed_buffer(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, const char 
     return 0;
 }
 
+/* A writable buffer of `itemsize`-byte items whose format is one of `codes`. */
+static int
+typed_buffer(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, const char *codes,
+             const char *name, const char *what)
+{
+    return typed_view(object, view, PyBUF_WRITABLE, itemsize, codes, name, what);
+}
+
 static int
 int64_buffer(PyObject *object, Py_buffer *view, const char *name)
 {
     return typed_buffer(object, view, 8, "ql", name, "an int64 buffer");
+}
+
+/* The same, read only (a view of a read-only array will do). */
+static int
+int64_input(PyObject *object, Py_buffer *view, const char *name)
+{
+    return typed_view(object, view, PyBUF_SIMPLE, 8, "ql", name, "an int64 buffer");
 }
 
 PyDoc_STRVAR(count_messages_doc,
@@ -573,7 +589,229 @@ done:
     return result;
 }
 
+/* -- TokenStore: tokens as UTF-8 bytes, one after another, token i ending at ends[i] -- */
+
+/* The bytes of a store and its ends, read only. */
+static int
+store_views(PyObject *data_object, PyObject *ends_object, Py_buffer *data_view,
+            Py_buffer *ends_view)
+{
+    if (PyObject_GetBuffer(data_object, data_view, PyBUF_SIMPLE) < 0) {
+        data_view->obj = NULL;
+        return -1;
+    }
+    return int64_input(ends_object, ends_view, "ends");
+}
+
+/* Token `at` of the store (data_view, ends_view), negative counting from the end: its
+ * first byte and length; -1 with IndexError or ValueError when it is not there (ends
+ * that do not ascend within the bytes). Each token read is checked, not every end. */
+static int
+token_span(const Py_buffer *data_view, const Py_buffer *ends_view, int64_t at,
+           const unsigned char **first, int64_t *length)
+{
+    const int64_t *ends = ends_view->buf;
+    Py_ssize_t n = ends_view->len / 8;
+    if (at < 0)
+        at += n;
+    if (at < 0 || at >= n) {
+        PyErr_SetString(PyExc_IndexError, "token index out of range");
+        return -1;
+    }
+    int64_t begin = at ? ends[at - 1] : 0, end = ends[at];
+    if (begin < 0 || end < begin || end > data_view->len) {
+        PyErr_SetString(PyExc_ValueError, "token ends must ascend within the bytes");
+        return -1;
+    }
+    *first = (const unsigned char *)data_view->buf + begin;
+    *length = end - begin;
+    return 0;
+}
+
+/* splitmix64's finaliser (https://prng.di.unimi.it/splitmix64.c). */
+static inline uint64_t
+splitmix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+#define GOLDEN_GAMMA 0x9E3779B97F4A7C15ULL
+
+/* TokenStore.hashes' hash of n bytes (token_store._hash_region is its definition):
+ * each 8-byte little-endian word, the last one zero-filled, xored with its place times
+ * the golden gamma and mixed, the words summed, the length mixed in, mixed again. */
+static uint64_t
+hash_token(const unsigned char *bytes, int64_t n)
+{
+    uint64_t sum = 0;
+    for (int64_t place = 0; place * 8 < n; place++) {
+        int64_t left = n - place * 8;
+        int width = left < 8 ? (int)left : 8;
+        uint64_t word = 0;
+        for (int k = 0; k < width; k++)
+            word |= (uint64_t)bytes[place * 8 + k] << (8 * k);
+        sum += splitmix64(word ^ ((uint64_t)place * GOLDEN_GAMMA));
+    }
+    /* An empty token has one word, 0, whose mix is 0: the sum stays 0. */
+    return splitmix64(sum ^ ((uint64_t)n * GOLDEN_GAMMA));
+}
+
+PyDoc_STRVAR(hash_tokens_doc,
+"hash_tokens(data, ends, start, out) -> None\n\n"
+"out[i - start] (int64) gets the hash of token i of the store (data, ends), for i from\n"
+"start on: TokenStore.hashes' hash, the same bits as token_store._hash_region.");
+
+static PyObject *
+hash_tokens(PyObject *module, PyObject *args)
+{
+    PyObject *data_object, *ends_object, *out_object;
+    Py_ssize_t start;
+    if (!PyArg_ParseTuple(args, "OOnO:hash_tokens", &data_object, &ends_object, &start,
+                          &out_object))
+        return NULL;
+    Py_buffer data_view = {0}, ends_view = {0}, out_view = {0};
+    PyObject *result = NULL;
+    if (store_views(data_object, ends_object, &data_view, &ends_view) < 0
+        || int64_buffer(out_object, &out_view, "out") < 0)
+        goto done;
+    int64_t *out = out_view.buf;
+    Py_ssize_t n = ends_view.len / 8;
+    if (start < 0 || start > n || out_view.len / 8 != n - start) {
+        PyErr_SetString(PyExc_ValueError, "hash_tokens: out needs one item a token from start");
+        goto done;
+    }
+    for (Py_ssize_t i = start; i < n; i++) {
+        const unsigned char *first;
+        int64_t length;
+        if (token_span(&data_view, &ends_view, i, &first, &length) < 0)
+            goto done;
+        out[i - start] = (int64_t)hash_token(first, length);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&data_view);
+    PyBuffer_Release(&ends_view);
+    PyBuffer_Release(&out_view);
+    return result;
+}
+
+PyDoc_STRVAR(equal_tokens_doc,
+"equal_tokens(data, ends, positions, other_data, other_ends, other_positions, out) -> None\n\n"
+"out[i] (uint8) gets 1 if token positions[i] of the store (data, ends) has the bytes of\n"
+"token other_positions[i] of (other_data, other_ends), else 0 (positions may count from\n"
+"the end, as negative numbers).");
+
+static PyObject *
+equal_tokens(PyObject *module, PyObject *args)
+{
+    PyObject *data_object, *ends_object, *positions_object;
+    PyObject *other_data_object, *other_ends_object, *other_positions_object, *out_object;
+    if (!PyArg_ParseTuple(args, "OOOOOOO:equal_tokens", &data_object, &ends_object,
+                          &positions_object, &other_data_object, &other_ends_object,
+                          &other_positions_object, &out_object))
+        return NULL;
+    Py_buffer data_view = {0}, ends_view = {0}, positions_view = {0};
+    Py_buffer other_data_view = {0}, other_ends_view = {0}, other_positions_view = {0};
+    Py_buffer out_view = {0};
+    PyObject *result = NULL;
+    if (store_views(data_object, ends_object, &data_view, &ends_view) < 0
+        || store_views(other_data_object, other_ends_object, &other_data_view,
+                       &other_ends_view) < 0
+        || int64_input(positions_object, &positions_view, "positions") < 0
+        || int64_input(other_positions_object, &other_positions_view, "other_positions") < 0)
+        goto done;
+    if (PyObject_GetBuffer(out_object, &out_view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        out_view.obj = NULL;
+        goto done;
+    }
+    Py_ssize_t n = positions_view.len / 8;
+    if (other_positions_view.len / 8 != n || out_view.len != n) {
+        PyErr_SetString(PyExc_ValueError,
+                        "equal_tokens: positions, other_positions and out must be as long");
+        goto done;
+    }
+    const int64_t *positions = positions_view.buf, *other_positions = other_positions_view.buf;
+    uint8_t *out = out_view.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const unsigned char *mine, *theirs;
+        int64_t length, other_length;
+        if (token_span(&data_view, &ends_view, positions[i], &mine, &length) < 0
+            || token_span(&other_data_view, &other_ends_view, other_positions[i], &theirs,
+                          &other_length) < 0)
+            goto done;
+        out[i] = length == other_length && memcmp(mine, theirs, (size_t)length) == 0;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&data_view);
+    PyBuffer_Release(&ends_view);
+    PyBuffer_Release(&positions_view);
+    PyBuffer_Release(&other_data_view);
+    PyBuffer_Release(&other_ends_view);
+    PyBuffer_Release(&other_positions_view);
+    PyBuffer_Release(&out_view);
+    return result;
+}
+
+PyDoc_STRVAR(gather_tokens_doc,
+"gather_tokens(data, ends, positions, out_ends) -> bytes\n\n"
+"The bytes of the tokens at positions (negative: from the end) of the store (data,\n"
+"ends), one after another; out_ends[i] (int64) gets where the i-th ends in them.");
+
+static PyObject *
+gather_tokens(PyObject *module, PyObject *args)
+{
+    PyObject *data_object, *ends_object, *positions_object, *out_ends_object;
+    if (!PyArg_ParseTuple(args, "OOOO:gather_tokens", &data_object, &ends_object,
+                          &positions_object, &out_ends_object))
+        return NULL;
+    Py_buffer data_view = {0}, ends_view = {0}, positions_view = {0}, out_ends_view = {0};
+    PyObject *result = NULL;
+    if (store_views(data_object, ends_object, &data_view, &ends_view) < 0
+        || int64_input(positions_object, &positions_view, "positions") < 0
+        || int64_buffer(out_ends_object, &out_ends_view, "out_ends") < 0)
+        goto done;
+    Py_ssize_t n = positions_view.len / 8;
+    if (out_ends_view.len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "gather_tokens: out_ends must be as long as positions");
+        goto done;
+    }
+    const int64_t *positions = positions_view.buf;
+    int64_t *out_ends = out_ends_view.buf, total = 0;
+    const unsigned char *first;
+    int64_t length;
+    for (Py_ssize_t i = 0; i < n; i++) {  /* first the size, and every position checked */
+        if (token_span(&data_view, &ends_view, positions[i], &first, &length) < 0)
+            goto done;
+        total += length;
+        out_ends[i] = total;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (result == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) {  /* checked above: cannot fail */
+        token_span(&data_view, &ends_view, positions[i], &first, &length);
+        memcpy(out + out_ends[i] - length, first, (size_t)length);
+    }
+done:
+    PyBuffer_Release(&data_view);
+    PyBuffer_Release(&ends_view);
+    PyBuffer_Release(&positions_view);
+    PyBuffer_Release(&out_ends_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"hash_tokens", hash_tokens, METH_VARARGS, hash_tokens_doc},
+    {"equal_tokens", equal_tokens, METH_VARARGS, equal_tokens_doc},
+    {"gather_tokens", gather_tokens, METH_VARARGS, gather_tokens_doc},
     {"index_insert", index_insert, METH_VARARGS, index_insert_doc},
     {"index_find", index_find, METH_VARARGS, index_find_doc},
     {"count_words", count_words, METH_O, count_words_doc},

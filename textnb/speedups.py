@@ -36,8 +36,10 @@ if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
     _speedups = None
 
 __all__ = ["number_tokens", "count_messages", "lookup_chunks", "join_chunks", "count_words",
-           "HashIndex", "hash_index", "implementation", "number_tokens_python", "count_messages_python",
-           "lookup_chunks_python", "join_chunks_python", "count_words_python"]
+           "HashIndex", "hash_index", "hash_tokens", "equal_tokens", "gather_tokens",
+           "implementation", "number_tokens_python", "count_messages_python",
+           "lookup_chunks_python", "join_chunks_python", "count_words_python",
+           "hash_tokens_python", "equal_tokens_python", "gather_tokens_python"]
 
 
 def implementation() -> str:
@@ -242,6 +244,110 @@ class HashIndex:
     def repeats(self, hashes: np.ndarray) -> bool:
         """Whether a hash occurs twice in ``hashes`` (found with a table of their own)."""
         return bool(HashIndex().add(hashes).any())
+
+
+# -- a TokenStore's bytes (``token_store``): a store is its UTF-8 ``data`` and the int64
+# ``ends`` of its tokens in it; positions may count from the end, as negative numbers.
+
+# Tokens hashed at a time by the NumPy twin: its temporaries are a few words a byte.
+_HASH_CHUNK = 1 << 16
+
+
+def hash_tokens_python(data, ends, start: int = 0) -> np.ndarray:
+    """``hash_tokens`` in NumPy (``token_store._hash_region``, the hash's definition), a
+    chunk of tokens at a time."""
+    from .token_store import _hash_region  # (token_store imports this module)
+
+    ends = np.frombuffer(ends, dtype=np.int64)
+    out = np.empty(ends.size - start, dtype=np.int64)
+    for i in range(start, ends.size, _HASH_CHUNK):
+        j = min(i + _HASH_CHUNK, ends.size)
+        base = int(ends[i - 1]) if i else 0
+        out[i - start:j - start] = _hash_region(data[base:int(ends[j - 1])], ends[i:j] - base)
+    return out
+
+
+def hash_tokens(data, ends, start: int = 0) -> np.ndarray:
+    """``TokenStore.hashes``: the 64-bit hash (int64) of each token from ``start`` on."""
+    if _speedups is None:
+        return hash_tokens_python(data, ends, start)
+    out = np.empty(len(ends) - start, dtype=np.int64)
+    _speedups.hash_tokens(data, ends, start, out)
+    return out
+
+
+def _token_spans(ends, positions) -> tuple[np.ndarray, np.ndarray]:
+    """(first byte, end) of the tokens at ``positions`` of a store with these ``ends``."""
+    at = np.asarray(positions, dtype=np.int64).reshape(-1)
+    offsets = np.frombuffer(ends, dtype=np.int64)
+    n = offsets.size
+    if at.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    at = np.where(at < 0, at + n, at)
+    if at.min() < 0 or at.max() >= n:
+        raise IndexError("token index out of range")
+    stops = offsets[at]
+    return np.where(at > 0, offsets[np.maximum(at - 1, 0)], 0), stops
+
+
+def _gather_spans(data, starts: np.ndarray, stops: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The bytes of ``data`` at the (start, stop) offsets, one span after another, and
+    where each one ends in them."""
+    lengths = stops - starts
+    out_ends = np.cumsum(lengths)
+    # byte k of the gathered bytes comes from starts[t] + (k - out_start[t])
+    source = np.repeat(starts - (out_ends - lengths), lengths)
+    source += np.arange(source.size, dtype=np.int64)
+    return np.frombuffer(data, dtype=np.uint8)[source].tobytes(), out_ends
+
+
+def gather_tokens_python(data, ends, positions) -> tuple[bytes, np.ndarray]:
+    """``gather_tokens`` in NumPy: a byte index array, O(the tokens' bytes)."""
+    return _gather_spans(data, *_token_spans(ends, positions))
+
+
+def gather_tokens(data, ends, positions) -> tuple[bytes, np.ndarray]:
+    """The bytes of the store's tokens at ``positions``, one after another, and where each
+    one ends in them (int64)."""
+    if _speedups is None:
+        return gather_tokens_python(data, ends, positions)
+    positions = np.ascontiguousarray(positions, dtype=np.int64).reshape(-1)
+    out_ends = np.empty(positions.size, dtype=np.int64)
+    return _speedups.gather_tokens(data, ends, positions, out_ends), out_ends
+
+
+def equal_tokens_python(data, ends, positions, other_data, other_ends, other_positions
+                        ) -> np.ndarray:
+    """``equal_tokens`` in NumPy: lengths compared, then the bytes of those alike."""
+    starts, stops = _token_spans(ends, positions)
+    other_starts, other_stops = _token_spans(other_ends, other_positions)
+    lengths = stops - starts
+    same = lengths == other_stops - other_starts
+    check = np.flatnonzero(same & (lengths > 0))
+    if check.size:
+        mine, cut = _gather_spans(data, starts[check], stops[check])
+        theirs, _ = _gather_spans(other_data, other_starts[check], other_stops[check])
+        differ = np.frombuffer(mine, np.uint8) != np.frombuffer(theirs, np.uint8)
+        # Every checked token has bytes, so each run below starts inside the region.
+        same[check[np.add.reduceat(differ, cut - lengths[check]) > 0]] = False
+    return same
+
+
+def equal_tokens(data, ends, positions, other_data, other_ends, other_positions
+                 ) -> np.ndarray:
+    """Whether each token at ``positions`` of one store has the bytes of the token at
+    ``other_positions`` of the other (bool ndarray)."""
+    if _speedups is None:
+        return equal_tokens_python(data, ends, positions, other_data, other_ends,
+                                   other_positions)
+    positions = np.ascontiguousarray(positions, dtype=np.int64).reshape(-1)
+    other_positions = np.ascontiguousarray(other_positions, dtype=np.int64).reshape(-1)
+    if positions.size != other_positions.size:
+        raise ValueError(f"{positions.size} positions against {other_positions.size}")
+    out = np.empty(positions.size, dtype=np.uint8)
+    _speedups.equal_tokens(data, ends, positions, other_data, other_ends, other_positions,
+                           out)
+    return out.view(bool)
 
 
 def hash_index() -> HashIndex | None:

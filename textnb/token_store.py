@@ -24,6 +24,8 @@ from operator import eq
 
 import numpy as np
 
+from . import speedups
+
 __all__ = ["TokenStore", "splitmix64", "GOLDEN_GAMMA"]
 
 _ENCODING = ("utf-8", "surrogatepass")
@@ -227,33 +229,9 @@ class TokenStore(Sequence):
         region, ends = self._gather(positions)
         return _split(region, ends) if ends.size else []
 
-    def _spans(self, positions) -> tuple[np.ndarray, np.ndarray]:
-        """(start, end) byte offsets of the tokens at ``positions`` (negative from the end)."""
-        at = np.asarray(positions, dtype=np.int64).reshape(-1)
-        n = len(self._ends)
-        if at.size == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        at = np.where(at < 0, at + n, at)
-        if at.min() < 0 or at.max() >= n:
-            raise IndexError("token index out of range")
-        offsets = np.frombuffer(self._ends, dtype=np.int64)
-        ends = offsets[at]
-        starts = np.where(at > 0, offsets[np.maximum(at - 1, 0)], 0)
-        del offsets  # the view must not outlive the call (it would block growth)
-        return starts, ends
-
     def _gather(self, positions) -> tuple[bytes, np.ndarray]:
         """The bytes of the tokens at ``positions``, one after another, and each one's end."""
-        return self._gather_spans(*self._spans(positions))
-
-    def _gather_spans(self, starts: np.ndarray, ends: np.ndarray) -> tuple[bytes, np.ndarray]:
-        """The bytes at the (start, end) offsets, one span after another, and each one's end."""
-        lengths = ends - starts
-        out_ends = np.cumsum(lengths)
-        # byte k of the gathered region comes from starts[t] + (k - out_start[t])
-        source = np.repeat(starts - (out_ends - lengths), lengths)
-        source += np.arange(source.size, dtype=np.int64)
-        return np.frombuffer(self._bytes, dtype=np.uint8)[source].tobytes(), out_ends
+        return speedups.gather_tokens(self._bytes, self._ends, positions)
 
     def extend_from(self, other: "TokenStore", positions) -> None:
         """Append ``other``'s tokens at ``positions``, in that order, as bytes (no str)."""
@@ -266,32 +244,20 @@ class TokenStore(Sequence):
 
     def equal_at(self, positions, other: "TokenStore", other_positions) -> np.ndarray:
         """Whether each token at ``positions`` equals ``other``'s at ``other_positions``
-        (bool ndarray), compared as bytes: nothing decoded, O(their bytes) in NumPy.
+        (bool ndarray), compared as bytes, nothing decoded (``speedups.equal_tokens``).
         Adding Enron 1-3's 26 batches of counts compared 0.9 million tokens this way
         (docs/benchmarks.md, stop 26)."""
-        starts, ends = self._spans(positions)
-        other_starts, other_ends = other._spans(other_positions)
-        lengths = ends - starts
-        same = lengths == other_ends - other_starts
-        check = np.flatnonzero(same & (lengths > 0))
-        if check.size:
-            mine, cut = self._gather_spans(starts[check], ends[check])
-            theirs, _ = other._gather_spans(other_starts[check], other_ends[check])
-            differ = np.frombuffer(mine, np.uint8) != np.frombuffer(theirs, np.uint8)
-            # Every checked token has bytes, so each run below starts inside the region.
-            same[check[np.add.reduceat(differ, cut - lengths[check]) > 0]] = False
-        return same
+        return speedups.equal_tokens(self._bytes, self._ends, positions, other._bytes,
+                                     other._ends, other_positions)
 
     def hashes(self, start: int = 0) -> np.ndarray:
         """A 64-bit hash of each token's bytes from ``start`` on (int64; the same in every
-        process, computed on the buffer without decoding a token, a chunk at a time).
+        process, computed on the buffer without decoding a token; ``speedups.hash_tokens``,
+        whose definition is ``_hash_region``).
 
         Also the terms of the ledger's version-2 tokens hash, which saved models hold
         (``textnb.ledger``): never change it (tests/test_tokens_hash.py pins it)."""
-        out = np.empty(len(self) - start, dtype=np.int64)
-        for i, j, region, ends in self._regions(start):
-            out[i - start:j - start] = _hash_region(region, ends)
-        return out
+        return speedups.hash_tokens(self._bytes, self._ends, start)
 
     def _regions(self, start: int = 0) -> Iterator[tuple[int, int, bytearray, np.ndarray]]:
         """(i, j, the bytes of tokens i..j-1, their ends in those bytes), a chunk at a time."""
