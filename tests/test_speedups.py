@@ -441,3 +441,56 @@ def test_token_store_functions_check_their_arguments():
     _ = store.hashes(), store.take([1, 0]), store.equal_at([0], store, [1])
     store.extend(["more"])
     assert list(store) == ["ab", "cde", "more"]
+
+
+@needs_c
+def test_evidence_selection_in_c_equals_numpy():
+    """Random contribution matrices, with many ties (values from a few levels), zeros,
+    empty rows and a pair mask shorter than the columns: every k, cap, side mode and
+    minimum strength selects the same positions in the same order both ways."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(31)
+    levels = np.array([0.0, 0.5, -0.5, 1.25, -1.25, 2.0, -3.0, 3.0, 0.01, -0.01])
+    for _ in range(40):
+        n_rows, n_cols = int(rng.integers(0, 30)), int(rng.integers(1, 200))
+        density = float(rng.uniform(0, 0.5))
+        C = sp.random(n_rows, n_cols, density=density, format="csr", random_state=rng,
+                      data_rvs=lambda n: rng.choice(levels, n) * rng.choice([1, 1, 1.5], n))
+        C.sort_indices()
+        limited = rng.random(int(rng.integers(0, n_cols + 1))) < 0.4
+        for k in (1, 2, 3, 5, 20, 1000):
+            for max_limited in (None, 0, 1, 2, 4, 25):
+                for each_side in (False, True):
+                    for min_strength in (0.0, 0.5, 1.3):
+                        for mask in (None, limited):
+                            args = (C, k, mask, max_limited, each_side, min_strength)
+                            got = speedups.strongest_positions(*args)
+                            expected = speedups.strongest_positions_python(*args)
+                            assert got.tolist() == expected.tolist(), args[1:]
+
+
+@needs_c
+def test_evidence_selection_checks_its_arguments():
+    values, indices = np.array([1.0, -2.0]), np.array([0, 1], dtype=np.int64)
+    out = np.empty(2, dtype=np.int64)
+    none = np.zeros(0, np.uint8)
+    with pytest.raises(ValueError, match="indptr must ascend"):
+        _speedups.strongest_positions(values, indices, np.array([0, 3], dtype=np.int64), none,
+                                      ((1, -1),), 0.0, out)
+    with pytest.raises(ValueError, match="do not fit"):
+        _speedups.strongest_positions(values, indices[:1], np.array([0, 2], dtype=np.int64),
+                                      none, ((1, -1),), 0.0, out)
+    with pytest.raises(ValueError, match="one or two"):
+        _speedups.strongest_positions(values, indices, np.array([0, 2], dtype=np.int64), none,
+                                      (), 0.0, out)
+    with pytest.raises(ValueError, match="k must be >= 0"):
+        _speedups.strongest_positions(values, indices, np.array([0, 2], dtype=np.int64), none,
+                                      ((-1, -1),), 0.0, out)
+    with pytest.raises(TypeError, match="float64"):
+        _speedups.strongest_positions(values.astype(np.float32), indices,
+                                      np.array([0, 2], dtype=np.int64), none, ((1, -1),), 0.0,
+                                      out)
+    assert _speedups.strongest_positions(values, indices, np.array([0, 2], dtype=np.int64),
+                                         none, ((1, -1), (1, -1)), 0.0, out) == 2
+    assert out.tolist() == [1, 0]  # the stronger (|-2|) first

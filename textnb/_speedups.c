@@ -20,6 +20,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
 
 /* "bi:" + left + " " + right, as the f-string f"bi:{left} {right}" makes it. */
 static PyObject *
@@ -808,7 +809,175 @@ done:
     return result;
 }
 
+/* -- evidence selection (textnb.evidence.strongest) -------------------------------- */
+
+/* An entry of a row: its strength |value| and its position in the matrix's data. The
+ * stronger comes first; of two as strong, the one at the lower position (C's indices
+ * are sorted, so the lower column), as the stable sort of RankedEvidence orders them. */
+typedef struct {
+    double strength;
+    int64_t position;
+} Clue;
+
+static inline int
+before(const Clue *a, const Clue *b)
+{
+    return a->strength > b->strength
+           || (a->strength == b->strength && a->position < b->position);
+}
+
+/* Put `clue` among the `*n` best of `best` (at most `room`, best first), if it is one.
+ * Clues arrive in position order, so a clue as strong as the last kept one is not. */
+static inline void
+keep_best(Clue *best, Py_ssize_t *n, Py_ssize_t room, Clue clue)
+{
+    if (room == 0 || (*n == room && !before(&clue, &best[room - 1])))
+        return;
+    Py_ssize_t at = *n < room ? (*n)++ : room - 1;
+    while (at > 0 && before(&clue, &best[at - 1])) {
+        best[at] = best[at - 1];
+        at--;
+    }
+    best[at] = clue;
+}
+
+/* The two lists (each best first) merged, best first; RETURNS the length of `out`. */
+static Py_ssize_t
+merge_best(const Clue *a, Py_ssize_t n_a, const Clue *b, Py_ssize_t n_b, Clue *out,
+           Py_ssize_t room)
+{
+    Py_ssize_t i = 0, j = 0, n = 0;
+    while (n < room && (i < n_a || j < n_b))
+        out[n++] = (j >= n_b || (i < n_a && before(&a[i], &b[j]))) ? a[i++] : b[j++];
+    return n;
+}
+
+/* One side of a row (sign > 0: positive values; < 0: negative; 0: every entry): its k
+ * strongest, at most `cap` of them limited (cap < 0: no cap), into `out` best first;
+ * RETURNS how many. `plain` and `limited` are scratch for k entries each. */
+static Py_ssize_t
+select_side(const double *values, const uint8_t *limited_column, Py_ssize_t n_limited,
+            const int64_t *indices, int64_t first, int64_t stop, int sign, Py_ssize_t k,
+            Py_ssize_t cap, Clue *plain, Clue *limited, Clue *out)
+{
+    Py_ssize_t n_plain = 0, n_capped = 0;
+    for (int64_t p = first; p < stop; p++) {
+        double v = values[p];
+        if ((sign > 0 && !(v > 0)) || (sign < 0 && !(v < 0)))
+            continue;
+        Clue clue = {fabs(v), p};
+        int64_t column = indices[p];
+        if (cap >= 0 && column >= 0 && column < n_limited && limited_column[column])
+            keep_best(limited, &n_capped, cap, clue);
+        else
+            keep_best(plain, &n_plain, k, clue);
+    }
+    return merge_best(plain, n_plain, limited, n_capped, out, k);
+}
+
+PyDoc_STRVAR(strongest_positions_doc,
+"strongest_positions(values, indices, indptr, limited, sides, min_strength, out) -> int\n\n"
+"Evidence selection over a CSR matrix (values float64, indices and indptr int64, each\n"
+"row's indices sorted): out (int64) gets, row by row, the positions of each row's kept\n"
+"entries, strongest first (ties: the lower position). sides is ((k, cap),) to keep the\n"
+"k strongest entries, or ((k, cap), (k, cap)) for the positive and the negative\n"
+"entries apart; of the columns marked in limited (uint8, one per column; shorter: the\n"
+"rest unmarked) at most cap count (cap < 0, or cap >= k: no cap). Then, if\n"
+"min_strength > 0, entries with |value| <= min_strength are dropped. RETURNS the\n"
+"positions written. As textnb.evidence.RankedEvidence.positions.");
+
+static PyObject *
+strongest_positions(PyObject *module, PyObject *args)
+{
+    PyObject *values_object, *indices_object, *indptr_object, *limited_object, *sides;
+    PyObject *out_object;
+    double min_strength;
+    if (!PyArg_ParseTuple(args, "OOOOO!dO:strongest_positions", &values_object,
+                          &indices_object, &indptr_object, &limited_object, &PyTuple_Type,
+                          &sides, &min_strength, &out_object))
+        return NULL;
+    Py_ssize_t n_sides = PyTuple_GET_SIZE(sides), k[2] = {0, 0}, cap[2] = {-1, -1};
+    if (n_sides != 1 && n_sides != 2) {
+        PyErr_SetString(PyExc_ValueError, "sides must be one or two (k, cap) pairs");
+        return NULL;
+    }
+    for (Py_ssize_t s = 0; s < n_sides; s++)
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(sides, s), "nn:a side", &k[s], &cap[s]))
+            return NULL;
+    Py_buffer values_view = {0}, indices_view = {0}, indptr_view = {0}, limited_view = {0};
+    Py_buffer out_view = {0};
+    Clue *scratch = NULL;
+    PyObject *result = NULL;
+    if (typed_view(values_object, &values_view, PyBUF_SIMPLE, 8, "d", "values",
+                   "a float64 buffer") < 0
+        || int64_input(indices_object, &indices_view, "indices") < 0
+        || int64_input(indptr_object, &indptr_view, "indptr") < 0
+        || int64_buffer(out_object, &out_view, "out") < 0)
+        goto done;
+    if (PyObject_GetBuffer(limited_object, &limited_view, PyBUF_SIMPLE) < 0) {
+        limited_view.obj = NULL;
+        goto done;
+    }
+    const double *values = values_view.buf;
+    const int64_t *indices = indices_view.buf, *indptr = indptr_view.buf;
+    int64_t *out = out_view.buf;
+    Py_ssize_t n_values = values_view.len / 8, n_rows = indptr_view.len / 8 - 1;
+    if (indices_view.len / 8 != n_values || n_rows < 0 || out_view.len / 8 < n_values) {
+        PyErr_SetString(PyExc_ValueError, "strongest_positions: values, indices, indptr and "
+                        "out do not fit (one index a value, out as long)");
+        goto done;
+    }
+    Py_ssize_t most = 0;
+    for (Py_ssize_t s = 0; s < n_sides; s++) {
+        if (k[s] < 0) {
+            PyErr_SetString(PyExc_ValueError, "strongest_positions: k must be >= 0");
+            goto done;
+        }
+        if (cap[s] >= k[s])  /* a cap of k or more caps nothing */
+            cap[s] = -1;
+        if (k[s] > most)
+            most = k[s];
+    }
+    /* Per side: the plain best, the limited best, the side's kept; then the row's. */
+    scratch = PyMem_Malloc(sizeof(Clue) * (size_t)(most * 8 + 1));
+    if (scratch == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t written = 0;
+    for (Py_ssize_t r = 0; r < n_rows; r++) {
+        int64_t first = indptr[r], stop = indptr[r + 1];
+        if (first < 0 || stop < first || stop > n_values) {
+            PyErr_SetString(PyExc_ValueError, "strongest_positions: indptr must ascend within values");
+            goto done;
+        }
+        Clue *kept[2] = {scratch + 2 * most, scratch + 5 * most};
+        Py_ssize_t n_kept[2] = {0, 0};
+        for (Py_ssize_t s = 0; s < n_sides; s++) {
+            Clue *base = scratch + 3 * most * s;
+            int sign = n_sides == 1 ? 0 : (s == 0 ? 1 : -1);
+            n_kept[s] = select_side(values, limited_view.buf, limited_view.len, indices, first,
+                                    stop, sign, k[s], cap[s], base, base + most, kept[s]);
+        }
+        Clue *row = scratch + 6 * most;
+        Py_ssize_t n_row = merge_best(kept[0], n_kept[0], kept[1], n_kept[1], row, 2 * most);
+        for (Py_ssize_t i = 0; i < n_row; i++)
+            if (min_strength <= 0 || row[i].strength > min_strength)
+                out[written++] = row[i].position;
+    }
+    result = PyLong_FromSsize_t(written);
+done:
+    PyMem_Free(scratch);
+    PyBuffer_Release(&values_view);
+    PyBuffer_Release(&indices_view);
+    PyBuffer_Release(&indptr_view);
+    PyBuffer_Release(&limited_view);
+    PyBuffer_Release(&out_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"strongest_positions", strongest_positions, METH_VARARGS, strongest_positions_doc},
     {"hash_tokens", hash_tokens, METH_VARARGS, hash_tokens_doc},
     {"equal_tokens", equal_tokens, METH_VARARGS, equal_tokens_doc},
     {"gather_tokens", gather_tokens, METH_VARARGS, gather_tokens_doc},

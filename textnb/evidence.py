@@ -32,7 +32,7 @@ import numpy as np
 if TYPE_CHECKING:  # annotations only
     import scipy.sparse as sp
 
-from . import combining
+from . import combining, speedups
 from .token_store import TokenStore
 
 __all__ = ["PAIR_PREFIX", "RankedEvidence", "pair_columns", "selection_text", "split_places",
@@ -90,7 +90,7 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     RETURNS (ndarray of int): positions, grouped by row, strongest (largest |value|) first
         within a row, ties in column order.
     """
-    return RankedEvidence(C, limited).positions(k, max_limited, each_side, min_strength)
+    return speedups.strongest_positions(C, k, limited, max_limited, each_side, min_strength)
 
 
 def _strongest_first(key: np.ndarray, rows: np.ndarray) -> np.ndarray:

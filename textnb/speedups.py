@@ -37,6 +37,7 @@ if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
 
 __all__ = ["number_tokens", "count_messages", "lookup_chunks", "join_chunks", "count_words",
            "HashIndex", "hash_index", "hash_tokens", "equal_tokens", "gather_tokens",
+           "strongest_positions", "strongest_positions_python",
            "implementation", "number_tokens_python", "count_messages_python",
            "lookup_chunks_python", "join_chunks_python", "count_words_python",
            "hash_tokens_python", "equal_tokens_python", "gather_tokens_python"]
@@ -348,6 +349,44 @@ def equal_tokens(data, ends, positions, other_data, other_ends, other_positions
     _speedups.equal_tokens(data, ends, positions, other_data, other_ends, other_positions,
                            out)
     return out.view(bool)
+
+
+# -- evidence selection (``evidence.strongest``) ------------------------------------
+
+
+def strongest_positions_python(C, k: int, limited: np.ndarray | None = None,
+                               max_limited: int | None = None, each_side: bool = False,
+                               min_strength: float = 0.0) -> np.ndarray:
+    """``strongest_positions`` in NumPy: every row sorted once (``RankedEvidence``)."""
+    from .evidence import RankedEvidence  # (evidence imports this module)
+
+    return RankedEvidence(C, limited).positions(k, max_limited, each_side, min_strength)
+
+
+def strongest_positions(C, k: int, limited: np.ndarray | None = None,
+                        max_limited: int | None = None, each_side: bool = False,
+                        min_strength: float = 0.0) -> np.ndarray:
+    """Positions in ``C.data`` of each row's ``k`` strongest entries, row by row, strongest
+    first (``evidence.strongest`` says what is kept). In C each row keeps its best
+    entries as it is read (a list of at most ``k`` a side), where NumPy sorts them all;
+    ``k == 0`` (every entry) is NumPy's."""
+    if _speedups is None or not k:
+        return strongest_positions_python(C, k, limited, max_limited, each_side, min_strength)
+    from .evidence import split_places
+
+    def side(k_side: int, cap: int | None) -> tuple[int, int]:
+        return k_side, -1 if limited is None or cap is None else cap
+
+    sides = (tuple(side(*s) for s in split_places(k, max_limited)) if each_side
+             else (side(k, max_limited),))
+    marks = (np.zeros(0, np.uint8) if limited is None
+             else np.ascontiguousarray(limited, dtype=bool).view(np.uint8))
+    out = np.empty(C.data.size, dtype=np.int64)
+    written = _speedups.strongest_positions(
+        np.ascontiguousarray(C.data, dtype=np.float64),
+        np.ascontiguousarray(C.indices, dtype=np.int64),
+        np.ascontiguousarray(C.indptr, dtype=np.int64), marks, sides, float(min_strength), out)
+    return out[:written]
 
 
 def hash_index() -> HashIndex | None:
