@@ -494,3 +494,34 @@ def test_evidence_selection_checks_its_arguments():
     assert _speedups.strongest_positions(values, indices, np.array([0, 2], dtype=np.int64),
                                          none, ((1, -1), (1, -1)), 0.0, out) == 2
     assert out.tolist() == [1, 0]  # the stronger (|-2|) first
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(tokens=st.lists(st.text(max_size=12), max_size=30))
+def test_json_items_in_c_is_what_json_dumps_writes(tokens):
+    """Any str a token can be (controls, NUL, DEL, quotes, backslashes, astral characters,
+    lone surrogates): the C writer gives json.dumps's bytes, and they load back."""
+    import json
+
+    from textnb.token_store import TokenStore
+
+    store = TokenStore(tokens + ["\x00\x7f\"\\\n\r\t\b\f\x1f", "\U0001F600\udc80\ud800", "é"])
+    n = len(store)
+    for start, stop in ((0, n), (1, n - 1), (n // 2, n), (0, 0)):
+        items = _speedups.json_items(store._bytes, store._ends, start, stop)
+        expected = json.dumps(store[start:stop])[1:-1].encode("ascii")
+        assert items == expected
+        assert items == speedups.json_items_python(store._bytes, store._ends, start, stop)
+        assert json.loads(b"[" + items + b"]") == store[start:stop]
+
+
+@needs_c
+def test_json_items_leaves_bytes_that_are_not_utf8_to_python():
+    ends = np.array([2, 4], dtype=np.int64)
+    for data in (bytearray(b"ok\xff!"), bytearray(b"ok\xc3"), bytearray(b"ok\xe0\x80"),
+                 bytearray(b"ok\xc0\xaf")):  # a stray byte, cut short, overlong forms
+        ends[-1] = len(data)
+        assert _speedups.json_items(data, ends, 0, 2) is None
+    with pytest.raises(ValueError, match="out of range"):
+        _speedups.json_items(bytearray(b"ab"), np.array([2], dtype=np.int64), 0, 2)

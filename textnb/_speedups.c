@@ -976,7 +976,171 @@ done:
     return result;
 }
 
+/* -- the vocabulary as JSON (token_store.TokenStore.json_items) -------------------- */
+
+/* The next code point of UTF-8 `bytes` (surrogates allowed, as "surrogatepass" writes
+ * them) at *at, which it moves past; -1 for bytes that are not UTF-8. */
+static int32_t
+next_code_point(const unsigned char *bytes, int64_t n, int64_t *at)
+{
+    unsigned char lead = bytes[*at];
+    int extra;
+    int32_t c;
+    if (lead < 0x80) {
+        (*at)++;
+        return lead;
+    }
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        extra = 1;
+        c = lead & 0x1F;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        extra = 2;
+        c = lead & 0x0F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        extra = 3;
+        c = lead & 0x07;
+    } else {
+        return -1;
+    }
+    if (*at + extra > n - 1)  /* cut short */
+        return -1;
+    for (int k = 1; k <= extra; k++) {
+        unsigned char next = bytes[*at + k];
+        if ((next & 0xC0) != 0x80)
+            return -1;
+        c = (c << 6) | (next & 0x3F);
+    }
+    /* Overlong forms and code points past U+10FFFF are not UTF-8. */
+    if ((extra == 2 && c < 0x800) || (extra == 3 && (c < 0x10000 || c > 0x10FFFF)))
+        return -1;
+    *at += extra + 1;
+    return c;
+}
+
+/* Write `\uXXXX` (lower-case hex, as json.dumps) at out; RETURNS 6. */
+static int
+write_u_escape(char *out, int32_t c)
+{
+    static const char hex[] = "0123456789abcdef";
+    out[0] = '\\';
+    out[1] = 'u';
+    out[2] = hex[(c >> 12) & 0xF];
+    out[3] = hex[(c >> 8) & 0xF];
+    out[4] = hex[(c >> 4) & 0xF];
+    out[5] = hex[c & 0xF];
+    return 6;
+}
+
+/* How code point c is written in a JSON string by json.dumps (ensure_ascii): into out
+ * if it is not NULL; RETURNS the number of bytes. */
+static int
+json_char(int32_t c, char *out)
+{
+    const char *short_escape = NULL;
+    switch (c) {
+    case '"': short_escape = "\\\""; break;
+    case '\\': short_escape = "\\\\"; break;
+    case '\n': short_escape = "\\n"; break;
+    case '\r': short_escape = "\\r"; break;
+    case '\t': short_escape = "\\t"; break;
+    case '\b': short_escape = "\\b"; break;
+    case '\f': short_escape = "\\f"; break;
+    }
+    if (short_escape != NULL) {
+        if (out != NULL) {
+            out[0] = short_escape[0];
+            out[1] = short_escape[1];
+        }
+        return 2;
+    }
+    if (c >= ' ' && c <= '~') {
+        if (out != NULL)
+            out[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x10000) {
+        if (out != NULL)
+            write_u_escape(out, c);
+        return 6;
+    }
+    if (out != NULL) {  /* a surrogate pair */
+        int32_t v = c - 0x10000;
+        write_u_escape(out, 0xD800 | (v >> 10));
+        write_u_escape(out + 6, 0xDC00 | (v & 0x3FF));
+    }
+    return 12;
+}
+
+PyDoc_STRVAR(json_items_doc,
+"json_items(data, ends, start, stop) -> bytes | None\n\n"
+"Tokens start .. stop - 1 of the store (data, ends) as the items of a JSON list, the\n"
+"bytes json.dumps (ensure_ascii) writes for them, joined by \", \"; None when the\n"
+"bytes are not UTF-8.");
+
+static PyObject *
+json_items(PyObject *module, PyObject *args)
+{
+    PyObject *data_object, *ends_object;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "OOnn:json_items", &data_object, &ends_object, &start, &stop))
+        return NULL;
+    Py_buffer data_view = {0}, ends_view = {0};
+    PyObject *result = NULL;
+    if (store_views(data_object, ends_object, &data_view, &ends_view) < 0)
+        goto done;
+    if (start < 0 || stop < start || stop > ends_view.len / 8) {
+        PyErr_SetString(PyExc_ValueError, "json_items: tokens out of range");
+        goto done;
+    }
+    /* First the size (and every token checked), then the bytes. */
+    Py_ssize_t size = stop > start ? 2 * (stop - start) + 2 * (stop - start - 1) : 0;
+    for (int pass = 0; pass < 2; pass++) {
+        char *out = pass ? PyBytes_AS_STRING(result) : NULL;
+        for (Py_ssize_t i = start; i < stop; i++) {
+            const unsigned char *first;
+            int64_t length, at = 0;
+            if (token_span(&data_view, &ends_view, i, &first, &length) < 0) {
+                Py_CLEAR(result);
+                goto done;
+            }
+            if (out != NULL) {
+                if (i > start) {
+                    *out++ = ',';
+                    *out++ = ' ';
+                }
+                *out++ = '"';
+            }
+            while (at < length) {
+                int32_t c = next_code_point(first, length, &at);
+                if (c < 0) {
+                    Py_CLEAR(result);
+                    result = Py_None;
+                    Py_INCREF(result);
+                    goto done;
+                }
+                int written = json_char(c, out);
+                if (out != NULL)
+                    out += written;
+                else
+                    size += written;
+            }
+            if (out != NULL)
+                *out++ = '"';
+        }
+        if (!pass) {
+            result = PyBytes_FromStringAndSize(NULL, size);
+            if (result == NULL)
+                goto done;
+        }
+    }
+done:
+    PyBuffer_Release(&data_view);
+    PyBuffer_Release(&ends_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"json_items", json_items, METH_VARARGS, json_items_doc},
     {"strongest_positions", strongest_positions, METH_VARARGS, strongest_positions_doc},
     {"hash_tokens", hash_tokens, METH_VARARGS, hash_tokens_doc},
     {"equal_tokens", equal_tokens, METH_VARARGS, equal_tokens_doc},

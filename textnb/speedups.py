@@ -37,7 +37,8 @@ if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
 
 __all__ = ["number_tokens", "count_messages", "lookup_chunks", "join_chunks", "count_words",
            "HashIndex", "hash_index", "hash_tokens", "equal_tokens", "gather_tokens",
-           "strongest_positions", "strongest_positions_python",
+           "strongest_positions", "strongest_positions_python", "json_items",
+           "json_items_python",
            "implementation", "number_tokens_python", "count_messages_python",
            "lookup_chunks_python", "join_chunks_python", "count_words_python",
            "hash_tokens_python", "equal_tokens_python", "gather_tokens_python"]
@@ -349,6 +350,34 @@ def equal_tokens(data, ends, positions, other_data, other_ends, other_positions
     _speedups.equal_tokens(data, ends, positions, other_data, other_ends, other_positions,
                            out)
     return out.view(bool)
+
+
+def json_items_python(data, ends, start: int, stop: int) -> bytes:
+    """``json_items`` with NumPy and ``json.dumps`` (``token_store._json_items``, else the
+    tokens decoded and dumped)."""
+    import json
+
+    from .token_store import _json_items, _split  # (token_store imports this module)
+
+    if stop <= start:
+        return b""
+    offsets = np.frombuffer(ends, dtype=np.int64)
+    base = int(offsets[start - 1]) if start else 0
+    cut = offsets[start:stop] - base
+    region = data[base:base + int(cut[-1])]
+    del offsets  # no view of a store's buffers may outlive the call
+    items = _json_items(region, cut)
+    return items if items is not None else json.dumps(_split(region, cut))[1:-1].encode("ascii")
+
+
+def json_items(data, ends, start: int, stop: int) -> bytes:
+    """Tokens ``start`` .. ``stop - 1`` of a store as the items of a JSON list (joined by
+    ", "): the bytes ``json.dumps`` writes for them (ASCII, escaped as it escapes)."""
+    if _speedups is not None:
+        items = _speedups.json_items(data, ends, start, stop)
+        if items is not None:
+            return items
+    return json_items_python(data, ends, start, stop)
 
 
 # -- evidence selection (``evidence.strongest``) ------------------------------------

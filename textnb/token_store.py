@@ -270,9 +270,8 @@ class TokenStore(Sequence):
     def json_items(self) -> Iterator[bytes]:
         """The tokens as ``json.dumps`` writes the items of a list of them (ASCII, joined by
         ", "), a chunk at a time (``textnb.store``'s ``vocabulary.json``)."""
-        for i, j, region, ends in self._regions():
-            items = _json_items(region, ends)
-            yield items if items is not None else json.dumps(self[i:j])[1:-1].encode("ascii")
+        for i in range(0, len(self), _CHUNK):
+            yield speedups.json_items(self._bytes, self._ends, i, min(i + _CHUNK, len(self)))
 
     def candidates(self, tokens: list[str]) -> np.ndarray:
         """The positions whose token has the byte length, first and last 8 bytes of one
