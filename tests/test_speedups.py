@@ -525,3 +525,27 @@ def test_json_items_leaves_bytes_that_are_not_utf8_to_python():
         assert _speedups.json_items(data, ends, 0, 2) is None
     with pytest.raises(ValueError, match="out of range"):
         _speedups.json_items(bytearray(b"ab"), np.array([2], dtype=np.int64), 0, 2)
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(tokens=st.lists(st.text(max_size=12), max_size=30))
+def test_pack_tokens_in_c_equals_python(tokens):
+    """Every width of str (and lone surrogates): the same bytes and ends both ways."""
+    tokens = tokens + ["ascii", "café", "日本", "\U0001F600", "\udc80", ""]
+    data, ends = speedups.pack_tokens(tokens)
+    expected_data, expected_ends = speedups.pack_tokens_python(tokens)
+    assert data == expected_data == "".join(tokens).encode("utf-8", "surrogatepass")
+    assert ends.tolist() == expected_ends.tolist()
+
+
+@needs_c
+def test_pack_tokens_takes_only_str():
+    class Word(str):
+        pass
+
+    assert speedups.pack_tokens([Word("ab"), "c"])[0] == b"abc"  # as "".join takes them
+    with pytest.raises(TypeError, match="must be str, not bytes"):
+        speedups.pack_tokens(["ok", b"no"])
+    with pytest.raises(ValueError, match="one item a token"):
+        _speedups.pack_tokens(["a"], np.empty(2, np.int64))

@@ -1139,7 +1139,101 @@ done:
     return result;
 }
 
+/* -- packing str into a TokenStore ------------------------------------------------ */
+
+/* The UTF-8 length of code point c ("surrogatepass": a surrogate takes 3 bytes). */
+static inline int
+utf8_width(Py_UCS4 c)
+{
+    return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+}
+
+static inline char *
+put_utf8(char *out, Py_UCS4 c)
+{
+    if (c < 0x80) {
+        *out++ = (char)c;
+    } else if (c < 0x800) {
+        *out++ = (char)(0xC0 | (c >> 6));
+        *out++ = (char)(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+        *out++ = (char)(0xE0 | (c >> 12));
+        *out++ = (char)(0x80 | ((c >> 6) & 0x3F));
+        *out++ = (char)(0x80 | (c & 0x3F));
+    } else {
+        *out++ = (char)(0xF0 | (c >> 18));
+        *out++ = (char)(0x80 | ((c >> 12) & 0x3F));
+        *out++ = (char)(0x80 | ((c >> 6) & 0x3F));
+        *out++ = (char)(0x80 | (c & 0x3F));
+    }
+    return out;
+}
+
+PyDoc_STRVAR(pack_tokens_doc,
+"pack_tokens(tokens, ends) -> bytes\n\n"
+"The UTF-8 bytes of the str in the list tokens, one after another (as\n"
+"''.join(tokens).encode('utf-8', 'surrogatepass')); ends[i] (int64, one a token) gets\n"
+"where token i ends in them.");
+
+static PyObject *
+pack_tokens(PyObject *module, PyObject *args)
+{
+    PyObject *tokens, *ends_object;
+    if (!PyArg_ParseTuple(args, "O!O:pack_tokens", &PyList_Type, &tokens, &ends_object))
+        return NULL;
+    Py_buffer ends_view = {0};
+    PyObject *result = NULL;
+    if (int64_buffer(ends_object, &ends_view, "ends") < 0)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    int64_t *ends = ends_view.buf, total = 0;
+    if (ends_view.len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "pack_tokens: ends needs one item a token");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {  /* first each token's length, every item checked */
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        if (!PyUnicode_Check(token)) {
+            PyErr_Format(PyExc_TypeError, "tokens must be str, not %.100s",
+                         Py_TYPE(token)->tp_name);
+            goto done;
+        }
+        Py_ssize_t length = PyUnicode_GET_LENGTH(token);
+        if (!PyUnicode_IS_ASCII(token)) {
+            int kind = PyUnicode_KIND(token);
+            const void *data = PyUnicode_DATA(token);
+            Py_ssize_t bytes = 0;
+            for (Py_ssize_t j = 0; j < length; j++)
+                bytes += utf8_width(PyUnicode_READ(kind, data, j));
+            length = bytes;
+        }
+        total += length;
+        ends[i] = total;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (result == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) {  /* the list is not changed in between: no Python runs */
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        Py_ssize_t length = PyUnicode_GET_LENGTH(token);
+        if (PyUnicode_IS_ASCII(token)) {
+            memcpy(out, PyUnicode_1BYTE_DATA(token), (size_t)length);
+            out += length;
+            continue;
+        }
+        int kind = PyUnicode_KIND(token);
+        const void *data = PyUnicode_DATA(token);
+        for (Py_ssize_t j = 0; j < length; j++)
+            out = put_utf8(out, PyUnicode_READ(kind, data, j));
+    }
+done:
+    PyBuffer_Release(&ends_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"pack_tokens", pack_tokens, METH_VARARGS, pack_tokens_doc},
     {"json_items", json_items, METH_VARARGS, json_items_doc},
     {"strongest_positions", strongest_positions, METH_VARARGS, strongest_positions_doc},
     {"hash_tokens", hash_tokens, METH_VARARGS, hash_tokens_doc},

@@ -38,7 +38,7 @@ if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
 __all__ = ["number_tokens", "count_messages", "lookup_chunks", "join_chunks", "count_words",
            "HashIndex", "hash_index", "hash_tokens", "equal_tokens", "gather_tokens",
            "strongest_positions", "strongest_positions_python", "json_items",
-           "json_items_python",
+           "json_items_python", "pack_tokens", "pack_tokens_python",
            "implementation", "number_tokens_python", "count_messages_python",
            "lookup_chunks_python", "join_chunks_python", "count_words_python",
            "hash_tokens_python", "equal_tokens_python", "gather_tokens_python"]
@@ -350,6 +350,28 @@ def equal_tokens(data, ends, positions, other_data, other_ends, other_positions
     _speedups.equal_tokens(data, ends, positions, other_data, other_ends, other_positions,
                            out)
     return out.view(bool)
+
+
+def pack_tokens_python(tokens: list[str]) -> tuple[bytes, np.ndarray]:
+    """``pack_tokens`` in Python: one join, one encode, the lengths in bytes counted with
+    NumPy where a token is not ASCII (``token_store._byte_lengths``)."""
+    from .token_store import _ENCODING, _byte_lengths  # (token_store imports this module)
+
+    joined = "".join(tokens)  # TypeError for anything but str
+    data = joined.encode(*_ENCODING)
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    if len(data) != len(joined):
+        lengths = _byte_lengths(data, lengths)
+    return data, np.cumsum(lengths)
+
+
+def pack_tokens(tokens: list[str]) -> tuple[bytes, np.ndarray]:
+    """The UTF-8 bytes ("surrogatepass") of ``tokens``, one after another, and where each
+    ends in them (int64): what a TokenStore holds."""
+    if _speedups is None:
+        return pack_tokens_python(tokens)
+    ends = np.empty(len(tokens), dtype=np.int64)
+    return _speedups.pack_tokens(tokens, ends), ends
 
 
 def json_items_python(data, ends, start: int, stop: int) -> bytes:

@@ -153,13 +153,8 @@ class TokenStore(Sequence):
         tokens = tokens if isinstance(tokens, list) else list(tokens)
         if not tokens:
             return
-        joined = "".join(tokens)  # TypeError for anything but str
-        data = joined.encode(*_ENCODING)
-        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-        if len(data) != len(joined):
-            lengths = _byte_lengths(data, lengths)
+        data, ends = speedups.pack_tokens(tokens)  # TypeError for anything but str
         self._bytes += data
-        ends = np.cumsum(lengths)
         ends += self._ends[-1] if self._ends else 0
         self._ends.frombytes(ends.tobytes())
 
