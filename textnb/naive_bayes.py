@@ -208,7 +208,9 @@ class _BaseNB:
 
     def _sums(self) -> None:
         """Recompute the running sums from the counts and the mask (after loading)."""
-        self._kept_count = self.feature_count_[:, self.feature_mask_].sum(axis=1)
+        # np.compress, not a boolean index: the same elements in the same order, without
+        # the two-dimensional fancy index (``_add``).
+        self._kept_count = np.compress(self.feature_mask_, self.feature_count_, axis=1).sum(axis=1)
         self._n_kept = int(self.feature_mask_.sum())
         self._full = None
 
