@@ -549,3 +549,18 @@ def test_pack_tokens_takes_only_str():
         speedups.pack_tokens(["ok", b"no"])
     with pytest.raises(ValueError, match="one item a token"):
         _speedups.pack_tokens(["a"], np.empty(2, np.int64))
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(tokens=st.lists(st.text(max_size=12), max_size=30))
+def test_read_json_items_in_c_reads_what_json_loads_reads(tokens):
+    """What json.dumps writes of any tokens, read in C: json.loads's strings, as UTF-8
+    ("surrogatepass") one after another."""
+    import json
+
+    from textnb.token_store import TokenStore
+
+    data = json.dumps(tokens).encode("ascii")
+    text, ends = speedups.read_json_items(data)
+    assert TokenStore.from_utf8(text, ends) == TokenStore(json.loads(data))

@@ -1232,7 +1232,136 @@ done:
     return result;
 }
 
+/* The value of 4 hex digits at s (already known to be in bounds), or -1. */
+static int32_t
+hex4(const unsigned char *s)
+{
+    int32_t value = 0;
+    for (int k = 0; k < 4; k++) {
+        unsigned char c = s[k];
+        int digit = c >= '0' && c <= '9' ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (digit < 0)
+            return -1;
+        value = value * 16 + digit;
+    }
+    return value;
+}
+
+PyDoc_STRVAR(read_json_items_doc,
+"read_json_items(data, out_ends) -> (bytearray, int) | None\n\n"
+"The strings of data, a JSON list in the shape json_items writes (ASCII, [\"a\", \"b\"],\n"
+"items joined by \", \"), as UTF-8 ('surrogatepass') one after another, and how many;\n"
+"each one's end goes to out_ends (int64, at least one item a string). None for data of\n"
+"any other shape"
+"(json.loads is then the reader). Escapes are decoded as json.loads decodes them: a\n"
+"\\\\u escape of a high surrogate followed by one of a low surrogate is one character.");
+
+static PyObject *
+read_json_items(PyObject *module, PyObject *args)
+{
+    PyObject *data_object, *out_ends_object;
+    if (!PyArg_ParseTuple(args, "OO:read_json_items", &data_object, &out_ends_object))
+        return NULL;
+    Py_buffer data_view = {0}, out_ends_view = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(data_object, &data_view, PyBUF_SIMPLE) < 0) {
+        data_view.obj = NULL;
+        goto done;
+    }
+    if (int64_buffer(out_ends_object, &out_ends_view, "out_ends") < 0)
+        goto done;
+    const unsigned char *in = data_view.buf;
+    Py_ssize_t n = data_view.len, capacity = out_ends_view.len / 8, n_items = 0;
+    int64_t *out_ends = out_ends_view.buf;
+    /* The decoded text is never longer than its JSON: an escape of k bytes gives at most
+     * k bytes (\uXXXX: 6 -> at most 3; two of them: 12 -> 4), a plain byte one. */
+    result = PyByteArray_FromStringAndSize(NULL, n);
+    if (result == NULL)
+        goto done;
+    char *out = PyByteArray_AS_STRING(result), *start = out;
+    Py_ssize_t at = 0;
+    if (n < 2 || in[0] != '[' || in[n - 1] != ']')
+        goto other_shape;
+    at = 1;
+    if (n == 2)
+        goto finished;  /* [] */
+    for (;;) {
+        if (at >= n - 1 || in[at] != '"')
+            goto other_shape;
+        at++;
+        for (;;) {  /* one string's characters */
+            if (at >= n - 1)
+                goto other_shape;
+            unsigned char c = in[at];
+            if (c == '"')
+                break;
+            if (c < 0x20 || c >= 0x80)  /* raw control characters, or not ASCII */
+                goto other_shape;
+            if (c != '\\') {
+                *out++ = (char)c;
+                at++;
+                continue;
+            }
+            if (at + 1 >= n - 1)
+                goto other_shape;
+            unsigned char escape = in[at + 1];
+            const char *simple = strchr("\"\\/bfnrt", escape);
+            if (escape != 0 && simple != NULL) {
+                static const char decoded[] = "\"\\/\b\f\n\r\t";
+                *out++ = decoded[simple - "\"\\/bfnrt"];
+                at += 2;
+                continue;
+            }
+            if (escape != 'u' || at + 6 > n - 1)
+                goto other_shape;
+            int32_t code = hex4(in + at + 2);
+            if (code < 0)
+                goto other_shape;
+            at += 6;
+            if (code >= 0xD800 && code <= 0xDBFF && at + 6 <= n - 1 && in[at] == '\\'
+                && in[at + 1] == 'u') {
+                int32_t low = hex4(in + at + 2);
+                if (low >= 0xDC00 && low <= 0xDFFF) {  /* a pair: one character */
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                    at += 6;
+                }
+            }
+            out = put_utf8(out, (Py_UCS4)code);
+        }
+        if (n_items >= capacity) {
+            PyErr_SetString(PyExc_ValueError, "read_json_items: more strings than out_ends holds");
+            Py_CLEAR(result);
+            goto done;
+        }
+        out_ends[n_items++] = out - start;
+        at++;  /* the closing quote */
+        if (at == n - 1)
+            break;
+        if (at + 2 > n - 1 || in[at] != ',' || in[at + 1] != ' ')
+            goto other_shape;
+        at += 2;
+    }
+finished:
+    if (PyByteArray_Resize(result, out - start) < 0) {
+        Py_CLEAR(result);
+        goto done;
+    }
+    result = Py_BuildValue("(Nn)", result, n_items);
+    goto done;
+other_shape:
+    Py_CLEAR(result);
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&data_view);
+    PyBuffer_Release(&out_ends_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"read_json_items", read_json_items, METH_VARARGS, read_json_items_doc},
     {"pack_tokens", pack_tokens, METH_VARARGS, pack_tokens_doc},
     {"json_items", json_items, METH_VARARGS, json_items_doc},
     {"strongest_positions", strongest_positions, METH_VARARGS, strongest_positions_doc},

@@ -39,6 +39,7 @@ __all__ = ["number_tokens", "count_messages", "lookup_chunks", "join_chunks", "c
            "HashIndex", "hash_index", "hash_tokens", "equal_tokens", "gather_tokens",
            "strongest_positions", "strongest_positions_python", "json_items",
            "json_items_python", "pack_tokens", "pack_tokens_python",
+           "read_json_items",
            "implementation", "number_tokens_python", "count_messages_python",
            "lookup_chunks_python", "join_chunks_python", "count_words_python",
            "hash_tokens_python", "equal_tokens_python", "gather_tokens_python"]
@@ -400,6 +401,23 @@ def json_items(data, ends, start: int, stop: int) -> bytes:
         if items is not None:
             return items
     return json_items_python(data, ends, start, stop)
+
+
+def read_json_items(data) -> tuple[bytearray, np.ndarray] | None:
+    """The strings of ``data``, a JSON list as ``json_items`` writes it (``[`` + items +
+    ``]``), as UTF-8 one after another and where each ends (what ``TokenStore.from_utf8``
+    takes), decoded in C as ``json.loads`` decodes them; None where the C module was not
+    built or the bytes have another shape: ``store`` then reads them with NumPy, or
+    ``json.loads``."""
+    if _speedups is None:
+        return None
+    # Items are joined by '", "' in this shape, so there are at most one more than those.
+    ends = np.empty(data.count(b'", "') + 1, dtype=np.int64)
+    read = _speedups.read_json_items(data, ends)
+    if read is None:
+        return None
+    text, n_items = read
+    return text, ends[:n_items]
 
 
 # -- evidence selection (``evidence.strongest``) ------------------------------------

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from . import __version__, speedups
 from .config import config_from_dict
 from .errors import ModelFormatError, WriteError, write_fix
 from .ledger import Ledger
@@ -102,6 +102,9 @@ def _read_json_list(data: bytes) -> TokenStore:
     stop 24). One scratch array serves every byte-wide test: each new 10 MB array costs
     its page faults in a process that has just started.
     """
+    read = speedups.read_json_items(data)  # in C, where it was built: 4x faster
+    if read is not None:
+        return TokenStore.from_utf8(*read)
     a = np.frombuffer(data, dtype=np.uint8)
     scratch = np.empty(a.size, dtype=bool)
     cut = _json_strings(data, a, scratch)
