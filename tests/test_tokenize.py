@@ -141,3 +141,25 @@ def test_spacys_vocabulary_is_bounded_and_a_fresh_one_tokenises_the_same(monkeyp
         assert len(bounded.spacy.vocab.strings) <= 40 + 20  # one text's new strings at most
     assert got == expected
     assert len(built) > 2  # built, then rebuilt as the strings passed the bound
+
+
+@pytest.mark.parametrize("settings", [{}, {"lowercase": False},
+                                      {"min_token_length": 3, "max_token_length": 6}])
+def test_a_word_of_ascii_letters_maps_as_the_full_rules_map_it(settings):
+    """``_new_word`` maps a word of ASCII letters by its length alone (the short cut of
+    stop 29); every other rule of ``_map_word`` leaves such a word as it is: number
+    words, roman numerals, currency and URL rules included."""
+    import random
+
+    tokenizer = EmailTokenizer(TokenizerConfig(**settings))
+    tokenizer.spacy  # the lexical attributes
+    lex = tokenizer._attributes
+    rng = random.Random(5)
+    words = ["a", "I", "free", "FREE", "Twenty", "millionth", "III", "http", "www", "com",
+             "x" * 40, "y" * 41, "Supercalifragilisticexpialidocious" * 2]
+    words += ["".join(rng.choices("abcXYZ", k=rng.randint(1, 60))) for _ in range(300)]
+    for namespace in ("", "subject:"):
+        for word in words:
+            full = () if lex.is_space(word) else tokenizer._map_word(word, lex)
+            expected = tuple(namespace + m for m in full) if namespace else full
+            assert tokenizer._new_word(word, {}, namespace, lex) == expected, word

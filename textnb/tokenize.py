@@ -360,7 +360,15 @@ class EmailTokenizer:
     def _new_word(self, text: str, words: dict, namespace: str, lex: LexicalAttributes
                   ) -> tuple[str, ...]:
         """The tokens of a word not in the namespace's word cache (``words``), cached."""
-        word = () if lex.is_space(text) else self._map_word(text, lex)
+        if text.isascii() and text.isalpha():
+            # ASCII letters only: no rule of _map_plain but the length ones can apply (no
+            # ".", "@", ":" or digit; not a space, a currency or a script to segment;
+            # tests/test_tokenize.py checks it against the full rules). Mapping the new
+            # chunks of Enron 1-3's training split: 0.71-0.78 -> 0.57-0.61 CPU-s;
+            # SpamAssassin's, 1.69-1.75 -> 1.63-1.70 (3 rounds; docs/benchmarks.md, stop 29).
+            word = self._sized(text.lower() if self.cfg.lowercase else text)
+        else:
+            word = () if lex.is_space(text) else self._map_word(text, lex)
         if namespace:
             word = tuple(namespace + m for m in word)
         if len(words) < _CACHE_LIMIT:
@@ -403,16 +411,22 @@ class EmailTokenizer:
                 and lex.like_num(text)):  # the cheap tests first: most words are letters
             # Exact numbers are too sparse to learn from; their shapes (``d,ddd``) are not.
             return (f"num:{_DIGITS.sub('d', word)[:12]}",)
-        if len(word) < cfg.min_token_length:
-            return ()
-        if len(word) > cfg.max_token_length:
-            # SpamBayes: long "words" are mostly encoded junk; keep their first char and size.
-            return (f"skip:{word[0]} {len(word) // 10 * 10}",)
-        if ":" in word and word.strip(":"):
+        if (":" in word and word.strip(":")
+                and cfg.min_token_length <= len(word) <= cfg.max_token_length):
             # ':' separates a token's namespace; a word holding one could pose as a header,
             # URL or control token (a spammer writing "from:domain:yourbank.example" in
-            # the text). U+2236 RATIO looks the same and namespaces nothing.
+            # the text). U+2236 RATIO looks the same and namespaces nothing (one
+            # character for one: the length stays).
             word = word.replace(":", "\u2236")
+        return self._sized(word)
+
+    def _sized(self, word: str) -> tuple[str, ...]:
+        """A plain word's token by its length: none when too short; when too long, its
+        first character and size (SpamBayes: long "words" are mostly encoded junk)."""
+        if len(word) < self.cfg.min_token_length:
+            return ()
+        if len(word) > self.cfg.max_token_length:
+            return (f"skip:{word[0]} {len(word) // 10 * 10}",)
         return (word,)
 
     # -- URLs --------------------------------------------------------------
@@ -566,7 +580,7 @@ def _plain_words(chunk: str) -> tuple[str, ...] | None:
     address (``_TOKEN_MATCH``, which would keep it whole), is those two words:
     spaCy strips the suffix, finds nothing more to strip and no infix in the rest.
     (Our tokenizer has no special cases, which would change both.)"""
-    if _AFFIX.search(chunk) is None:
+    if chunk.isalpha() or _AFFIX.search(chunk) is None:  # (no affix is a letter)
         return (chunk,)
     core = chunk[:-1]
     if (core and _SUFFIX.search(chunk) is not None and _AFFIX.search(core) is None
