@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import textnb.sources as sources_module
 from textnb.errors import MailboxFormatError, SourceError
 from textnb.sources import (RawMessage, _read_stream, _split_mbox, iter_index, iter_labelled,
                             iter_messages, iter_tsv)
@@ -71,6 +72,25 @@ def test_reading_an_mbox_file_whole_is_splitting_it_line_by_line(lines):
         line for i, line in enumerate(lines) if line != b"no newline" or i == len(lines) - 1)
     expected = list(_split_mbox(io.BytesIO(data)))
     got = [m.raw for m in _read_stream(io.BytesIO(data), "f", None)]
+    assert got == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_MBOX_LINES + [b"From z@y Mon Jan  1 00:00:00 2001\n"]),
+                max_size=10), st.sampled_from([5, 6, 16, 40, 1 << 16]),  # _WHOLE >= len("From ")
+       st.sampled_from([b"From a@b Mon Jan  1 00:00:00 2001\n", b"Subject: plain\n"]))
+def test_reading_in_reads_of_any_size_is_splitting_line_by_line(lines, whole, first):
+    """Whatever the size of the read after the 'From ' line (ending inside a line, past
+    the end), a file reads as the line-by-line splitter (or, without a 'From ' line,
+    whole) gives it."""
+    data = first + b"".join(
+        line for i, line in enumerate(lines) if line != b"no newline" or i == len(lines) - 1)
+    expected = list(_split_mbox(io.BytesIO(data))) if first.startswith(b"From ") else [data]
+    saved, sources_module._WHOLE = sources_module._WHOLE, whole
+    try:
+        got = [m.raw for m in _read_stream(io.BufferedReader(io.BytesIO(data)), "f", None)]
+    finally:
+        sources_module._WHOLE = saved
     assert got == expected
 
 
