@@ -500,7 +500,9 @@ index_insert(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "index_insert: columns out of keys' or taken's range");
         goto done;
     }
-    for (Py_ssize_t column = start; column < stop; column++) {
+    const char *problem = NULL;
+    Py_BEGIN_ALLOW_THREADS  /* (a model loads beside spaCy's import: textnb.beside) */
+    for (Py_ssize_t column = start; column < stop && problem == NULL; column++) {
         int64_t key = keys[column];
         Py_ssize_t at = first_slot((uint64_t)key, (uint64_t)(n_slots - 1)), probes = 0;
         for (;;) {
@@ -511,19 +513,24 @@ index_insert(PyObject *module, PyObject *args)
                 break;
             }
             if (held < 1 || held > n_keys) {
-                PyErr_SetString(PyExc_ValueError, "index_insert: a slot names no column");
-                goto done;
+                problem = "index_insert: a slot names no column";
+                break;
             }
             if (keys[held - 1] == key) {
                 taken[column - start] = 1;
                 break;
             }
             if (++probes == n_slots) {
-                PyErr_SetString(PyExc_ValueError, "index_insert: the slots are full");
-                goto done;
+                problem = "index_insert: the slots are full";
+                break;
             }
             at = (at + 1) & (n_slots - 1);
         }
+    }
+    Py_END_ALLOW_THREADS
+    if (problem != NULL) {
+        PyErr_SetString(PyExc_ValueError, problem);
+        goto done;
     }
     result = Py_None;
     Py_INCREF(result);
@@ -604,29 +611,47 @@ store_views(PyObject *data_object, PyObject *ends_object, Py_buffer *data_view,
     return int64_input(ends_object, ends_view, "ends");
 }
 
+/* What span_at finds wrong: nothing, a position out of range, ends that do not fit. */
+enum { SPAN_OK, SPAN_OUT_OF_RANGE, SPAN_BAD_ENDS };
+
 /* Token `at` of the store (data_view, ends_view), negative counting from the end: its
- * first byte and length; -1 with IndexError or ValueError when it is not there (ends
- * that do not ascend within the bytes). Each token read is checked, not every end. */
+ * first byte and length, or what is wrong. Each token read is checked, not every end.
+ * No Python API: loops call it with the GIL released. */
 static int
-token_span(const Py_buffer *data_view, const Py_buffer *ends_view, int64_t at,
-           const unsigned char **first, int64_t *length)
+span_at(const Py_buffer *data_view, const Py_buffer *ends_view, int64_t at,
+        const unsigned char **first, int64_t *length)
 {
     const int64_t *ends = ends_view->buf;
     Py_ssize_t n = ends_view->len / 8;
     if (at < 0)
         at += n;
-    if (at < 0 || at >= n) {
-        PyErr_SetString(PyExc_IndexError, "token index out of range");
-        return -1;
-    }
+    if (at < 0 || at >= n)
+        return SPAN_OUT_OF_RANGE;
     int64_t begin = at ? ends[at - 1] : 0, end = ends[at];
-    if (begin < 0 || end < begin || end > data_view->len) {
-        PyErr_SetString(PyExc_ValueError, "token ends must ascend within the bytes");
-        return -1;
-    }
+    if (begin < 0 || end < begin || end > data_view->len)
+        return SPAN_BAD_ENDS;
     *first = (const unsigned char *)data_view->buf + begin;
     *length = end - begin;
-    return 0;
+    return SPAN_OK;
+}
+
+/* The exception for what span_at found wrong; RETURNS -1 (0 when nothing was). */
+static int
+span_error(int problem)
+{
+    if (problem == SPAN_OUT_OF_RANGE)
+        PyErr_SetString(PyExc_IndexError, "token index out of range");
+    else if (problem == SPAN_BAD_ENDS)
+        PyErr_SetString(PyExc_ValueError, "token ends must ascend within the bytes");
+    return problem == SPAN_OK ? 0 : -1;
+}
+
+/* span_at, with the exception set: -1 when the token is not there. */
+static int
+token_span(const Py_buffer *data_view, const Py_buffer *ends_view, int64_t at,
+           const unsigned char **first, int64_t *length)
+{
+    return span_error(span_at(data_view, ends_view, at, first, length));
 }
 
 /* splitmix64's finaliser (https://prng.di.unimi.it/splitmix64.c). */
@@ -685,13 +710,18 @@ hash_tokens(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "hash_tokens: out needs one item a token from start");
         goto done;
     }
-    for (Py_ssize_t i = start; i < n; i++) {
+    int problem = SPAN_OK;
+    Py_BEGIN_ALLOW_THREADS  /* (a model loads beside spaCy's import: textnb.beside) */
+    for (Py_ssize_t i = start; i < n && problem == SPAN_OK; i++) {
         const unsigned char *first;
         int64_t length;
-        if (token_span(&data_view, &ends_view, i, &first, &length) < 0)
-            goto done;
-        out[i - start] = (int64_t)hash_token(first, length);
+        problem = span_at(&data_view, &ends_view, i, &first, &length);
+        if (problem == SPAN_OK)
+            out[i - start] = (int64_t)hash_token(first, length);
     }
+    Py_END_ALLOW_THREADS
+    if (span_error(problem) < 0)
+        goto done;
     result = Py_None;
     Py_INCREF(result);
 done:
@@ -1258,54 +1288,44 @@ PyDoc_STRVAR(read_json_items_doc,
 "(json.loads is then the reader). Escapes are decoded as json.loads decodes them: a\n"
 "\\\\u escape of a high surrogate followed by one of a low surrogate is one character.");
 
-static PyObject *
-read_json_items(PyObject *module, PyObject *args)
+/* What parse_json_items finds. */
+enum { JSON_READ, JSON_OTHER_SHAPE, JSON_TOO_MANY };
+
+/* read_json_items' parse of the n bytes at in: the strings decoded into out, one after
+ * another, each one's end in out_ends (room for `capacity`); *n_items and *n_out get
+ * how many and how long. No Python API: it runs with the GIL released. */
+static int
+parse_json_items(const unsigned char *in, Py_ssize_t n, char *out, int64_t *out_ends,
+                 Py_ssize_t capacity, Py_ssize_t *n_items, Py_ssize_t *n_out)
 {
-    PyObject *data_object, *out_ends_object;
-    if (!PyArg_ParseTuple(args, "OO:read_json_items", &data_object, &out_ends_object))
-        return NULL;
-    Py_buffer data_view = {0}, out_ends_view = {0};
-    PyObject *result = NULL;
-    if (PyObject_GetBuffer(data_object, &data_view, PyBUF_SIMPLE) < 0) {
-        data_view.obj = NULL;
-        goto done;
-    }
-    if (int64_buffer(out_ends_object, &out_ends_view, "out_ends") < 0)
-        goto done;
-    const unsigned char *in = data_view.buf;
-    Py_ssize_t n = data_view.len, capacity = out_ends_view.len / 8, n_items = 0;
-    int64_t *out_ends = out_ends_view.buf;
-    /* The decoded text is never longer than its JSON: an escape of k bytes gives at most
-     * k bytes (\uXXXX: 6 -> at most 3; two of them: 12 -> 4), a plain byte one. */
-    result = PyByteArray_FromStringAndSize(NULL, n);
-    if (result == NULL)
-        goto done;
-    char *out = PyByteArray_AS_STRING(result), *start = out;
-    Py_ssize_t at = 0;
+    char *start = out;
+    Py_ssize_t at = 1;
+    *n_items = 0;
     if (n < 2 || in[0] != '[' || in[n - 1] != ']')
-        goto other_shape;
-    at = 1;
-    if (n == 2)
-        goto finished;  /* [] */
+        return JSON_OTHER_SHAPE;
+    if (n == 2) {  /* [] */
+        *n_out = 0;
+        return JSON_READ;
+    }
     for (;;) {
         if (at >= n - 1 || in[at] != '"')
-            goto other_shape;
+            return JSON_OTHER_SHAPE;
         at++;
         for (;;) {  /* one string's characters */
             if (at >= n - 1)
-                goto other_shape;
+                return JSON_OTHER_SHAPE;
             unsigned char c = in[at];
             if (c == '"')
                 break;
             if (c < 0x20 || c >= 0x80)  /* raw control characters, or not ASCII */
-                goto other_shape;
+                return JSON_OTHER_SHAPE;
             if (c != '\\') {
                 *out++ = (char)c;
                 at++;
                 continue;
             }
             if (at + 1 >= n - 1)
-                goto other_shape;
+                return JSON_OTHER_SHAPE;
             unsigned char escape = in[at + 1];
             const char *simple = strchr("\"\\/bfnrt", escape);
             if (escape != 0 && simple != NULL) {
@@ -1315,10 +1335,10 @@ read_json_items(PyObject *module, PyObject *args)
                 continue;
             }
             if (escape != 'u' || at + 6 > n - 1)
-                goto other_shape;
+                return JSON_OTHER_SHAPE;
             int32_t code = hex4(in + at + 2);
             if (code < 0)
-                goto other_shape;
+                return JSON_OTHER_SHAPE;
             at += 6;
             if (code >= 0xD800 && code <= 0xDBFF && at + 6 <= n - 1 && in[at] == '\\'
                 && in[at + 1] == 'u') {
@@ -1330,31 +1350,56 @@ read_json_items(PyObject *module, PyObject *args)
             }
             out = put_utf8(out, (Py_UCS4)code);
         }
-        if (n_items >= capacity) {
-            PyErr_SetString(PyExc_ValueError, "read_json_items: more strings than out_ends holds");
-            Py_CLEAR(result);
-            goto done;
-        }
-        out_ends[n_items++] = out - start;
+        if (*n_items >= capacity)
+            return JSON_TOO_MANY;
+        out_ends[(*n_items)++] = out - start;
         at++;  /* the closing quote */
         if (at == n - 1)
             break;
         if (at + 2 > n - 1 || in[at] != ',' || in[at + 1] != ' ')
-            goto other_shape;
+            return JSON_OTHER_SHAPE;
         at += 2;
     }
-finished:
-    if (PyByteArray_Resize(result, out - start) < 0) {
-        Py_CLEAR(result);
+    *n_out = out - start;
+    return JSON_READ;
+}
+
+static PyObject *
+read_json_items(PyObject *module, PyObject *args)
+{
+    PyObject *data_object, *out_ends_object;
+    if (!PyArg_ParseTuple(args, "OO:read_json_items", &data_object, &out_ends_object))
+        return NULL;
+    Py_buffer data_view = {0}, out_ends_view = {0};
+    PyObject *text = NULL, *result = NULL;
+    if (PyObject_GetBuffer(data_object, &data_view, PyBUF_SIMPLE) < 0) {
+        data_view.obj = NULL;
         goto done;
     }
-    result = Py_BuildValue("(Nn)", result, n_items);
-    goto done;
-other_shape:
-    Py_CLEAR(result);
-    result = Py_None;
-    Py_INCREF(result);
+    if (int64_buffer(out_ends_object, &out_ends_view, "out_ends") < 0)
+        goto done;
+    /* The decoded text is never longer than its JSON: an escape of k bytes gives at most
+     * k bytes (\uXXXX: 6 -> at most 3; two of them: 12 -> 4), a plain byte one. */
+    text = PyByteArray_FromStringAndSize(NULL, data_view.len);
+    if (text == NULL)
+        goto done;
+    Py_ssize_t n_items = 0, n_out = 0;
+    int status;
+    char *out = PyByteArray_AS_STRING(text);
+    Py_BEGIN_ALLOW_THREADS  /* (a model loads beside spaCy's import: textnb.beside) */
+    status = parse_json_items(data_view.buf, data_view.len, out, out_ends_view.buf,
+                              out_ends_view.len / 8, &n_items, &n_out);
+    Py_END_ALLOW_THREADS
+    if (status == JSON_TOO_MANY) {
+        PyErr_SetString(PyExc_ValueError, "read_json_items: more strings than out_ends holds");
+    } else if (status == JSON_OTHER_SHAPE) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else if (PyByteArray_Resize(text, n_out) == 0) {
+        result = Py_BuildValue("(On)", text, n_items);
+    }
 done:
+    Py_XDECREF(text);
     PyBuffer_Release(&data_view);
     PyBuffer_Release(&out_ends_view);
     return result;
