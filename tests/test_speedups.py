@@ -141,33 +141,75 @@ SPACES = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
 NOT_SPACES = "\u200b\x00\ufeff"
 
 
+def _both_caches(entries: dict) -> tuple:
+    built, python = _speedups.ChunkCache(), speedups.ChunkCachePython()
+    built.update(entries)
+    python.update(entries)
+    return built, python
+
+
 @needs_c
-def test_lookup_chunks_in_c_equals_python():
+def test_the_chunk_cache_in_c_equals_python():
+    """Texts of every str width, every Unicode space and cut chunks: the same values,
+    positions and new chunks; a key of ASCII found inside a wider text."""
     rng = np.random.default_rng(13)
-    alphabet = WORDS + list(SPACES) + list(NOT_SPACES) + [" ", "\n", "x" * 30]
-    cache = {"free": ("free-entry",), "café": (), "日本語": ("a", "b"), "x" * 25: ("cut",)}
-    texts = ["", " ", "free", " free  café\t日本語\n", "\u3000free\u3000", "x" * 70]
+    alphabet = WORDS + list(SPACES) + list(NOT_SPACES) + [" ", "\n", "x" * 30, "free"]
+    entries = {"free": ("free-entry",), "café": (), "日本語": ("a", "b"), "x" * 25: ("cut",),
+               "a": "a", "money": "money"}
+    texts = ["", " ", "free", " free  café\t日本語\n", "\u3000free\u3000", "x" * 70,
+             "日本 free 😀 money"]
     for _ in range(300):
         picks = rng.integers(len(alphabet), size=int(rng.integers(0, 40)))
         texts.append("".join(alphabet[int(i)] for i in picks))
+    built, python = _both_caches(entries)
     for text in texts:
         for max_chunk in (1, 25, 2000):
-            expected = speedups.lookup_chunks_python(text, cache, max_chunk)
-            got = _speedups.lookup_chunks(text, cache, max_chunk)
+            expected = python.lookup(text, max_chunk)
+            got = built.lookup(text, max_chunk)
             assert got == expected, (text, max_chunk)
-            assert all(type(chunk) is str for chunk in got[0])
+            assert all(type(chunk) is str for chunk in got[2])
+    assert built.lookup("日本 free", 2000)[0] == [None, ("free-entry",)]
 
 
 @needs_c
-def test_lookup_chunks_splits_where_str_split_does():
+def test_the_chunk_cache_splits_where_str_split_does():
     text = "a" + "a".join(SPACES + NOT_SPACES) + "a"
-    chunks, values, misses = _speedups.lookup_chunks(text, {}, 2000)
-    assert chunks == text.split()
-    assert values == [None] * len(chunks) and misses == len(chunks)
-    with pytest.raises(ValueError, match="at least 1"):
-        _speedups.lookup_chunks("free", {}, 0)
+    for cache in _both_caches({}):
+        values, positions, chunks = cache.lookup(text, 2000)
+        assert chunks == text.split()
+        assert values == [None] * len(chunks) and positions == list(range(len(chunks)))
+        with pytest.raises(ValueError, match="at least 1"):
+            cache.lookup("free", 0)
     with pytest.raises(TypeError):
-        _speedups.lookup_chunks(b"free", {}, 10)
+        _speedups.ChunkCache().lookup(b"free", 10)
+
+
+@needs_c
+def test_the_chunk_cache_grows_replaces_clears_and_copies_empty():
+    import copy
+    import pickle
+
+    built, python = _both_caches({})
+    words = [f"w{i}é" if i % 3 else f"w{i}" for i in range(5000)]  # grown many times
+    for cache in (built, python):
+        cache.update({w: (w,) for w in words})
+        cache.update({"w1é": "again"})  # a chunk's value replaced, not added
+        assert len(cache) == 5000
+        values, positions, _ = cache.lookup(" ".join(words + ["new"]), 2000)
+        assert values[:3] == [("w0",), "again", ("w2é",)] and positions == [5000]
+    assert built.lookup(" ".join(words), 2000) == python.lookup(" ".join(words), 2000)
+    for clone in (copy.deepcopy(built), pickle.loads(pickle.dumps(built)), copy.copy(built)):
+        assert type(clone) is _speedups.ChunkCache and len(clone) == 0
+    built.clear()
+    assert len(built) == 0 and built.lookup("w0", 10)[0] == [None]
+    built.update({"w0": ("w0",)})
+    assert built.lookup("w0", 10)[0] == [("w0",)]
+    with pytest.raises(TypeError, match="keys must be str"):
+        built.update({b"w": ("w",)})
+    with pytest.raises(ValueError, match="cannot be None"):
+        built.update({"w": None})
+    with pytest.raises(TypeError, match="no arguments"):
+        _speedups.ChunkCache(1)
 
 
 def _by_list(distinct: np.ndarray, columns: np.ndarray, counts: np.ndarray) -> list[list]:

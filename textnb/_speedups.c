@@ -78,61 +78,6 @@ extend_with_tuple(PyObject *out, PyObject *items)
     return 0;
 }
 
-PyDoc_STRVAR(lookup_chunks_doc,
-"lookup_chunks(text, cache, max_chunk) -> (chunks, values, misses)\n\n"
-"The whitespace-free chunks of text (text.split(), each cut to max_chunk characters),\n"
-"the value of each in the dict cache (None for a chunk not in it), and how many of\n"
-"the chunks are not in it.");
-
-static PyObject *
-lookup_chunks(PyObject *module, PyObject *args)
-{
-    PyObject *text, *cache;
-    Py_ssize_t max_chunk;
-    if (!PyArg_ParseTuple(args, "UO!n:lookup_chunks", &text, &PyDict_Type, &cache, &max_chunk))
-        return NULL;
-    if (max_chunk < 1) {
-        PyErr_SetString(PyExc_ValueError, "lookup_chunks: max_chunk must be at least 1");
-        return NULL;
-    }
-    PyObject *chunks = PyList_New(0), *values = PyList_New(0);
-    if (chunks == NULL || values == NULL)
-        goto error;
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, misses = 0;
-    while (i < n) {
-        /* The same whitespace as str.split() with no argument. */
-        while (i < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
-            i++;
-        if (i >= n)
-            break;
-        Py_ssize_t start = i;
-        while (i < n && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
-            i++;
-        Py_ssize_t end = i - start > max_chunk ? start + max_chunk : i;
-        PyObject *chunk = PyUnicode_Substring(text, start, end);
-        if (chunk == NULL)
-            goto error;
-        int failed = PyList_Append(chunks, chunk);
-        PyObject *value = failed < 0 ? NULL : PyDict_GetItemWithError(cache, chunk);
-        Py_DECREF(chunk);  /* the list holds it */
-        if (failed < 0 || (value == NULL && PyErr_Occurred()))
-            goto error;
-        if (value == NULL) {
-            value = Py_None;
-            misses++;
-        }
-        if (PyList_Append(values, value) < 0)
-            goto error;
-    }
-    return Py_BuildValue("(NNn)", chunks, values, misses);
-error:
-    Py_XDECREF(chunks);
-    Py_XDECREF(values);
-    return NULL;
-}
-
 PyDoc_STRVAR(join_chunks_doc,
 "join_chunks(entries) -> list[str]\n\n"
 "The tokens of consecutive chunk entries (tokenize._chunk_entry: (), a str, or a\n"
@@ -1405,6 +1350,291 @@ done:
     return result;
 }
 
+/* -- the tokenizer's chunk cache (speedups.ChunkCache) ------------------------------ */
+
+/* A str's hash as the cache takes it, from its code points (so a chunk read inside a
+ * wider text hashes as the str it would be): FNV-1a over the characters, then mixed. */
+static uint64_t
+hash_code_points(int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *chars = (const Py_UCS1 *)data;
+        for (Py_ssize_t i = start; i < end; i++)
+            h = (h ^ chars[i]) * 0x100000001b3ULL;
+    } else {
+        for (Py_ssize_t i = start; i < end; i++)
+            h = (h ^ PyUnicode_READ(kind, data, i)) * 0x100000001b3ULL;
+    }
+    return splitmix64(h ^ (uint64_t)(end - start));
+}
+
+/* Whether str key holds the characters start .. end - 1 of (kind, data). */
+static int
+same_characters(PyObject *key, int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
+{
+    Py_ssize_t n = end - start;
+    if (PyUnicode_GET_LENGTH(key) != n)
+        return 0;
+    int key_kind = PyUnicode_KIND(key);
+    const void *key_data = PyUnicode_DATA(key);
+    if (key_kind == kind)
+        return memcmp(key_data, (const char *)data + start * kind, (size_t)(n * kind)) == 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyUnicode_READ(key_kind, key_data, i) != PyUnicode_READ(kind, data, start + i))
+            return 0;
+    return 1;
+}
+
+typedef struct {
+    uint64_t hash;
+    PyObject *key;    /* a str, NULL for an empty slot */
+    PyObject *value;
+} CacheEntry;
+
+typedef struct {
+    PyObject_HEAD
+    CacheEntry *entries;
+    Py_ssize_t capacity;  /* a power of two, or 0 */
+    Py_ssize_t used;
+} ChunkCacheObject;
+
+static void
+cache_free_entries(ChunkCacheObject *self)
+{
+    CacheEntry *entries = self->entries;
+    Py_ssize_t capacity = self->capacity;
+    self->entries = NULL;  /* first: a value's deallocation may run code that reads it */
+    self->capacity = self->used = 0;
+    for (Py_ssize_t i = 0; i < capacity; i++) {
+        Py_XDECREF(entries[i].key);
+        Py_XDECREF(entries[i].value);
+    }
+    PyMem_Free(entries);
+}
+
+static void
+cache_dealloc(ChunkCacheObject *self)
+{
+    cache_free_entries(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The slot of the chunk (kind, data, start, end) with this hash: its entry, or the empty
+ * slot where it would go. The table always keeps an empty slot. */
+static CacheEntry *
+cache_slot(ChunkCacheObject *self, uint64_t hash, int kind, const void *data,
+           Py_ssize_t start, Py_ssize_t end)
+{
+    Py_ssize_t mask = self->capacity - 1, at = (Py_ssize_t)(hash & (uint64_t)mask);
+    for (;;) {
+        CacheEntry *entry = &self->entries[at];
+        if (entry->key == NULL
+            || (entry->hash == hash && same_characters(entry->key, kind, data, start, end)))
+            return entry;
+        at = (at + 1) & mask;
+    }
+}
+
+/* Room for one more entry, the table at most 2/3 full; -1 on failure. */
+static int
+cache_reserve(ChunkCacheObject *self)
+{
+    if ((self->used + 1) * 3 <= self->capacity * 2)
+        return 0;
+    Py_ssize_t capacity = self->capacity ? self->capacity * 2 : 1024;
+    CacheEntry *entries = PyMem_Calloc((size_t)capacity, sizeof(CacheEntry));
+    if (entries == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < self->capacity; i++) {
+        CacheEntry *old = &self->entries[i];
+        if (old->key == NULL)
+            continue;
+        Py_ssize_t at = (Py_ssize_t)(old->hash & (uint64_t)(capacity - 1));
+        while (entries[at].key != NULL)
+            at = (at + 1) & (capacity - 1);
+        entries[at] = *old;
+    }
+    PyMem_Free(self->entries);
+    self->entries = entries;
+    self->capacity = capacity;
+    return 0;
+}
+
+/* Set key (a str) to value; -1 on failure. */
+static int
+cache_set(ChunkCacheObject *self, PyObject *key, PyObject *value)
+{
+    if (!PyUnicode_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "chunk cache keys must be str, not %.100s",
+                     Py_TYPE(key)->tp_name);
+        return -1;
+    }
+    if (cache_reserve(self) < 0)
+        return -1;
+    int kind = PyUnicode_KIND(key);
+    const void *data = PyUnicode_DATA(key);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(key);
+    uint64_t hash = hash_code_points(kind, data, 0, n);
+    CacheEntry *entry = cache_slot(self, hash, kind, data, 0, n);
+    Py_INCREF(value);
+    if (entry->key != NULL) {
+        PyObject *old = entry->value;
+        entry->value = value;
+        Py_DECREF(old);
+        return 0;
+    }
+    Py_INCREF(key);
+    entry->hash = hash;
+    entry->key = key;
+    entry->value = value;
+    self->used++;
+    return 0;
+}
+
+PyDoc_STRVAR(cache_lookup_doc,
+"lookup(text, max_chunk) -> (values, positions, chunks)\n\n"
+"For each whitespace-free chunk of text (text.split(), each cut to max_chunk\n"
+"characters), its value in the cache, or None; positions and chunks: where the chunks\n"
+"without one are and what they are. A chunk found is never made into a str.");
+
+static PyObject *
+cache_lookup(ChunkCacheObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_ssize_t max_chunk;
+    if (!PyArg_ParseTuple(args, "Un:lookup", &text, &max_chunk))
+        return NULL;
+    if (max_chunk < 1) {
+        PyErr_SetString(PyExc_ValueError, "lookup: max_chunk must be at least 1");
+        return NULL;
+    }
+    PyObject *values = PyList_New(0), *positions = PyList_New(0), *chunks = PyList_New(0);
+    if (values == NULL || positions == NULL || chunks == NULL)
+        goto error;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    while (i < n) {
+        /* The same whitespace as str.split() with no argument. */
+        while (i < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
+            i++;
+        if (i >= n)
+            break;
+        Py_ssize_t start = i;
+        while (i < n && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
+            i++;
+        Py_ssize_t end = i - start > max_chunk ? start + max_chunk : i;
+        PyObject *value = Py_None;
+        if (self->capacity) {
+            uint64_t hash = hash_code_points(kind, data, start, end);
+            CacheEntry *entry = cache_slot(self, hash, kind, data, start, end);
+            if (entry->key != NULL)
+                value = entry->value;
+        }
+        if (value == Py_None) {  /* (a cached value is never None) */
+            PyObject *at = PyLong_FromSsize_t(PyList_GET_SIZE(values));
+            PyObject *chunk = at == NULL ? NULL : PyUnicode_Substring(text, start, end);
+            int failed = chunk == NULL || PyList_Append(positions, at) < 0
+                         || PyList_Append(chunks, chunk) < 0;
+            Py_XDECREF(at);
+            Py_XDECREF(chunk);
+            if (failed)
+                goto error;
+        }
+        if (PyList_Append(values, value) < 0)
+            goto error;
+    }
+    return Py_BuildValue("(NNN)", values, positions, chunks);
+error:
+    Py_XDECREF(values);
+    Py_XDECREF(positions);
+    Py_XDECREF(chunks);
+    return NULL;
+}
+
+PyDoc_STRVAR(cache_update_doc,
+"update(values) -> None\n\nAdd the dict values' chunks (str) and values (not None).");
+
+static PyObject *
+cache_update(ChunkCacheObject *self, PyObject *values)
+{
+    if (!PyDict_Check(values)) {
+        PyErr_SetString(PyExc_TypeError, "update takes a dict of chunk -> value");
+        return NULL;
+    }
+    Py_ssize_t at = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(values, &at, &key, &value)) {
+        if (value == Py_None) {
+            PyErr_SetString(PyExc_ValueError, "a chunk's value cannot be None");
+            return NULL;
+        }
+        if (cache_set(self, key, value) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(cache_clear_doc, "clear() -> None\n\nForget every chunk.");
+
+static PyObject *
+cache_clear(ChunkCacheObject *self, PyObject *unused)
+{
+    cache_free_entries(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+cache_reduce(ChunkCacheObject *self, PyObject *unused)
+{
+    /* A copy (the scorer copies its model) starts empty: a cache is no state. */
+    return Py_BuildValue("(O())", (PyObject *)Py_TYPE(self));
+}
+
+static Py_ssize_t
+cache_length(ChunkCacheObject *self)
+{
+    return self->used;
+}
+
+static PyObject *
+cache_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if ((args != NULL && PyTuple_GET_SIZE(args)) || (kwargs != NULL && PyDict_GET_SIZE(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "ChunkCache() takes no arguments");
+        return NULL;
+    }
+    return type->tp_alloc(type, 0);  /* zeroed: no entries */
+}
+
+static PyMethodDef cache_methods[] = {
+    {"lookup", (PyCFunction)cache_lookup, METH_VARARGS, cache_lookup_doc},
+    {"update", (PyCFunction)cache_update, METH_O, cache_update_doc},
+    {"clear", (PyCFunction)cache_clear, METH_NOARGS, cache_clear_doc},
+    {"__reduce__", (PyCFunction)cache_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods cache_as_sequence = {
+    .sq_length = (lenfunc)cache_length,
+};
+
+static PyTypeObject ChunkCacheType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "textnb._speedups.ChunkCache",
+    .tp_doc = PyDoc_STR("The tokenizer's cache of chunk -> value, looked up from a text's "
+                        "characters (speedups.ChunkCache)."),
+    .tp_basicsize = sizeof(ChunkCacheObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = cache_new,
+    .tp_dealloc = (destructor)cache_dealloc,
+    .tp_methods = cache_methods,
+    .tp_as_sequence = &cache_as_sequence,
+};
+
 static PyMethodDef methods[] = {
     {"read_json_items", read_json_items, METH_VARARGS, read_json_items_doc},
     {"pack_tokens", pack_tokens, METH_VARARGS, pack_tokens_doc},
@@ -1417,7 +1647,6 @@ static PyMethodDef methods[] = {
     {"index_find", index_find, METH_VARARGS, index_find_doc},
     {"count_words", count_words, METH_O, count_words_doc},
     {"count_messages", count_messages, METH_VARARGS, count_messages_doc},
-    {"lookup_chunks", lookup_chunks, METH_VARARGS, lookup_chunks_doc},
     {"join_chunks", join_chunks, METH_O, join_chunks_doc},
     {"number_tokens", number_tokens, METH_VARARGS, number_tokens_doc},
     {NULL, NULL, 0, NULL},
@@ -1431,5 +1660,16 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
-    return PyModule_Create(&module_def);
+    if (PyType_Ready(&ChunkCacheType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL)
+        return NULL;
+    Py_INCREF(&ChunkCacheType);
+    if (PyModule_AddObject(module, "ChunkCache", (PyObject *)&ChunkCacheType) < 0) {
+        Py_DECREF(&ChunkCacheType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

@@ -4,7 +4,7 @@ built at install, else in Python. Both give the same results (tests/test_speedup
 Why C. After six rounds of cutting Python work around them (docs/benchmarks.md, stops
 22-27), the loops that touch every token or every word were left, each a dict look-up or
 a list append a step that no arrangement of built-ins made cheaper: finding a text's
-chunks in the tokenizer's cache (``lookup_chunks``), joining their tokens with the word
+chunks in the tokenizer's cache (``chunk_cache``), joining their tokens with the word
 pairs between them (``join_chunks``), and numbering a batch's tokens and counting them
 per message (``number_tokens``, ``count_messages``); and the vocabulary's index, a hash
 table here (``HashIndex``) where the sorted arrays of ``vectorize.Vocabulary`` cost a
@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from itertools import chain, count
+from typing import Protocol
 
 import numpy as np
 
@@ -35,13 +36,14 @@ _built = _speedups
 if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
     _speedups = None
 
-__all__ = ["number_tokens", "count_messages", "lookup_chunks", "join_chunks", "count_words",
+__all__ = ["number_tokens", "count_messages", "chunk_cache", "ChunkCache", "ChunkCachePython",
+           "join_chunks", "count_words",
            "HashIndex", "hash_index", "hash_tokens", "equal_tokens", "gather_tokens",
            "strongest_positions", "strongest_positions_python", "json_items",
            "json_items_python", "pack_tokens", "pack_tokens_python",
            "read_json_items",
            "implementation", "number_tokens_python", "count_messages_python",
-           "lookup_chunks_python", "join_chunks_python", "count_words_python",
+           "join_chunks_python", "count_words_python",
            "hash_tokens_python", "equal_tokens_python", "gather_tokens_python"]
 
 
@@ -120,23 +122,60 @@ def count_messages(token_lists: list[list[str]]
     return list(column_of), distinct, columns[:written], counts[:written]
 
 
-def lookup_chunks_python(text: str, cache: dict, max_chunk: int
-                         ) -> tuple[list[str], list, int]:
-    """``lookup_chunks`` in Python."""
-    chunks = text.split()
-    if chunks and max(map(len, chunks)) > max_chunk:
-        chunks = [chunk[:max_chunk] for chunk in chunks]
-    values = list(map(cache.get, chunks))
-    return chunks, values, values.count(None)
+class ChunkCache(Protocol):
+    """What ``chunk_cache`` gives (C or Python): ``tokenize.EmailTokenizer``'s caches."""
+
+    def lookup(self, text: str, max_chunk: int) -> tuple[list, list[int], list[str]]: ...
+
+    def update(self, values: dict[str, tuple | str]) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def __len__(self) -> int: ...
 
 
-def lookup_chunks(text: str, cache: dict, max_chunk: int) -> tuple[list[str], list, int]:
-    """The whitespace-free chunks of ``text`` (``text.split()``, each cut to
-    ``max_chunk`` characters), each one's value in ``cache`` (None if it has none), and
-    the number of chunks with none."""
+class ChunkCachePython:
+    """``ChunkCache`` in Python: a dict of chunk -> value, and the text split into str."""
+
+    def __init__(self):
+        self._values: dict[str, tuple | str] = {}
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def lookup(self, text: str, max_chunk: int) -> tuple[list, list[int], list[str]]:
+        if max_chunk < 1:
+            raise ValueError("lookup: max_chunk must be at least 1")
+        chunks = text.split()
+        if chunks and max(map(len, chunks)) > max_chunk:
+            chunks = [chunk[:max_chunk] for chunk in chunks]
+        values = list(map(self._values.get, chunks))
+        if not values.count(None):
+            return values, [], []
+        positions = [i for i, value in enumerate(values) if value is None]
+        return values, positions, [chunks[i] for i in positions]
+
+    def update(self, values: dict[str, tuple | str]) -> None:
+        self._values.update(values)
+
+    def clear(self) -> None:
+        self._values.clear()
+
+
+def chunk_cache():
+    """A new cache of a tokenizer's chunk -> value (``tokenize._chunk_entry``).
+
+    ``lookup(text, max_chunk)`` gives, for each whitespace-free chunk of ``text``
+    (``text.split()``, each cut to ``max_chunk`` characters), its value or None, and
+    the positions and str of the chunks without one; ``update(dict)``, ``clear()`` and
+    ``len()`` as a dict's. In C (``_speedups.ChunkCache``) a chunk is hashed and compared
+    where it lies in the text, and only the chunks not found are made into str: most of
+    a text's chunks were made, hashed and freed only to be found (docs/benchmarks.md,
+    stop 29). A copy of either starts empty: a cache holds no state.
+    """
     if _speedups is None:
-        return lookup_chunks_python(text, cache, max_chunk)
-    return _speedups.lookup_chunks(text, cache, max_chunk)
+        return ChunkCachePython()
+    return _speedups.ChunkCache()
 
 
 def join_chunks_python(entries: list[tuple | str]) -> list[str]:

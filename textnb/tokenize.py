@@ -23,15 +23,14 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from email.utils import getaddresses
-from itertools import chain, compress, repeat
-from operator import is_
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from . import scripts
 from .config import TokenizerConfig
 from .ledger import added_after_delivery
 from .spacy_import import import_spacy
-from .speedups import count_words, join_chunks, lookup_chunks
+from .speedups import chunk_cache, count_words, join_chunks
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
@@ -62,6 +61,7 @@ _PIECE = 100_000
 _ONE_SPACE = re.compile(r"\s")
 
 if TYPE_CHECKING:  # spaCy is loaded on demand, never at import (start-up time matters)
+    from .speedups import ChunkCache
     from .mail import ParsedEmail
 
 # Punctuation that sticks to the front or back of words in mail text.
@@ -195,7 +195,7 @@ class EmailTokenizer:
         # namespace -> word -> the tokens that word maps to
         self._word_cache: dict[str, dict[str, tuple[str, ...]]] = {}
         # namespace -> whitespace-free chunk -> its tokens (bigram mode: its words' tuples)
-        self._chunk_cache: dict[str, dict[str, tuple | str]] = {}
+        self._chunk_cache: dict[str, ChunkCache] = {}  # per namespace (speedups.chunk_cache)
         # (field name, value) -> tokens of an address field
         self._address_cache: dict[tuple[str, str], tuple[str, ...]] = {}
 
@@ -265,7 +265,7 @@ class EmailTokenizer:
             return []
         cache = self._chunk_cache.get(namespace)
         if cache is None:
-            cache = self._chunk_cache[namespace] = {}
+            cache = self._chunk_cache[namespace] = chunk_cache()
         if limit is None:
             mapped = self._mapped(text, cache, namespace)
         else:
@@ -283,17 +283,17 @@ class EmailTokenizer:
         # (``_chunk_entry``); only the pair across two chunks is made here.
         return join_chunks(mapped)
 
-    def _mapped(self, text: str, cache: dict, namespace: str) -> list[tuple | str]:
+    def _mapped(self, text: str, cache: ChunkCache, namespace: str) -> list[tuple | str]:
         """What each whitespace-free chunk of ``text`` (cut to ``_MAX_CHUNK``) maps to:
         from the cache, else from one spaCy call."""
-        chunks, mapped, misses = lookup_chunks(text, cache, _MAX_CHUNK)
-        if misses:
-            new = dict.fromkeys(compress(chunks, map(is_, mapped, repeat(None))))
-            values = self._map_new_chunks(list(new), cache, namespace)
-            mapped = list(map(values.get, chunks, mapped))  # a new chunk's value, else the cached
+        mapped, positions, new = cache.lookup(text, _MAX_CHUNK)
+        if new:
+            values = self._map_new_chunks(list(dict.fromkeys(new)), cache, namespace)
+            for at, chunk in zip(positions, new):
+                mapped[at] = values[chunk]
         return mapped
 
-    def _map_new_chunks(self, new: list[str], cache: dict, namespace: str
+    def _map_new_chunks(self, new: list[str], cache: ChunkCache, namespace: str
                         ) -> dict[str, tuple | str]:
         """What each of ``new`` (distinct chunks) maps to, from one spaCy call; also cached."""
         values: dict[str, tuple | str] = {}
@@ -376,7 +376,8 @@ class EmailTokenizer:
         return word
 
     @staticmethod
-    def _cache_values(values: dict[str, tuple | str], cache: dict) -> dict[str, tuple | str]:
+    def _cache_values(values: dict[str, tuple | str], cache: ChunkCache
+                      ) -> dict[str, tuple | str]:
         if len(cache) + len(values) > _CACHE_LIMIT:
             cache.clear()  # bounded memory on huge mailboxes; frequent chunks return at once
         cache.update(values)
