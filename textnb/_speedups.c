@@ -142,87 +142,6 @@ error:
     return NULL;
 }
 
-/* The number of `token` in column_of, or for a token not in it len(column_of), which it
- * is then added with; -1 with an exception set on error. Only str is taken: a str
- * subclass could run Python code (its __eq__, __hash__) in the middle of the loop. */
-static Py_ssize_t
-token_number(PyObject *column_of, PyObject *token)
-{
-    if (!PyUnicode_CheckExact(token)) {
-        PyErr_Format(PyExc_TypeError, "tokens must be str, not %.100s", Py_TYPE(token)->tp_name);
-        return -1;
-    }
-    PyObject *number = PyDict_GetItemWithError(column_of, token);
-    if (number != NULL) {
-        Py_ssize_t found = PyLong_AsSsize_t(number);  /* TypeError if not an int */
-        if (found < 0 && !PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "column_of holds a negative number");
-        return found < 0 ? -1 : found;
-    }
-    if (PyErr_Occurred())
-        return -1;
-    Py_ssize_t value = PyDict_GET_SIZE(column_of);
-    PyObject *new_number = PyLong_FromSsize_t(value);
-    if (new_number == NULL)
-        return -1;
-    int failed = PyDict_SetItem(column_of, token, new_number);
-    Py_DECREF(new_number);
-    return failed < 0 ? -1 : value;
-}
-
-PyDoc_STRVAR(number_tokens_doc,
-"number_tokens(token_lists, column_of, out) -> None\n\n"
-"Write into out (a writable int64 buffer, one item per token) the column of each\n"
-"token of token_lists in turn: its value in the dict column_of, or for a token not\n"
-"in it, len(column_of), which it is then added with.");
-
-static int int64_buffer(PyObject *object, Py_buffer *view, const char *name);
-
-static PyObject *
-number_tokens(PyObject *module, PyObject *args)
-{
-    PyObject *lists, *column_of, *out;
-    if (!PyArg_ParseTuple(args, "O!O!O:number_tokens", &PyList_Type, &lists,
-                          &PyDict_Type, &column_of, &out))
-        return NULL;
-    Py_buffer view;
-    if (int64_buffer(out, &view, "out") < 0)
-        return NULL;
-    int64_t *columns = (int64_t *)view.buf;
-    Py_ssize_t capacity = view.len / 8, at = 0;
-    Py_ssize_t n_lists = PyList_GET_SIZE(lists);
-    for (Py_ssize_t i = 0; i < n_lists; i++) {
-        PyObject *tokens = PyList_GET_ITEM(lists, i);
-        if (!PyList_Check(tokens)) {
-            PyErr_SetString(PyExc_TypeError, "number_tokens takes a list of lists of tokens");
-            goto error;
-        }
-        Py_ssize_t n = PyList_GET_SIZE(tokens);
-        if (n > capacity - at) {
-            PyErr_SetString(PyExc_ValueError, "number_tokens: more tokens than out holds");
-            goto error;
-        }
-        for (Py_ssize_t j = 0; j < n; j++) {
-            Py_ssize_t value = token_number(column_of, PyList_GET_ITEM(tokens, j));
-            if (value < 0)
-                goto error;
-            columns[at++] = (int64_t)value;
-        }
-    }
-    if (at != capacity) {
-        PyErr_SetString(PyExc_ValueError, "number_tokens: out holds more items than tokens");
-        goto error;
-    }
-    PyBuffer_Release(&view);
-    Py_RETURN_NONE;
-error:
-    PyBuffer_Release(&view);
-    return NULL;
-}
-
-/* A writable, contiguous view of `object` whose items are `itemsize`-byte integers of
- * one of the struct codes in `codes` (native or little-endian); else TypeError "NAME
- * must be WHAT". On error the view holds nothing: releasing it again is harmless. */
 static int
 typed_view(PyObject *object, Py_buffer *view, int flags, Py_ssize_t itemsize,
            const char *codes, const char *name, const char *what)
@@ -264,30 +183,192 @@ int64_input(PyObject *object, Py_buffer *view, const char *name)
     return typed_view(object, view, PyBUF_SIMPLE, 8, "ql", name, "an int64 buffer");
 }
 
+/* -- numbering tokens: a table of the batch's distinct tokens --------------------------- */
+
+/* A distinct token of the batch: the str (borrowed: the caller's lists hold it), its
+ * hash, its number, and the list that last held it with where its entry for that list
+ * is (count_messages). One random access a token, where a dict look-up of the token,
+ * its int value and two arrays by number took four. */
+typedef struct {
+    PyObject *key;
+    Py_hash_t hash;
+    Py_ssize_t number;
+    Py_ssize_t last_list;
+    Py_ssize_t entry_at;
+} TokenEntry;
+
+typedef struct {
+    TokenEntry *entries;
+    Py_ssize_t capacity;  /* a power of two */
+    Py_ssize_t used;
+    PyObject *tokens;     /* the distinct tokens, by number (a new list) */
+} TokenTable;
+
+static int
+token_table_init(TokenTable *table)
+{
+    table->capacity = 4096;
+    table->used = 0;
+    table->entries = PyMem_Calloc((size_t)table->capacity, sizeof(TokenEntry));
+    table->tokens = PyList_New(0);
+    if (table->entries == NULL || table->tokens == NULL) {
+        PyMem_Free(table->entries);
+        table->entries = NULL;
+        Py_CLEAR(table->tokens);
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void
+token_table_free(TokenTable *table)
+{
+    PyMem_Free(table->entries);
+    table->entries = NULL;
+    Py_CLEAR(table->tokens);
+}
+
+/* Two str equal: the same object, or the same length, kind and characters (a str's
+ * kind is the narrowest its characters fit, so equal strings share it). */
+static inline int
+same_str(PyObject *a, PyObject *b)
+{
+    if (a == b)
+        return 1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    int kind = PyUnicode_KIND(a);
+    return n == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b)
+           && memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)(n * kind)) == 0;
+}
+
+/* The entry of `token` (exact str), added with the next number if new; NULL on error. */
+static TokenEntry *
+token_entry(TokenTable *table, PyObject *token)
+{
+    if (!PyUnicode_CheckExact(token)) {
+        PyErr_Format(PyExc_TypeError, "tokens must be str, not %.100s", Py_TYPE(token)->tp_name);
+        return NULL;
+    }
+    Py_hash_t hash = PyObject_Hash(token);  /* cached in the str after its first time */
+    if (hash == -1)
+        return NULL;
+    Py_ssize_t mask = table->capacity - 1, at = (Py_ssize_t)((size_t)hash & (size_t)mask);
+    for (;;) {
+        TokenEntry *entry = &table->entries[at];
+        if (entry->key == NULL)
+            break;
+        if (entry->hash == hash && same_str(entry->key, token))
+            return entry;
+        at = (at + 1) & mask;
+    }
+    if ((table->used + 1) * 3 > table->capacity * 2) {  /* grow, then find the slot again */
+        Py_ssize_t capacity = table->capacity * 2;
+        TokenEntry *entries = PyMem_Calloc((size_t)capacity, sizeof(TokenEntry));
+        if (entries == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < table->capacity; i++) {
+            TokenEntry *old = &table->entries[i];
+            if (old->key == NULL)
+                continue;
+            Py_ssize_t to = (Py_ssize_t)((size_t)old->hash & (size_t)(capacity - 1));
+            while (entries[to].key != NULL)
+                to = (to + 1) & (capacity - 1);
+            entries[to] = *old;
+        }
+        PyMem_Free(table->entries);
+        table->entries = entries;
+        table->capacity = capacity;
+        mask = capacity - 1;
+        at = (Py_ssize_t)((size_t)hash & (size_t)mask);
+        while (table->entries[at].key != NULL)
+            at = (at + 1) & mask;
+    }
+    if (PyList_Append(table->tokens, token) < 0)
+        return NULL;
+    TokenEntry *entry = &table->entries[at];
+    entry->key = token;
+    entry->hash = hash;
+    entry->number = table->used++;
+    entry->last_list = -1;
+    entry->entry_at = 0;
+    return entry;
+}
+
+PyDoc_STRVAR(number_tokens_doc,
+"number_tokens(token_lists, out) -> list[str]\n\n"
+"Write into out (a writable int64 buffer, one item per token) the number of each token\n"
+"of token_lists in turn, the distinct tokens numbered from 0 in order of first sight;\n"
+"RETURNS the distinct tokens in number order.");
+
+static PyObject *
+number_tokens(PyObject *module, PyObject *args)
+{
+    PyObject *lists, *out;
+    if (!PyArg_ParseTuple(args, "O!O:number_tokens", &PyList_Type, &lists, &out))
+        return NULL;
+    Py_buffer view = {0};
+    TokenTable table = {0};
+    PyObject *result = NULL;
+    if (int64_buffer(out, &view, "out") < 0 || token_table_init(&table) < 0)
+        goto done;
+    int64_t *columns = (int64_t *)view.buf;
+    Py_ssize_t capacity = view.len / 8, at = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lists); i++) {
+        PyObject *tokens = PyList_GET_ITEM(lists, i);
+        if (!PyList_Check(tokens)) {
+            PyErr_SetString(PyExc_TypeError, "number_tokens takes a list of lists of tokens");
+            goto done;
+        }
+        Py_ssize_t n = PyList_GET_SIZE(tokens);
+        if (n > capacity - at) {
+            PyErr_SetString(PyExc_ValueError, "number_tokens: more tokens than out holds");
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < n; j++) {
+            TokenEntry *entry = token_entry(&table, PyList_GET_ITEM(tokens, j));
+            if (entry == NULL)
+                goto done;
+            columns[at++] = (int64_t)entry->number;
+        }
+    }
+    if (at != capacity) {
+        PyErr_SetString(PyExc_ValueError, "number_tokens: out holds more items than tokens");
+        goto done;
+    }
+    result = table.tokens;
+    table.tokens = NULL;
+done:
+    token_table_free(&table);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 PyDoc_STRVAR(count_messages_doc,
-"count_messages(token_lists, column_of, distinct, columns, counts) -> int\n\n"
-"Number the tokens of token_lists as number_tokens does (column_of: token -> number),\n"
-"and count each list's distinct tokens: distinct[i] gets how many list i has, and\n"
-"columns and counts get, list after list, each distinct token's number and how many\n"
-"times the list holds it, in order of first sight in the list. RETURNS the entries\n"
-"written to columns and counts. All three buffers are int64: distinct one item a\n"
-"list, the other two at least one a token.");
+"count_messages(token_lists, distinct, columns, counts) -> (list[str], int)\n\n"
+"Number the tokens of token_lists as number_tokens does, and count each list's\n"
+"distinct tokens: distinct[i] gets how many list i has, and columns and counts get,\n"
+"list after list, each distinct token's number and how many times the list holds it,\n"
+"in order of first sight in the list. RETURNS the distinct tokens in number order and\n"
+"the entries written to columns and counts. All three buffers are int64: distinct one\n"
+"item a list, the other two at least one a token.");
 
 static PyObject *
 count_messages(PyObject *module, PyObject *args)
 {
-    PyObject *lists, *column_of, *distinct_object, *columns_object, *counts_object;
-    if (!PyArg_ParseTuple(args, "O!O!OOO:count_messages", &PyList_Type, &lists,
-                          &PyDict_Type, &column_of, &distinct_object, &columns_object,
-                          &counts_object))
+    PyObject *lists, *distinct_object, *columns_object, *counts_object;
+    if (!PyArg_ParseTuple(args, "O!OOO:count_messages", &PyList_Type, &lists,
+                          &distinct_object, &columns_object, &counts_object))
         return NULL;
     Py_buffer distinct_view = {0}, columns_view = {0}, counts_view = {0};
-    /* Per number: the last list that held it, and where its entry for that list is. */
-    Py_ssize_t known = 0, *last_list = NULL, *entry_at = NULL;
+    TokenTable table = {0};
     PyObject *result = NULL;
     if (int64_buffer(distinct_object, &distinct_view, "distinct") < 0
         || int64_buffer(columns_object, &columns_view, "columns") < 0
-        || int64_buffer(counts_object, &counts_view, "counts") < 0)
+        || int64_buffer(counts_object, &counts_view, "counts") < 0
+        || token_table_init(&table) < 0)
         goto done;
     int64_t *distinct = distinct_view.buf, *columns = columns_view.buf, *counts = counts_view.buf;
     Py_ssize_t capacity = columns_view.len / 8, written = 0;
@@ -306,49 +387,28 @@ count_messages(PyObject *module, PyObject *args)
         }
         Py_ssize_t first_entry = written;
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(tokens); j++) {
-            Py_ssize_t value = token_number(column_of, PyList_GET_ITEM(tokens, j));
-            if (value < 0)
+            TokenEntry *entry = token_entry(&table, PyList_GET_ITEM(tokens, j));
+            if (entry == NULL)
                 goto done;
-            if (value >= known) {  /* grow the two tables to cover every number so far */
-                Py_ssize_t size = known ? known : 1024;
-                while (size <= value)
-                    size *= 2;
-                Py_ssize_t *grown_last = PyMem_Realloc(last_list, size * sizeof(Py_ssize_t));
-                if (grown_last == NULL) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                last_list = grown_last;
-                Py_ssize_t *grown_entry = PyMem_Realloc(entry_at, size * sizeof(Py_ssize_t));
-                if (grown_entry == NULL) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                entry_at = grown_entry;
-                for (Py_ssize_t k = known; k < size; k++)
-                    last_list[k] = -1;
-                known = size;
-            }
-            if (last_list[value] == i) {
-                counts[entry_at[value]] += 1;
+            if (entry->last_list == i) {
+                counts[entry->entry_at] += 1;
                 continue;
             }
             if (written >= capacity) {
                 PyErr_SetString(PyExc_ValueError, "count_messages: more entries than columns holds");
                 goto done;
             }
-            last_list[value] = i;
-            entry_at[value] = written;
-            columns[written] = (int64_t)value;
+            entry->last_list = i;
+            entry->entry_at = written;
+            columns[written] = (int64_t)entry->number;
             counts[written] = 1;
             written++;
         }
         distinct[i] = (int64_t)(written - first_entry);
     }
-    result = PyLong_FromSsize_t(written);
+    result = Py_BuildValue("(On)", table.tokens, written);
 done:
-    PyMem_Free(last_list);
-    PyMem_Free(entry_at);
+    token_table_free(&table);
     PyBuffer_Release(&distinct_view);
     PyBuffer_Release(&columns_view);
     PyBuffer_Release(&counts_view);

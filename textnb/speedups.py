@@ -76,9 +76,7 @@ def number_tokens(token_lists: list[list[str]]) -> tuple[np.ndarray, list[str]]:
         return number_tokens_python(token_lists)
     lists = _lists_of_lists(token_lists)
     numbers = np.empty(sum(map(len, lists)), dtype=np.int64)
-    column_of: dict[str, int] = {}
-    _speedups.number_tokens(lists, column_of, numbers)
-    return numbers, list(column_of)
+    return numbers, _speedups.number_tokens(lists, numbers)
 
 
 def count_messages_python(token_lists: list[list[str]]
@@ -117,9 +115,8 @@ def count_messages(token_lists: list[list[str]]
     total = sum(map(len, lists))
     distinct = np.empty(len(lists), dtype=np.int64)
     columns, counts = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
-    column_of: dict[str, int] = {}
-    written = _speedups.count_messages(lists, column_of, distinct, columns, counts)
-    return list(column_of), distinct, columns[:written], counts[:written]
+    tokens, written = _speedups.count_messages(lists, distinct, columns, counts)
+    return tokens, distinct, columns[:written], counts[:written]
 
 
 class ChunkCache(Protocol):
