@@ -1,20 +1,25 @@
-/* textnb._speedups: the loops of tokenising and counting that run once per word or per
- * token, and the vocabulary's hash index, in C.
+/* textnb._speedups: what textnb does once per word, token, chunk or byte, in C: the
+ * tokenizer's chunk cache and the joining of chunks with their word pairs; numbering and
+ * counting a batch's tokens; the vocabulary's hash index and its bytes (hashes,
+ * comparisons, gathers, packing, JSON both ways); and the selection of each message's
+ * strongest clues.
  *
  * Each function does exactly what its Python twin in textnb/speedups.py does (that
  * module picks this one when it was built); tests/test_speedups.py checks that the two
- * give the same results, and that training and scoring do. In Python, over Enron 1-3's
- * training split, numbering the tokens cost about 130 ns a token (8.2 million tokens)
- * and joining the chunks with their word pairs about 230 ns a chunk (4.6 million); what
- * is left in C is mostly reaching the token objects in memory (docs/benchmarks.md,
- * "stop 28").
+ * give the same results, and that training and scoring do. What is left in C is mostly
+ * reaching objects in memory: the tables here (the chunk cache, the token table, the
+ * index) are laid out so that a token or a chunk costs one random access where a dict
+ * and its values cost several (docs/benchmarks.md, "stop 28" and "stop 29").
  *
  * setup.py marks the extension optional: without a C compiler (or Python's headers) the
  * install skips it and textnb runs the Python loops, slower, with the same results.
  *
  * None of these functions runs Python code between taking a borrowed reference and using
- * it: the dicts are keyed by exact str (whose hash and equality are C), and no object
- * tracked by the garbage collector is allocated inside the loops.
+ * it: the token table takes exact str only (its hash and equality are C), the chunk cache
+ * hashes and compares characters itself and owns its keys and values, and no object
+ * tracked by the garbage collector is allocated inside the loops. The loops over bytes
+ * and hashes that a model's load runs (hashing a store, filling the index, reading the
+ * JSON) release the GIL: the load runs on a thread beside spaCy's import (textnb.beside).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -8,9 +8,12 @@ chunks in the tokenizer's cache (``chunk_cache``), joining their tokens with the
 pairs between them (``join_chunks``), and numbering a batch's tokens and counting them
 per message (``number_tokens``, ``count_messages``); and the vocabulary's index, a hash
 table here (``HashIndex``) where the sorted arrays of ``vectorize.Vocabulary`` cost a
-sort and binary searches a batch. Their measured cost in C against Python is in
-docs/benchmarks.md, "stop 28". The extension is optional (setup.py): an
-install without a C compiler still works, and ``textnb --version`` says which loops run.
+sort and binary searches a batch. Stop 29 added what NumPy did a byte or an entry at a
+time: a TokenStore's hashes, comparisons, gathers, packing and JSON, and the selection of
+each message's strongest clues (``strongest_positions``). Their measured cost in C
+against Python is in docs/benchmarks.md, "stop 28" and "stop 29". The extension is
+optional (setup.py): an install without a C compiler still works, and ``textnb
+--version`` says which loops run.
 """
 
 from __future__ import annotations
@@ -36,15 +39,20 @@ _built = _speedups
 if os.environ.get("TEXTNB_PURE_PYTHON", "") not in ("", "0"):
     _speedups = None
 
-__all__ = ["number_tokens", "count_messages", "chunk_cache", "ChunkCache", "ChunkCachePython",
-           "join_chunks", "count_words",
-           "HashIndex", "hash_index", "hash_tokens", "equal_tokens", "gather_tokens",
-           "strongest_positions", "strongest_positions_python", "json_items",
-           "json_items_python", "pack_tokens", "pack_tokens_python",
-           "read_json_items",
-           "implementation", "number_tokens_python", "count_messages_python",
+__all__ = ["implementation",
+           # the tokenizer's: its chunk cache, the tokens of a text's chunks
+           "chunk_cache", "ChunkCache", "ChunkCachePython", "join_chunks", "count_words",
            "join_chunks_python", "count_words_python",
-           "hash_tokens_python", "equal_tokens_python", "gather_tokens_python"]
+           # counting: a batch's tokens numbered and counted per message
+           "number_tokens", "count_messages", "number_tokens_python", "count_messages_python",
+           # the vocabulary: its index, and a TokenStore's bytes (hashes, comparisons,
+           # gathers, packing, JSON)
+           "HashIndex", "hash_index", "hash_tokens", "equal_tokens", "gather_tokens",
+           "pack_tokens", "json_items", "read_json_items", "hash_tokens_python",
+           "equal_tokens_python", "gather_tokens_python", "pack_tokens_python",
+           "json_items_python",
+           # scoring: each message's strongest clues
+           "strongest_positions", "strongest_positions_python"]
 
 
 def implementation() -> str:
@@ -157,6 +165,9 @@ class ChunkCachePython:
 
     def clear(self) -> None:
         self._values.clear()
+
+    def __reduce__(self):
+        return (ChunkCachePython, ())  # a copy starts empty, as the C one's does
 
 
 def chunk_cache():
