@@ -1,6 +1,7 @@
 """textnb._speedups (the per-token loops in C) gives exactly what its Python twins in
 textnb.speedups give, and textnb runs the same without it."""
 
+import sys
 import zipfile
 from pathlib import Path
 
@@ -214,8 +215,13 @@ def test_the_chunk_cache_grows_replaces_clears_and_copies_empty():
     for cache in (built, python):  # a copy (the scorer copies its model) starts empty
         for clone in (copy.deepcopy(cache), pickle.loads(pickle.dumps(cache)), copy.copy(cache)):
             assert type(clone) is type(cache) and len(clone) == 0
+    assert sys.getsizeof(built) > 5000 * 24  # the table: 24 bytes a slot
     built.clear()
     assert len(built) == 0 and built.lookup("w0", 10)[0] == [None]
+    # A tokenizer keeps a cache per namespace (each header field tokenised as text): a
+    # cache of a few chunks stays small (the fuzzer's memory grew with 1,024 slots each).
+    built.update({"one": ("one",)})
+    assert sys.getsizeof(built) < 1024
     built.update({"w0": ("w0",)})
     assert built.lookup("w0", 10)[0] == [("w0",)]
     with pytest.raises(TypeError, match="keys must be str"):

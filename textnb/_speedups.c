@@ -1507,7 +1507,9 @@ cache_reserve(ChunkCacheObject *self)
 {
     if ((self->used + 1) * 3 <= self->capacity * 2)
         return 0;
-    Py_ssize_t capacity = self->capacity ? self->capacity * 2 : 1024;
+    /* From 8 slots: a tokenizer keeps a cache per namespace (a header field tokenised as
+     * text has its own), most of them small. */
+    Py_ssize_t capacity = self->capacity ? self->capacity * 2 : 8;
     CacheEntry *entries = PyMem_Calloc((size_t)capacity, sizeof(CacheEntry));
     if (entries == NULL) {
         PyErr_NoMemory();
@@ -1659,6 +1661,14 @@ cache_reduce(ChunkCacheObject *self, PyObject *unused)
     return Py_BuildValue("(O())", (PyObject *)Py_TYPE(self));
 }
 
+static PyObject *
+cache_sizeof(ChunkCacheObject *self, PyObject *unused)
+{
+    /* The object and its table (not the keys and values, which are objects of their own). */
+    return PyLong_FromSsize_t((Py_ssize_t)(sizeof(ChunkCacheObject)
+                                           + self->capacity * sizeof(CacheEntry)));
+}
+
 static Py_ssize_t
 cache_length(ChunkCacheObject *self)
 {
@@ -1680,6 +1690,7 @@ static PyMethodDef cache_methods[] = {
     {"update", (PyCFunction)cache_update, METH_O, cache_update_doc},
     {"clear", (PyCFunction)cache_clear, METH_NOARGS, cache_clear_doc},
     {"__reduce__", (PyCFunction)cache_reduce, METH_NOARGS, NULL},
+    {"__sizeof__", (PyCFunction)cache_sizeof, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -102,7 +102,9 @@ def _read_json_list(data: bytes) -> TokenStore:
     stop 24). One scratch array serves every byte-wide test: each new 10 MB array costs
     its page faults in a process that has just started.
     """
-    read = speedups.read_json_items(data)  # in C, where it was built: 4x faster
+    # In C, where it was built: Enron 1-3's vocabulary (746,495 tokens, 16 MB of JSON),
+    # 0.069-0.071 -> 0.030-0.041 CPU-s (best of 3, 3 rounds; docs/benchmarks.md, stop 29).
+    read = speedups.read_json_items(data)
     if read is not None:
         return TokenStore.from_utf8(*read)
     a = np.frombuffer(data, dtype=np.uint8)
