@@ -163,3 +163,20 @@ def test_a_word_of_ascii_letters_maps_as_the_full_rules_map_it(settings):
             full = () if lex.is_space(word) else tokenizer._map_word(word, lex)
             expected = tuple(namespace + m for m in full) if namespace else full
             assert tokenizer._new_word(word, {}, namespace, lex) == expected, word
+
+
+def test_caches_stay_bounded_however_many_header_names(monkeypatch):
+    """Each header field tokenised as text has caches of its own; past _MAX_NAMESPACES
+    they are all emptied, and the tokens are those of a tokenizer that never was."""
+    from textnb import tokenize
+
+    monkeypatch.setattr(tokenize, "_MAX_NAMESPACES", 50)
+    seen, fresh = EmailTokenizer(TokenizerConfig()), EmailTokenizer(TokenizerConfig())
+    for i in range(400):
+        name, value = f"x-field-{i}", f"value{i % 7} shared words, and more"
+        tokens = seen.header_tokens(name, value)
+        assert len(seen._chunk_cache) <= 50 and len(seen._word_cache) <= 50
+        if i % 37 == 0:
+            assert tokens == fresh.header_tokens(name, value)
+    assert seen.header_tokens("subject", "free money") == fresh.header_tokens("subject",
+                                                                             "free money")

@@ -42,6 +42,12 @@ _SPACY = 81
 # that is the token strings, which the model's vocabulary holds too: emptying the
 # caches after 10,000 messages (106,000 chunks, 202,000 words) freed 15 MB.
 _CACHE_LIMIT = 200_000
+# Every header field tokenised as text is a namespace with caches of its own (SpamAssassin's
+# 4,814 training messages: 329 of them). A stream of messages with ever new field names
+# (a scorer that runs for months; a sender inventing names) would add caches without
+# bound, so past this many namespaces every cache is emptied: memory only, the tokens
+# are the same (tests/test_tokenize.py).
+_MAX_NAMESPACES = 1_000
 # spaCy's vocabulary (a StringStore and a lexeme per string, ~250 bytes each) grows with
 # every distinct word it is shown, without bound: 191,000 strings (47 MB) after 10,000
 # messages of a mailbox whose words keep changing (bench.compare --perturb). Past this
@@ -265,6 +271,9 @@ class EmailTokenizer:
             return []
         cache = self._chunk_cache.get(namespace)
         if cache is None:
+            if len(self._chunk_cache) >= _MAX_NAMESPACES:
+                self._chunk_cache.clear()
+                self._word_cache.clear()
             cache = self._chunk_cache[namespace] = chunk_cache()
         if limit is None:
             mapped = self._mapped(text, cache, namespace)
