@@ -299,21 +299,16 @@ class HashIndex:
 # -- a TokenStore's bytes (``token_store``): a store is its UTF-8 ``data`` and the int64
 # ``ends`` of its tokens in it; positions may count from the end, as negative numbers.
 
-# Tokens hashed at a time by the NumPy twin: its temporaries are a few words a byte.
-_HASH_CHUNK = 1 << 16
-
-
 def hash_tokens_python(data, ends, start: int = 0) -> np.ndarray:
     """``hash_tokens`` in NumPy (``token_store._hash_region``, the hash's definition), a
-    chunk of tokens at a time."""
-    from .token_store import _hash_region  # (token_store imports this module)
+    chunk of tokens at a time (its temporaries are a few words a byte)."""
+    from .token_store import _CHUNK, _hash_region, _region  # (token_store imports this)
 
-    ends = np.frombuffer(ends, dtype=np.int64)
-    out = np.empty(ends.size - start, dtype=np.int64)
-    for i in range(start, ends.size, _HASH_CHUNK):
-        j = min(i + _HASH_CHUNK, ends.size)
-        base = int(ends[i - 1]) if i else 0
-        out[i - start:j - start] = _hash_region(data[base:int(ends[j - 1])], ends[i:j] - base)
+    n = len(ends)
+    out = np.empty(n - start, dtype=np.int64)
+    for i in range(start, n, _CHUNK):
+        j = min(i + _CHUNK, n)
+        out[i - start:j - start] = _hash_region(*_region(data, ends, i, j))
     return out
 
 
@@ -427,15 +422,11 @@ def json_items_python(data, ends, start: int, stop: int) -> bytes:
     tokens decoded and dumped)."""
     import json
 
-    from .token_store import _json_items, _split  # (token_store imports this module)
+    from .token_store import _json_items, _region, _split  # (token_store imports this)
 
     if stop <= start:
         return b""
-    offsets = np.frombuffer(ends, dtype=np.int64)
-    base = int(offsets[start - 1]) if start else 0
-    cut = offsets[start:stop] - base
-    region = data[base:base + int(cut[-1])]
-    del offsets  # no view of a store's buffers may outlive the call
+    region, cut = _region(data, ends, start, stop)
     items = _json_items(region, cut)
     return items if items is not None else json.dumps(_split(region, cut))[1:-1].encode("ascii")
 

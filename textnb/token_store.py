@@ -34,6 +34,17 @@ _ENCODING = ("utf-8", "surrogatepass")
 _CHUNK = 1 << 16
 
 
+def _region(data: bytes | bytearray, ends, i: int, j: int) -> tuple[bytes | bytearray,
+                                                                     np.ndarray]:
+    """The bytes of tokens i..j-1 (i < j) of a store (its ``data``, and its tokens' int64
+    ``ends``: an array or any buffer), and each token's end in those bytes (a new array:
+    no view of a store's buffers outlives the call)."""
+    offsets = np.frombuffer(ends, dtype=np.int64)
+    base = int(offsets[i - 1]) if i else 0
+    cut = offsets[i:j] - base
+    return data[base:base + int(cut[-1])], cut
+
+
 def _split(region: bytes | bytearray, ends: np.ndarray) -> list[str]:
     """The strings of ``region`` cut at ``ends`` (byte offsets into it, ascending): one
     decode, then slices of the str (C speed)."""
@@ -208,11 +219,7 @@ class TokenStore(Sequence):
 
     def _decode(self, i: int, j: int) -> list[str]:
         """Tokens i..j-1 as a list (one region of the buffer)."""
-        if i >= j:
-            return []
-        base = self._start(i)
-        ends = np.frombuffer(self._ends, dtype=np.int64)[i:j] - base
-        return _split(self._bytes[base:base + int(ends[-1])], ends)
+        return _split(*_region(self._bytes, self._ends, i, j)) if i < j else []
 
     def __iter__(self) -> Iterator[str]:
         for i in range(0, len(self), _CHUNK):
@@ -258,9 +265,7 @@ class TokenStore(Sequence):
         """(i, j, the bytes of tokens i..j-1, their ends in those bytes), a chunk at a time."""
         for i in range(start, len(self), _CHUNK):
             j = min(i + _CHUNK, len(self))
-            base = self._start(i)
-            ends = np.frombuffer(self._ends, dtype=np.int64)[i:j] - base
-            yield i, j, self._bytes[base:base + int(ends[-1])], ends
+            yield i, j, *_region(self._bytes, self._ends, i, j)
 
     def json_items(self) -> Iterator[bytes]:
         """The tokens as ``json.dumps`` writes the items of a list of them (ASCII, joined by
