@@ -275,9 +275,9 @@ def test_a_grown_tokenizer_is_renewed(model_file):
     fresh = model.strings()
     model.max_strings = fresh + 50
     assert not model.check()
-    # Bracketed, so that spaCy splits them (plain words are mapped without it and add
-    # nothing to its strings: tokenize._plain_words).
-    words = b" ".join(b"(w%d)" % i for i in range(99))
+    # With an infix, so that spaCy splits them (other chunks are split without it and
+    # add nothing to its strings: tokenize._words_without_spacy).
+    words = b" ".join(b"x/w%d" % i for i in range(99))
     score_with(model.spam_filter, b"Subject: new words\n\n" + words)
     assert model.strings() >= fresh + 50
     assert model.check() and model.loads == 2 and model.strings() == fresh

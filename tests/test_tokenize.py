@@ -122,11 +122,11 @@ def test_lexical_attributes_are_spacys_english_ones():
 
 def test_spacys_vocabulary_is_bounded_and_a_fresh_one_tokenises_the_same(monkeypatch):
     """Past _SPACY_STRINGS strings the spaCy tokenizer is rebuilt; the tokens do not change
-    (our caches are keyed by chunk and by word). The brackets and quotes make chunks
-    that only spaCy splits (tokenize._plain_words)."""
+    (our caches are keyed by chunk and by word). The infixes ("w/x", "a=b") make chunks
+    that only spaCy splits (tokenize._words_without_spacy)."""
     from textnb import tokenize
 
-    texts = [f'Offer "{i}": buy (widget-{i}) at <example{i}.com> today, friend {i * 7}!'
+    texts = [f'Offer "{i}": buy (widget/x{i}) at <example{i}.com> today, a=b{i} {i * 7}!'
              for i in range(60)]
     unbounded = EmailTokenizer(TokenizerConfig())
     expected = [unbounded.text_tokens(t) for t in texts]

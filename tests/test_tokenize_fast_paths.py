@@ -10,6 +10,8 @@ import re
 from email.utils import getaddresses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from textnb.mail import parse_message
 from textnb.tokenize import (
@@ -98,18 +100,49 @@ CHUNKS = ["free", "FREE", "12345", "abc123", "e-mail", "it's", "x.com", "www.exa
 MARKS = ["", ",", ".", "!", "?", ":", ";", ")", "]", "}", ">", "'", '"', "*", "`", "|", "..", ",)"]
 
 
-def test_plain_chunks_are_the_words_spacy_makes_of_them():
-    """_map_new_chunks maps these chunks without spaCy; spaCy would split them the same."""
+def _spacy_words(chunk: str) -> tuple[str, ...]:
     from textnb.config import TokenizerConfig
-    from textnb.tokenize import EmailTokenizer, _plain_words
+    from textnb.tokenize import EmailTokenizer
 
-    spacy_tokenizer = EmailTokenizer(TokenizerConfig()).spacy
-    chunks = [chunk + mark for chunk in CHUNKS for mark in MARKS]
-    plain = {chunk: _plain_words(chunk) for chunk in chunks}
-    assert sum(words is not None for words in plain.values()) > len(chunks) // 3
-    for chunk, words in plain.items():
+    global _SPACY
+    if _SPACY is None:
+        _SPACY = EmailTokenizer(TokenizerConfig()).spacy
+    return tuple(t.text for t in _SPACY(chunk))
+
+
+_SPACY = None
+
+
+def test_chunks_split_without_spacy_are_the_words_spacy_makes_of_them():
+    """_map_new_chunks splits a chunk with no infix without spaCy (its affix loop written
+    out); spaCy splits it the same. Chunks with an infix are left to spaCy (None)."""
+    from textnb.tokenize import _words_without_spacy
+
+    chunks = [mark + chunk + end for chunk in CHUNKS for mark in MARKS[:8] + ["(", '"', "<", "[("]
+              for end in MARKS]
+    split = {chunk: _words_without_spacy(chunk) for chunk in chunks}
+    assert sum(words is not None for words in split.values()) > len(chunks) * 3 // 4
+    for chunk, words in split.items():
         if words is not None:
-            assert tuple(t.text for t in spacy_tokenizer(chunk)) == words, chunk
-    assert plain["free,"] == ("free", ",") and plain["free"] == ("free",)
-    for chunk in ("(free", "free,)", "word/word", "a=b", "www.x.com,", "free.."):  # spaCy's to split
-        assert plain[chunk] is None if chunk in plain else _plain_words(chunk) is None
+            assert _spacy_words(chunk) == words, chunk
+    assert split["free,"] == ("free", ",") and split["free"] == ("free",)
+    assert _words_without_spacy('("free",)') == ("(", '"', "free", '"', ",", ")")
+    assert _words_without_spacy("<bob@example.org>,") == ("<", "bob@example.org", ">", ",")
+    # _TOKEN_MATCH keeps a URL whole, its trailing mark too
+    assert _words_without_spacy("www.example.com.") == ("www.example.com.",)
+    for chunk in ("word/word", "a=b", "(a/b)", "x&y,"):  # an infix: spaCy's to split
+        assert _words_without_spacy(chunk) is None
+
+
+_PIECES = list("aZé1.@:/=&-_中") + list("[(\"'<{*`|~") + list("])\"'>},;:.!?*`|") + ["http://", "www."]
+_AFFIX_TEXT = st.lists(st.sampled_from(_PIECES), min_size=1, max_size=10).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_AFFIX_TEXT)
+def test_any_chunk_split_without_spacy_is_split_as_spacy_splits_it(chunk):
+    from textnb.tokenize import _words_without_spacy
+
+    words = _words_without_spacy(chunk)
+    if words is not None:
+        assert words == _spacy_words(chunk)

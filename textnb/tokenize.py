@@ -12,9 +12,9 @@ rules without URL matching, 1.3 s these rules) and their extra splits (hyphens,
 apostrophes) carry little spam evidence. The lexical attributes (``like_num``,
 ``like_url``, ``like_email``, ``is_currency``) are spaCy's English ones, computed
 once per distinct word; what a whitespace-free chunk of text maps to is cached
-too (``EmailTokenizer.text_tokens``), so spaCy sees each distinct chunk once,
-and only the chunks its rules split in more than a word and a trailing mark
-(``_plain_words`` names the shapes whose words are known without it).
+too (``EmailTokenizer.text_tokens``), so each distinct chunk is split once; spaCy
+splits those with an infix, and the others are split by spaCy's affix loop written
+out for our rules (``_words_without_spacy``, checked against spaCy).
 """
 
 from __future__ import annotations
@@ -310,15 +310,15 @@ class EmailTokenizer:
         if lex is None:
             self.spacy  # loads the attributes with spaCy
             lex = self._attributes
-        # A chunk whose words the rules make plain (_plain_words: 83% of SpamAssassin's
-        # new chunks) is mapped without spaCy, which spent ~5 us on each (a lexeme made
-        # and stored for each word).
+        # A chunk with no infix (_words_without_spacy: 98% of SpamAssassin's new chunks)
+        # is split without spaCy, which spent ~5 us on a plain word (a lexeme made and
+        # stored for each word) and ~15 us on a word with affixes.
         words = self._word_cache.get(namespace)
         if words is None:
             words = self._word_cache[namespace] = {}
         split_by_spacy = []
         for chunk in new:
-            texts = _plain_words(chunk)
+            texts = _words_without_spacy(chunk)
             if texts is None:
                 split_by_spacy.append(chunk)
                 continue
@@ -581,22 +581,49 @@ def _simple_addresses(value: str) -> list[tuple[str, str]] | None:
     return pairs
 
 
-def _plain_words(chunk: str) -> tuple[str, ...] | None:
-    """The words spaCy's tokenizer splits ``chunk`` into under our rules, for the two
-    shapes that need none of its machinery; None for any other chunk.
+def _words_without_spacy(chunk: str) -> tuple[str, ...] | None:
+    """The words spaCy's tokenizer splits ``chunk`` into under our rules, for every
+    chunk whose core has no infix; None for the others (spaCy splits them).
 
-    A chunk with no prefix, suffix or infix (``_AFFIX``) is one word. A chunk that
-    is such a word and one suffix character (``word,``), and is not a URL or an
-    address (``_TOKEN_MATCH``, which would keep it whole), is those two words:
-    spaCy strips the suffix, finds nothing more to strip and no infix in the rest.
-    (Our tokenizer has no special cases, which would change both.)"""
+    This is spaCy's own affix loop (``Tokenizer._split_affixes`` in its
+    tokenizer.pyx, which ``Tokenizer.explain`` also follows), with our rules and
+    without special cases (our tokenizer has none): until the rest is a URL or an
+    address (``_TOKEN_MATCH``) or no prefix or suffix is left, strip one prefix and
+    one suffix; the core is then one word when ``_TOKEN_MATCH`` keeps it whole or
+    ``_INFIX`` finds nothing in it. spaCy spent about 15 us on a chunk with affixes (a
+    Doc, lexemes, our rules called from its loop): tokenising SpamAssassin's training
+    split cold, 2.27-2.31 -> 2.11-2.19 CPU-s; Enron 1-3's, which has few such chunks,
+    the same (3 rounds; docs/benchmarks.md, stop 30). tests/test_tokenize_fast_paths.py
+    checks it against spaCy; on SpamAssassin's 155,198 distinct training chunks it
+    agrees on every one."""
     if chunk.isalpha() or _AFFIX.search(chunk) is None:  # (no affix is a letter)
         return (chunk,)
-    core = chunk[:-1]
-    if (core and _SUFFIX.search(chunk) is not None and _AFFIX.search(core) is None
-            and _TOKEN_MATCH.match(chunk) is None):
-        return (core, chunk[-1])
-    return None
+    prefixes, suffixes = [], []
+    rest, last_size = chunk, 0
+    while rest and len(rest) != last_size:
+        if _TOKEN_MATCH.match(rest):
+            break
+        last_size = len(rest)
+        match = _PREFIX.search(rest)
+        pre = match.end() - match.start() if match else 0
+        match = _SUFFIX.search(rest[pre:])
+        suf = match.end() - match.start() if match else 0
+        if pre and suf and pre + suf <= len(rest):
+            prefixes.append(rest[:pre])
+            suffixes.append(rest[-suf:])
+            rest = rest[pre:-suf]
+        elif pre:
+            prefixes.append(rest[:pre])
+            rest = rest[pre:]
+        elif suf:
+            suffixes.append(rest[-suf:])
+            rest = rest[:-suf]
+    if rest:
+        if not _TOKEN_MATCH.match(rest) and _INFIX.search(rest):
+            return None
+        prefixes.append(rest)
+    prefixes.extend(reversed(suffixes))
+    return tuple(prefixes)
 
 
 def _chunk_entry(words: list[tuple[str, ...]]) -> tuple | str:
