@@ -548,9 +548,11 @@ def deny(monkeypatch):
             if Path(path) in denied:
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
 
-        real_open, real_scandir = open, os.scandir
+        real_open, real_os_open, real_scandir = open, os.open, os.scandir
         monkeypatch.setattr(sources, "open", lambda p, *a, **k: refuse(p) or real_open(p, *a, **k),
                             raising=False)
+        monkeypatch.setattr(sources.os, "open",
+                            lambda p, *a, **k: refuse(p) or real_os_open(p, *a, **k))
         monkeypatch.setattr(sources.os, "scandir", lambda p: refuse(p) or real_scandir(p))
     yield deny
     for path in denied:

@@ -165,15 +165,65 @@ def test_unreadable_file_names_it(tmp_path):
         list(iter_messages(path))
 
 
-def test_read_error_names_the_file(tmp_path, monkeypatch):
-    path = write(tmp_path / "box", MBOX)
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_read_error_names_the_file(tmp_path, monkeypatch, size):
+    """Small files are read in one system call (sources._read_small), larger ones as a
+    stream (open): an error in either names the file."""
+    path = write(tmp_path / "box", MBOX if size == "small" else MBOX * (1 + (1 << 16) // len(MBOX)))
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("textnb.sources.open", refuse, raising=False)
+    if size == "small":
+        real_os_open = os.open
+        monkeypatch.setattr("textnb.sources.os.open", lambda p, *a: refuse() if str(p) == str(path)
+                            else real_os_open(p, *a))
+    else:
+        monkeypatch.setattr("textnb.sources.open", refuse, raising=False)
     with pytest.raises(SourceError, match=r"cannot read '.*box': permission denied; check that"):
         list(iter_messages(path))
+
+
+@pytest.mark.parametrize("data", [MBOX, b"Subject: plain\n\nbody\n", MBOX * 400],
+                         ids=["mbox", "one message", "large mbox"])
+def test_files_read_in_one_call_give_what_a_stream_gives(tmp_path, data):
+    """sources._read_small reads a small regular file in one call; the messages are
+    those the stream path (_read_stream) makes of the same bytes."""
+    path = write(tmp_path / "box", data)
+    expected = [(m.source, m.raw) for m in _read_stream(io.BytesIO(data), str(path), None)]
+    assert [(m.source, m.raw) for m in iter_messages(path)] == expected
+
+
+def test_a_file_that_grows_while_read_is_read_as_a_stream(tmp_path, monkeypatch):
+    """A size that fstat gives too small (the file grew in between): the bytes read are
+    not kept; the file is read again as a stream, whole."""
+    path = write(tmp_path / "box", MBOX)
+    real_fstat = os.fstat
+
+    def stale(fd):
+        info = real_fstat(fd)
+        return os.stat_result((info.st_mode, *info[1:6], 10, *info[7:]))
+
+    monkeypatch.setattr(sources_module.os, "fstat", stale)
+    assert [m.raw for m in iter_messages(path)] == [m.raw for m in _read_stream(io.BytesIO(MBOX), "", None)]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this system")
+def test_a_named_pipe_is_read_once_from_its_writer(tmp_path):
+    """A FIFO (or a shell's <(...)) is opened once: opening it again would wait for a
+    writer that has gone."""
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(MBOX), daemon=True)
+    writer.start()
+    got: list = []
+    reader = threading.Thread(target=lambda: got.extend(iter_messages(fifo)), daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    assert not reader.is_alive(), "reading the FIFO hung"
+    assert [m.raw for m in got] == [m.raw for m in _read_stream(io.BytesIO(MBOX), "", None)]
 
 
 def test_label_must_be_spam_ham_or_none(tmp_path):
