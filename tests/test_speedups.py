@@ -367,6 +367,81 @@ def test_the_tokenizer_gives_the_same_tokens_with_either_loops(texts):
             assert built.text_tokens(text, namespace, limit=3) == limited
 
 
+_CHUNK_PIECES = list("aZé1.@:/=&-_中😀") + list("[(\"'<{*`|~") + list("])\"'>},;:.!?*`|") + [
+    "http://", "HTTPS://", "www.", "ftp://", "free", "a@b.example"]
+_CHUNK = st.lists(st.sampled_from(_CHUNK_PIECES), min_size=1, max_size=12).map("".join)
+
+
+def _mapper():
+    """A word mapping as the tokenizer's: the word lower-cased, namespaced words and
+    words of punctuation mapping to tokens with ':' or to none, stored in ``words``."""
+    def new_word(text, words):
+        if not any(c.isalnum() for c in text):
+            tokens = ()
+        elif "@" in text:
+            tokens = ("email:addr", "email:domain:" + text.rpartition("@")[2])
+        else:
+            tokens = (text.lower(),)
+        words[text] = tokens
+        return tokens
+    return new_word
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(chunks=st.lists(_CHUNK, min_size=1, max_size=20, unique=True), bigrams=st.booleans())
+def test_map_chunks_in_c_equals_python(chunks, bigrams):
+    """The same values, the same chunks left to spaCy, the same words asked for."""
+    from textnb.tokenize import _CHUNK_RULES
+
+    new_word = _mapper()
+    python_words, c_words = {"free": ("free",)}, {"free": ("free",)}
+    expected = speedups.map_chunks_python(chunks, python_words,
+                                          lambda t: new_word(t, python_words), bigrams,
+                                          _CHUNK_RULES)
+    got = _speedups.map_chunks(chunks, c_words, lambda t: new_word(t, c_words), bigrams,
+                               *_CHUNK_RULES[:4])
+    assert got == expected
+    assert c_words == python_words
+
+
+@needs_c
+def test_map_chunks_by_hand():
+    from textnb.tokenize import _CHUNK_RULES
+
+    words, new_word = {}, _mapper()
+    values, left = _speedups.map_chunks(
+        ["free", '("free",)', "x/y", "<bob@example.org>", "http://x.example/a.", ""], words,
+        lambda text: new_word(text, words), True, *_CHUNK_RULES[:4])
+    assert left == ["x/y"]  # an infix: spaCy's
+    assert values["free"] == "free" and values[""] == ()
+    assert values['("free",)'] == "free"  # the marks map to nothing
+    assert values["<bob@example.org>"][0] == ("email:addr", "email:domain:example.org")
+    assert values["http://x.example/a."] == "http://x.example/a."  # kept whole
+
+
+@needs_c
+def test_map_chunks_checks_its_arguments_and_passes_errors_on():
+    from textnb.tokenize import _CHUNK_RULES
+
+    rules = _CHUNK_RULES[:4]
+    with pytest.raises(TypeError, match="list of str"):
+        _speedups.map_chunks(["a", 1], {}, lambda t: (t,), True, *rules)
+    with pytest.raises(TypeError, match="must be a tuple"):
+        _speedups.map_chunks(["a"], {}, lambda t: [t], True, *rules)
+    with pytest.raises(TypeError, match="ASCII"):
+        _speedups.map_chunks(["a"], {}, lambda t: (t,), True, "é", *rules[1:])
+
+    def broken(text):
+        raise ValueError(f"no tokens for {text}")
+
+    with pytest.raises(ValueError, match=r"no tokens for \("):
+        _speedups.map_chunks(["(b)"], {}, broken, False, *rules)
+    with pytest.raises(ZeroDivisionError):
+        _speedups.map_chunks(["(a@b.example)"], {}, lambda t: (t,), False, *rules[:3],
+                             lambda text: 1 / 0)
+
+
 def _with_python_loops(function, *args, **kwargs):
     saved, speedups._speedups = speedups._speedups, None
     try:

@@ -1,5 +1,6 @@
 /* textnb._speedups: what textnb does once per word, token, chunk or byte, in C: the
- * tokenizer's chunk cache and the joining of chunks with their word pairs; numbering and
+ * tokenizer's chunk cache, the splitting of its new chunks into words (spaCy's affix
+ * loop) and the joining of chunks with their word pairs; numbering and
  * counting a batch's tokens; the vocabulary's hash index and its bytes (hashes,
  * comparisons, gathers, packing, JSON both ways); and the selection of each message's
  * strongest clues.
@@ -9,15 +10,17 @@
  * give the same results, and that training and scoring do. What is left in C is mostly
  * reaching objects in memory: the tables here (the chunk cache, the token table, the
  * index) are laid out so that a token or a chunk costs one random access where a dict
- * and its values cost several (docs/benchmarks.md, "stop 28" and "stop 29").
+ * and its values cost several (docs/benchmarks.md, "stop 28" to "stop 30").
  *
  * setup.py marks the extension optional: without a C compiler (or Python's headers) the
  * install skips it and textnb runs the Python loops, slower, with the same results.
  *
  * None of these functions runs Python code between taking a borrowed reference and using
  * it: the token table takes exact str only (its hash and equality are C), the chunk cache
- * hashes and compares characters itself and owns its keys and values, and no object
- * tracked by the garbage collector is allocated inside the loops. The loops over bytes
+ * hashes and compares characters itself and owns its keys and values, map_chunks (which
+ * calls back into Python for a new word's tokens and the URL pattern) holds its own
+ * reference to each chunk and word across those calls, and no object tracked by the
+ * garbage collector is allocated inside the other loops. The loops over bytes
  * and hashes that a model's load runs (hashing a store, filling the index, reading the
  * JSON) release the GIL: the load runs on a thread beside spaCy's import (textnb.beside).
  */
@@ -1711,6 +1714,369 @@ static PyTypeObject ChunkCacheType = {
     .tp_as_sequence = &cache_as_sequence,
 };
 
+/* ---- new chunks mapped to their words' tokens (speedups.map_chunks) ---------------- */
+
+/* Whether `c` is one of the ASCII characters of `set` (a str of ASCII characters). */
+static inline int
+in_ascii_set(Py_UCS4 c, const unsigned char *set)
+{
+    return c < 128 && set[c];
+}
+
+static inline int
+ascii_letter(Py_UCS4 c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Whether _TOKEN_MATCH could match text[start:end]: it starts (in any case) with
+   http://, https://, ftp:// or www., or it holds an '@' (the pattern's two branches).
+   Only then is the Python pattern asked. */
+static int
+may_token_match(int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
+{
+    static const char *schemes[] = {"http://", "https://", "ftp://", "www.", NULL};
+    for (int s = 0; schemes[s] != NULL; s++) {
+        const char *p = schemes[s];
+        Py_ssize_t i = start;
+        while (*p && i < end) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (c >= 'A' && c <= 'Z')
+                c += 'a' - 'A';
+            if (c != (Py_UCS4)(unsigned char)*p)
+                break;
+            p++, i++;
+        }
+        if (*p == '\0')
+            return 1;
+    }
+    for (Py_ssize_t i = start; i < end; i++)
+        if (PyUnicode_READ(kind, data, i) == '@')
+            return 1;
+    return 0;
+}
+
+/* 1 when token_match(chunk[start:end]) is truthy, 0 when not, -1 on error. */
+static int
+token_matches(PyObject *chunk, int kind, const void *data, Py_ssize_t start, Py_ssize_t end,
+              PyObject *token_match)
+{
+    if (!may_token_match(kind, data, start, end))
+        return 0;
+    PyObject *text = PyUnicode_Substring(chunk, start, end);
+    if (text == NULL)
+        return -1;
+    PyObject *match = PyObject_CallOneArg(token_match, text);
+    Py_DECREF(text);
+    if (match == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(match);
+    Py_DECREF(match);
+    return truth;
+}
+
+typedef struct {
+    unsigned char prefix[128], suffix[128], infix[128];
+    PyObject *token_match;
+} ChunkRules;
+
+/* spaCy's affix loop on `chunk` under single-character rules (tokenize._words_without_spacy
+   is its reference). The prefixes and the core go to `front` (pairs start, end), the
+   suffixes, outermost first, to `back`; each has room for n + 1 pairs. RETURNS 1 and sets
+   *n_front and *n_back; 0 when the core has an infix (spaCy's to split); -1 on error. */
+static int
+split_chunk(PyObject *chunk, const ChunkRules *rules, Py_ssize_t *front, Py_ssize_t *n_front,
+            Py_ssize_t *back, Py_ssize_t *n_back)
+{
+    int kind = PyUnicode_KIND(chunk);
+    const void *data = PyUnicode_DATA(chunk);
+    Py_ssize_t start = 0, end = PyUnicode_GET_LENGTH(chunk), last_size = 0, nf = 0, nb = 0;
+    while (end > start && end - start != last_size) {
+        int matched = token_matches(chunk, kind, data, start, end, rules->token_match);
+        if (matched < 0)
+            return -1;
+        if (matched)
+            break;
+        last_size = end - start;
+        /* spaCy looks for the suffix after the prefix: none in an empty rest */
+        int pre = in_ascii_set(PyUnicode_READ(kind, data, start), rules->prefix);
+        int suf = end - start - pre > 0
+                  && in_ascii_set(PyUnicode_READ(kind, data, end - 1), rules->suffix);
+        if (pre) {
+            front[2 * nf] = start;
+            front[2 * nf + 1] = start + 1;
+            nf++;
+            start++;
+        }
+        if (suf) {
+            back[2 * nb] = end - 1;
+            back[2 * nb + 1] = end;
+            nb++;
+            end--;
+        }
+    }
+    if (end > start) {
+        int matched = token_matches(chunk, kind, data, start, end, rules->token_match);
+        if (matched < 0)
+            return -1;
+        if (!matched)
+            for (Py_ssize_t i = start + 1; i + 1 < end; i++)
+                if (in_ascii_set(PyUnicode_READ(kind, data, i), rules->infix)
+                        && ascii_letter(PyUnicode_READ(kind, data, i - 1))
+                        && ascii_letter(PyUnicode_READ(kind, data, i + 1)))
+                    return 0;
+        front[2 * nf] = start;
+        front[2 * nf + 1] = end;
+        nf++;
+    }
+    *n_front = nf;
+    *n_back = nb;
+    return 1;
+}
+
+/* Whether `chunk` is one word as it is: no prefix first, no suffix last, no infix. */
+static int
+one_word(PyObject *chunk, const ChunkRules *rules)
+{
+    int kind = PyUnicode_KIND(chunk);
+    const void *data = PyUnicode_DATA(chunk);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(chunk);
+    if (n == 0 || in_ascii_set(PyUnicode_READ(kind, data, 0), rules->prefix)
+            || in_ascii_set(PyUnicode_READ(kind, data, n - 1), rules->suffix))
+        return 0;
+    for (Py_ssize_t i = 1; i + 1 < n; i++)
+        if (in_ascii_set(PyUnicode_READ(kind, data, i), rules->infix)
+                && ascii_letter(PyUnicode_READ(kind, data, i - 1))
+                && ascii_letter(PyUnicode_READ(kind, data, i + 1)))
+            return 0;
+    return 1;
+}
+
+/* The tokens of a word (a new reference to a tuple of str): from `words`, else from
+   new_word(text), which also stores them there. */
+static PyObject *
+word_tokens(PyObject *text, PyObject *words, PyObject *new_word)
+{
+    PyObject *tokens = PyDict_GetItemWithError(words, text);
+    if (tokens != NULL)
+        Py_INCREF(tokens);
+    else if (PyErr_Occurred())
+        return NULL;
+    else
+        tokens = PyObject_CallOneArg(new_word, text);
+    if (tokens != NULL && !PyTuple_Check(tokens)) {
+        PyErr_SetString(PyExc_TypeError, "a word's tokens must be a tuple");
+        Py_CLEAR(tokens);
+    }
+    return tokens;
+}
+
+static int
+has_colon(PyObject *token)
+{
+    if (!PyUnicode_Check(token)) {
+        PyErr_SetString(PyExc_TypeError, "a word's tokens must be str");
+        return -1;
+    }
+    Py_ssize_t at = PyUnicode_FindChar(token, ':', 0, PyUnicode_GET_LENGTH(token), 1);
+    return at == -2 ? -1 : at >= 0;
+}
+
+/* What a chunk of these words' tokens is cached as (tokenize._chunk_entry in bigram
+   mode; else their tokens in one tuple). `mapped` holds n tuples. */
+static PyObject *
+chunk_value(PyObject **mapped, Py_ssize_t n, int bigrams)
+{
+    Py_ssize_t total = 0, n_words = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        total += PyTuple_GET_SIZE(mapped[i]);
+        n_words += PyTuple_GET_SIZE(mapped[i]) > 0;
+    }
+    if (!bigrams || n_words == 0) {
+        if (n == 1) {
+            Py_INCREF(mapped[0]);
+            return mapped[0];
+        }
+        PyObject *all = PyTuple_New(total);
+        if (all == NULL)
+            return NULL;
+        Py_ssize_t at = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(mapped[i]); j++) {
+                PyObject *token = PyTuple_GET_ITEM(mapped[i], j);
+                Py_INCREF(token);
+                PyTuple_SET_ITEM(all, at++, token);
+            }
+        return all;
+    }
+    PyObject *head = NULL;
+    Py_ssize_t i = 0;
+    for (; head == NULL; i++)
+        if (PyTuple_GET_SIZE(mapped[i]) > 0)
+            head = mapped[i];
+    if (n_words == 1 && PyTuple_GET_SIZE(head) == 1) {
+        PyObject *token = PyTuple_GET_ITEM(head, 0);
+        Py_INCREF(token);
+        return token;
+    }
+    PyObject *tail = PyList_New(0), *tail_tuple = NULL, *value = NULL;
+    if (tail == NULL)
+        return NULL;
+    PyObject *first = PyTuple_GET_ITEM(head, 0), *prev = first;
+    int first_colon = has_colon(first), prev_colon = first_colon;
+    if (first_colon < 0)
+        goto done;
+    for (; i < n; i++) {
+        PyObject *word = mapped[i];
+        if (PyTuple_GET_SIZE(word) == 0)
+            continue;
+        if (extend_with_tuple(tail, word) < 0)
+            goto done;
+        PyObject *next = PyTuple_GET_ITEM(word, 0);
+        int next_colon = has_colon(next);
+        if (next_colon < 0)
+            goto done;
+        if (!next_colon && !prev_colon && append_pair(tail, prev, next) < 0)
+            goto done;
+        prev = next;
+        prev_colon = next_colon;
+    }
+    tail_tuple = PyList_AsTuple(tail);
+    if (tail_tuple == NULL)
+        goto done;
+    value = Py_BuildValue("(OOOOOOn)", head, tail_tuple, first,
+                          first_colon ? Py_False : Py_True, prev,
+                          prev_colon ? Py_False : Py_True, total);
+done:
+    Py_DECREF(tail);
+    Py_XDECREF(tail_tuple);
+    return value;
+}
+
+static int
+ascii_set(PyObject *chars, unsigned char *set, const char *name)
+{
+    memset(set, 0, 128);
+    if (!PyUnicode_Check(chars) || !PyUnicode_IS_ASCII(chars)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a str of ASCII characters", name);
+        return -1;
+    }
+    const Py_UCS1 *data = PyUnicode_1BYTE_DATA(chars);
+    for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(chars); i++)
+        set[data[i]] = 1;
+    return 0;
+}
+
+PyDoc_STRVAR(map_chunks_doc,
+"map_chunks(chunks, words, new_word, bigrams, prefixes, suffixes, infixes, token_match)\n"
+"-> (dict, list)\n\n"
+"What each of `chunks` (distinct whitespace-free str) maps to, for those split without\n"
+"spaCy, and the list of the others. A chunk's words are found by spaCy's affix loop\n"
+"under single-character rules (`prefixes` split off a word's start, `suffixes` its end,\n"
+"`infixes` split between two ASCII letters, `token_match` keeps a URL or address\n"
+"whole); a chunk whose core has an infix is left to spaCy. A word's tokens come from the\n"
+"dict `words`, else from new_word(word), which stores them there. The value is the\n"
+"chunk entry (tokenize._chunk_entry) when `bigrams`, else the words' tokens in one tuple.");
+
+static PyObject *
+map_chunks(PyObject *module, PyObject *args)
+{
+    PyObject *chunks, *words, *new_word, *prefixes, *suffixes, *infixes;
+    int bigrams;
+    ChunkRules rules;
+    if (!PyArg_ParseTuple(args, "O!O!OpUUUO:map_chunks", &PyList_Type, &chunks, &PyDict_Type,
+                          &words, &new_word, &bigrams, &prefixes, &suffixes, &infixes,
+                          &rules.token_match))
+        return NULL;
+    if (ascii_set(prefixes, rules.prefix, "prefixes") < 0
+            || ascii_set(suffixes, rules.suffix, "suffixes") < 0
+            || ascii_set(infixes, rules.infix, "infixes") < 0)
+        return NULL;
+    PyObject *values = PyDict_New(), *left = PyList_New(0);
+    Py_ssize_t *bounds = NULL, room = 0;
+    PyObject **mapped = NULL;
+    if (values == NULL || left == NULL)
+        goto error;
+    Py_ssize_t n_chunks = PyList_GET_SIZE(chunks);
+    for (Py_ssize_t c = 0; c < n_chunks; c++) {
+        /* Its own reference: new_word and token_match are Python code, which could
+           change the list. */
+        PyObject *chunk = PyList_GET_ITEM(chunks, c);
+        if (!PyUnicode_Check(chunk)) {
+            PyErr_SetString(PyExc_TypeError, "map_chunks takes a list of str");
+            goto error;
+        }
+        Py_INCREF(chunk);
+        PyObject *value;
+        if (one_word(chunk, &rules)) {
+            PyObject *tokens = word_tokens(chunk, words, new_word);
+            if (tokens == NULL)
+                goto error;
+            value = chunk_value(&tokens, 1, bigrams);
+            Py_DECREF(tokens);
+        } else {
+            Py_ssize_t n = PyUnicode_GET_LENGTH(chunk), n_front = 0, n_back = 0;
+            if (n + 1 > room) {
+                PyMem_Free(bounds);
+                PyMem_Free(mapped);
+                room = 2 * (n + 1);
+                bounds = PyMem_Malloc(4 * room * sizeof(Py_ssize_t));
+                mapped = PyMem_Malloc(2 * room * sizeof(PyObject *));
+                if (bounds == NULL || mapped == NULL) {
+                    PyErr_NoMemory();
+                    Py_DECREF(chunk);
+                    goto error;
+                }
+            }
+            Py_ssize_t *back = bounds + 2 * room;
+            int split = split_chunk(chunk, &rules, bounds, &n_front, back, &n_back);
+            if (split <= 0) {
+                int failed = split < 0 || PyList_Append(left, chunk) < 0;
+                Py_DECREF(chunk);
+                if (failed)
+                    goto error;
+                continue;
+            }
+            Py_ssize_t n_words = 0;
+            int failed = 0;
+            for (Py_ssize_t w = 0; w < n_front + n_back && !failed; w++) {
+                /* the prefixes and core in order, then the suffixes innermost first */
+                Py_ssize_t *at = w < n_front ? bounds + 2 * w
+                                             : back + 2 * (n_back - 1 - (w - n_front));
+                PyObject *text = at[0] == 0 && at[1] == n
+                                 ? (Py_INCREF(chunk), chunk)
+                                 : PyUnicode_Substring(chunk, at[0], at[1]);
+                PyObject *tokens = text == NULL ? NULL : word_tokens(text, words, new_word);
+                Py_XDECREF(text);
+                if (tokens == NULL)
+                    failed = 1;
+                else
+                    mapped[n_words++] = tokens;
+            }
+            value = failed ? NULL : chunk_value(mapped, n_words, bigrams);
+            for (Py_ssize_t w = 0; w < n_words; w++)
+                Py_DECREF(mapped[w]);
+        }
+        int stored = value == NULL ? -1 : PyDict_SetItem(values, chunk, value);
+        Py_XDECREF(value);
+        Py_DECREF(chunk);
+        if (stored < 0)
+            goto error;
+    }
+    PyMem_Free(bounds);
+    PyMem_Free(mapped);
+    PyObject *result = PyTuple_Pack(2, values, left);
+    Py_DECREF(values);
+    Py_DECREF(left);
+    return result;
+error:
+    PyMem_Free(bounds);
+    PyMem_Free(mapped);
+    Py_XDECREF(values);
+    Py_XDECREF(left);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"read_json_items", read_json_items, METH_VARARGS, read_json_items_doc},
     {"pack_tokens", pack_tokens, METH_VARARGS, pack_tokens_doc},
@@ -1724,6 +2090,7 @@ static PyMethodDef methods[] = {
     {"count_words", count_words, METH_O, count_words_doc},
     {"count_messages", count_messages, METH_VARARGS, count_messages_doc},
     {"join_chunks", join_chunks, METH_O, join_chunks_doc},
+    {"map_chunks", map_chunks, METH_VARARGS, map_chunks_doc},
     {"number_tokens", number_tokens, METH_VARARGS, number_tokens_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -10,8 +10,10 @@ per message (``number_tokens``, ``count_messages``); and the vocabulary's index,
 table here (``HashIndex``) where the sorted arrays of ``vectorize.Vocabulary`` cost a
 sort and binary searches a batch. Stop 29 added what NumPy did a byte or an entry at a
 time: a TokenStore's hashes, comparisons, gathers, packing and JSON, and the selection of
-each message's strongest clues (``strongest_positions``). Their measured cost in C
-against Python is in docs/benchmarks.md, "stop 28" and "stop 29". The extension is
+each message's strongest clues (``strongest_positions``); stop 30, the tokenizer's loop
+over its new chunks: each split into words by spaCy's affix loop and its words' tokens
+looked up (``map_chunks``). Their measured cost in C against Python is in
+docs/benchmarks.md, "stop 28" to "stop 30". The extension is
 optional (setup.py): an install without a C compiler still works, and ``textnb
 --version`` says which loops run.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from itertools import chain, count
-from typing import Protocol
+from typing import Callable, NamedTuple, Protocol
 
 import numpy as np
 
@@ -43,6 +45,8 @@ __all__ = ["implementation",
            # the tokenizer's: its chunk cache, the tokens of a text's chunks
            "chunk_cache", "ChunkCache", "ChunkCachePython", "join_chunks", "count_words",
            "join_chunks_python", "count_words_python",
+           # ... and what its new chunks map to
+           "ChunkRules", "map_chunks", "map_chunks_python",
            # counting: a batch's tokens numbered and counted per message
            "number_tokens", "count_messages", "number_tokens_python", "count_messages_python",
            # the vocabulary: its index, and a TokenStore's bytes (hashes, comparisons,
@@ -184,6 +188,65 @@ def chunk_cache():
     if _speedups is None:
         return ChunkCachePython()
     return _speedups.ChunkCache()
+
+
+class ChunkRules(NamedTuple):
+    """How a tokenizer splits a whitespace-free chunk into words without spaCy, and what
+    it caches for a chunk (``tokenize._CHUNK_RULES``).
+
+    prefixes, suffixes (str): the characters that split off a word's start, its end.
+    infixes (str): the characters that split a word between two ASCII letters.
+    token_match (callable): keeps a URL or an address whole (truthy for one).
+    split (callable): chunk -> its words, or None when spaCy must split it (the
+        Python reference of the C loop, which reads the four fields above).
+    entry (callable): a chunk's non-empty words' tokens -> its cache entry.
+    """
+
+    prefixes: str
+    suffixes: str
+    infixes: str
+    token_match: Callable[[str], object]
+    split: Callable[[str], "tuple[str, ...] | None"]
+    entry: Callable[[list], "tuple | str"]
+
+
+def map_chunks_python(chunks: list[str], words: dict, new_word: Callable[[str], tuple],
+                      bigrams: bool, rules: ChunkRules) -> tuple[dict, list[str]]:
+    """``map_chunks`` in Python."""
+    values: dict[str, tuple | str] = {}
+    left: list[str] = []
+    for chunk in chunks:
+        texts = rules.split(chunk)
+        if texts is None:
+            left.append(chunk)
+            continue
+        mapped = []
+        for text in texts:
+            word = words.get(text)
+            if word is None:
+                word = new_word(text)
+            mapped.append(word)
+        values[chunk] = (rules.entry([word for word in mapped if word]) if bigrams
+                         else tuple(chain.from_iterable(mapped)))
+    return values, left
+
+
+def map_chunks(chunks: list[str], words: dict, new_word: Callable[[str], tuple],
+               bigrams: bool, rules: ChunkRules) -> tuple[dict, list[str]]:
+    """What each of ``chunks`` (distinct, whitespace-free) maps to, for the chunks split
+    without spaCy (``rules``), and the list of the others, for spaCy.
+
+    A word's tokens come from ``words`` (a dict), else from ``new_word(word)``, which
+    stores them there. A chunk's value is ``rules.entry`` of its non-empty words' tokens
+    when ``bigrams``, else all its words' tokens in one tuple. In C the chunk is split
+    where it lies and a word becomes a str only to be looked up, and the loop, the
+    look-ups and the entries make no Python frame: mapping SpamAssassin's new chunks
+    (docs/benchmarks.md, stop 30)."""
+    if _speedups is None:
+        return map_chunks_python(chunks, words, new_word, bigrams, rules)
+    return _speedups.map_chunks(chunks if isinstance(chunks, list) else list(chunks), words,
+                                new_word, bigrams, rules.prefixes, rules.suffixes,
+                                rules.infixes, rules.token_match)
 
 
 def join_chunks_python(entries: list[tuple | str]) -> list[str]:

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from email.utils import getaddresses
+from functools import partial
 from itertools import chain
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,7 @@ from . import scripts
 from .config import TokenizerConfig
 from .ledger import added_after_delivery
 from .spacy_import import import_spacy
-from .speedups import chunk_cache, count_words, join_chunks
+from .speedups import ChunkRules, chunk_cache, count_words, join_chunks, map_chunks
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
@@ -71,10 +72,13 @@ if TYPE_CHECKING:  # spaCy is loaded on demand, never at import (start-up time m
     from .mail import ParsedEmail
 
 # Punctuation that sticks to the front or back of words in mail text.
-_PREFIX = re.compile(r"""^[\[\(\"'<{*`|~]""")
-_SUFFIX = re.compile(r"""[\]\)\"'>},;:.!?*`|]$""")
+_PREFIX_CHARS = "[(\"'<{*`|~"
+_SUFFIX_CHARS = "])\"'>},;:.!?*`|"
+_PREFIX = re.compile(f"^[{re.escape(_PREFIX_CHARS)}]")
+_SUFFIX = re.compile(f"[{re.escape(_SUFFIX_CHARS)}]$")
 # Split words glued by these (``word/word``, ``a=b``): keeps URL parts apart in text.
-_INFIX = re.compile(r"""(?<=[A-Za-z])[/=&](?=[A-Za-z])""")
+_INFIX_CHARS = "/=&"
+_INFIX = re.compile(f"(?<=[A-Za-z])[{re.escape(_INFIX_CHARS)}](?=[A-Za-z])")
 # A chunk with none of these (a prefix, a suffix, an infix) is one spaCy word as it is.
 _AFFIX = re.compile(f"{_PREFIX.pattern}|{_SUFFIX.pattern}|{_INFIX.pattern}")
 # URLs and e-mail addresses stay whole so they can be turned into host tokens.
@@ -305,7 +309,6 @@ class EmailTokenizer:
     def _map_new_chunks(self, new: list[str], cache: ChunkCache, namespace: str
                         ) -> dict[str, tuple | str]:
         """What each of ``new`` (distinct chunks) maps to, from one spaCy call; also cached."""
-        values: dict[str, tuple | str] = {}
         lex, bigrams = self._attributes, self.cfg.bigrams
         if lex is None:
             self.spacy  # loads the attributes with spaCy
@@ -316,22 +319,8 @@ class EmailTokenizer:
         words = self._word_cache.get(namespace)
         if words is None:
             words = self._word_cache[namespace] = {}
-        split_by_spacy = []
-        for chunk in new:
-            texts = _words_without_spacy(chunk)
-            if texts is None:
-                split_by_spacy.append(chunk)
-                continue
-            mapped = []
-            for text in texts:
-                word = words.get(text)
-                if word is None:
-                    word = self._new_word(text, words, namespace, lex)
-                mapped.append(word)
-            if bigrams:
-                values[chunk] = _chunk_entry([word for word in mapped if word])
-            else:
-                values[chunk] = tuple(chain.from_iterable(mapped))
+        new_word = partial(self._new_word, words=words, namespace=namespace, lex=lex)
+        values, split_by_spacy = map_chunks(new, words, new_word, bigrams, _CHUNK_RULES)
         if not split_by_spacy:
             return self._cache_values(values, cache)
         new = split_by_spacy
@@ -650,6 +639,13 @@ def _chunk_entry(words: list[tuple[str, ...]]) -> tuple | str:
         prev = first
     return (head, tuple(tail), head[0], ":" not in head[0], prev, ":" not in prev,
             sum(map(len, words)))
+
+
+
+# What _map_new_chunks splits without spaCy (speedups.map_chunks: in C, the rules' four
+# first fields; in Python, the two functions above, its reference).
+_CHUNK_RULES = ChunkRules(_PREFIX_CHARS, _SUFFIX_CHARS, _INFIX_CHARS, _TOKEN_MATCH.match,
+                          _words_without_spacy, _chunk_entry)
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:
