@@ -191,6 +191,36 @@ def test_broken_boundary_reads_body_as_text(content_type):
     assert "hidden words" in " ".join(texts(parsed))
 
 
+# Found by the fuzzer (fuzz/fuzz_parse.py, stop 30): an RFC 2231 parameter given both
+# unnumbered and numbered makes the stdlib's decode_params compare None with an int.
+def test_a_multiparts_parameters_the_stdlib_cannot_decode_are_read_as_none():
+    raw = msg("Content-Type: multipart/mixed; boundary=x; name*=utf-8''a; name*1=b",
+              body=b"--x\n\nhidden words\n--x--\n")
+    parsed = parse_message(raw)
+    assert "parser-error" not in parsed.defects
+    assert {"bad-parameters", "missing-boundary"} <= set(parsed.defects)
+    assert "hidden words" in " ".join(texts(parsed))
+
+
+def test_a_parts_parameters_the_stdlib_cannot_decode_are_read_as_none():
+    raw = msg("Content-Type: multipart/mixed; boundary=x",
+              body=b"--x\n\nvisible words\n--x\nContent-Type: application/pdf\n"
+                   b"Content-Disposition: attachment; filename*=utf-8''a.pdf; filename*1=b\n\n"
+                   b"%PDF\n--x--\n")
+    parsed = parse_message(raw)
+    assert "parser-error" not in parsed.defects and "bad-parameters" in parsed.defects
+    assert texts(parsed) == ["visible words"]
+
+
+def test_the_fuzzers_unsortable_parameters_input():
+    raw = (b"Subject: parts\nContent-TSubject: parts\nContent-Type: multipart/mi\x00\x00xed; "
+           b"bousage-ID: <202403120@lindenworks.\xd0ent; filena5me*=utf-8''bas202403120\t\x00"
+           b"@lindenworks.\xd0ent; filena5me*=utf-8ypeepworks.\xd0ent; filena5me*1=utfage-ID: "
+           b"<202403120@lindenworks.\xd0ent; filena5me*=utf-8''ba\n")
+    parsed = parse_message(raw)
+    assert "parser-error" not in parsed.defects and "bad-parameters" in parsed.defects
+
+
 def nested_multipart(depth: int) -> bytes:
     head = b"".join(b'Content-Type: multipart/mixed; boundary="b%d"\n\n--b%d\n' % (i, i) for i in range(depth))
     tail = b"".join(b"\n--b%d--\n" % i for i in reversed(range(depth)))

@@ -20,6 +20,7 @@ Defect names (sorted, each at most once)::
     charset-mismatch      declared single-byte charset, but the bytes are UTF-8
     undeclared-8bit       8-bit bytes with no charset declared (RFC 2045 says ASCII)
     bad-encoded-word      an RFC 2047 encoded-word that does not decode
+    bad-parameters        a header's RFC 2231 parameters the stdlib cannot decode; read as none
     bad-html              the HTML parser gave up; tags were stripped crudely
     parser-error          the stdlib parser failed; the body was read as plain text
     other names           the stdlib email defects, e.g. MissingHeaderBodySeparatorDefect
@@ -444,6 +445,8 @@ def _walk(msg: email.message.Message, limits: MailLimits, body: _Body) -> None:
             body.defects.add("too-many-parts")
             return
         body.add_leaf(part)
+        if part.defects:  # reading it may have found more (_Message: 'bad-parameters')
+            body.defects.update(map(_defect_name, part.defects))
 
 
 # The end of the first empty line: where a header section normally ends.
@@ -466,6 +469,29 @@ _PLAIN_FIELDS = re.compile(rf"(?:{_FIELD_NAME}:{_LINE}\n(?:[ \t]{_LINE}\n)*)+".e
 _PLAIN_FIELD = re.compile(rf"^({_FIELD_NAME}):[ \t]*([^\n]*\n(?:[ \t][^\n]*\n)*)", re.MULTILINE)
 # The stdlib parser's test for a header line (email.feedparser.headerRE).
 _HEADER_LINE = re.compile(rb"From |[\041-\071\073-\176]*:|[\t ]")
+
+
+class BadParametersDefect(email.errors.MessageDefect):
+    """A header's parameters that the stdlib cannot decode (``_Message``)."""
+
+
+class _Message(email.message.Message):
+    """compat32's Message, whose header parameters never raise.
+
+    The stdlib decodes RFC 2231 parameters by sorting each one's sections, and a
+    parameter given both unnumbered and numbered (``name*=`` beside ``name*1=``) makes
+    it compare None with an int: TypeError, out of the parser itself for a multipart's
+    boundary (the fuzzer found it, stop 30). Such a header's parameters read as none,
+    with the defect 'bad-parameters': a multipart then has no boundary, and its body is
+    read as text ('missing-boundary'), not the whole message ('parser-error')."""
+
+    def _get_params_preserve(self, failobj, header):
+        try:
+            return super()._get_params_preserve(failobj, header)
+        except TypeError:
+            if not any(isinstance(d, BadParametersDefect) for d in self.defects):
+                self.defects.append(BadParametersDefect(f"unreadable parameters in {header}"))
+            return []
 
 
 def _plain_message(raw: bytes) -> email.message.Message | None:
@@ -492,7 +518,7 @@ def _plain_message(raw: bytes) -> email.message.Message | None:
         if raw.startswith(b"\r", body) or _HEADER_LINE.match(raw, body):
             return None  # a line end or header line of a shape left to the parser
         defects.append(email.errors.MissingHeaderBodySeparatorDefect())
-    msg = email.message.Message(policy=email.policy.compat32)
+    msg = _Message(policy=email.policy.compat32)
     # Decoded as the stdlib's BytesParser decodes (8-bit bytes become surrogates).
     header = raw[:fields.end()].decode("ascii", "surrogateescape")
     for name, value in _PLAIN_FIELD.findall(header):
@@ -520,13 +546,14 @@ def _stdlib_parse(raw: bytes) -> email.message.Message:
         return msg
     end = _FIRST_EMPTY_LINE.search(raw)
     if end is not None:
-        msg = email.message_from_bytes(raw[: end.end()], policy=email.policy.compat32)
+        msg = email.message_from_bytes(raw[: end.end()], _class=_Message,
+                                       policy=email.policy.compat32)
         if not msg.is_multipart() and msg.get_content_maintype() not in ("multipart", "message"):
             # The stored payload: get_payload() would turn 8-bit bytes into U+FFFD.
             payload = msg._payload or ""
             msg.set_payload(payload + raw[end.end():].decode("ascii", "surrogateescape"))
             return msg
-    return email.message_from_bytes(raw, policy=email.policy.compat32)
+    return email.message_from_bytes(raw, _class=_Message, policy=email.policy.compat32)
 
 
 def _skip_envelope(raw: bytes) -> bytes:
