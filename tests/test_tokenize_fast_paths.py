@@ -146,3 +146,15 @@ def test_any_chunk_split_without_spacy_is_split_as_spacy_splits_it(chunk):
     words = _words_without_spacy(chunk)
     if words is not None:
         assert words == _spacy_words(chunk)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES + ["HTTP://", "Www.", "ftp:/", "x.co", "@", " "]),
+                min_size=1, max_size=8).map("".join))
+def test_the_url_pattern_matches_only_what_the_c_loop_asks_it(text):
+    """_speedups.c asks _TOKEN_MATCH only of strings that start with a scheme or "www."
+    (in any case) or hold an "@" (may_token_match)."""
+    from textnb.tokenize import _TOKEN_MATCH
+
+    if _TOKEN_MATCH.match(text):
+        assert text.lower().startswith(("http://", "https://", "ftp://", "www.")) or "@" in text

@@ -88,6 +88,10 @@ _AFFIX = re.compile(f"{_PREFIX.pattern}|{_SUFFIX.pattern}|{_INFIX.pattern}")
 _OWN_NAMESPACES = frozenset({"header", "url", "url-path", "href", "href-path", "email",
                              "money", "num", "skip", "content", "attachment", "control", "bi",
                              "script"})
+# (URLs and addresses.) The C loop over new chunks asks this pattern only of strings that
+# start with one of its schemes or "www." (in any case) or hold an "@" (_speedups.c,
+# may_token_match): a branch that can match other strings must be added there too
+# (tests/test_tokenize_fast_paths.py checks that no other string matches).
 _TOKEN_MATCH = re.compile(
     r"^(?:(?:https?|ftp)://|www\.)\S+$|^[^@\s<>()\"']+@[^@\s<>()\"']+\.[A-Za-z]{2,}$",
     re.IGNORECASE,
@@ -308,7 +312,8 @@ class EmailTokenizer:
 
     def _map_new_chunks(self, new: list[str], cache: ChunkCache, namespace: str
                         ) -> dict[str, tuple | str]:
-        """What each of ``new`` (distinct chunks) maps to, from one spaCy call; also cached."""
+        """What each of ``new`` (distinct chunks) maps to, also cached: split without spaCy
+        where no infix needs it (``speedups.map_chunks``), the rest in one spaCy call."""
         lex, bigrams = self._attributes, self.cfg.bigrams
         if lex is None:
             self.spacy  # loads the attributes with spaCy
@@ -639,7 +644,6 @@ def _chunk_entry(words: list[tuple[str, ...]]) -> tuple | str:
         prev = first
     return (head, tuple(tail), head[0], ":" not in head[0], prev, ":" not in prev,
             sum(map(len, words)))
-
 
 
 # What _map_new_chunks splits without spaCy (speedups.map_chunks: in C, the rules' four
