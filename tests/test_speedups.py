@@ -418,6 +418,11 @@ def test_map_chunks_by_hand():
     assert values['("free",)'] == "free"  # the marks map to nothing
     assert values["<bob@example.org>"][0] == ("email:addr", "email:domain:example.org")
     assert values["http://x.example/a."] == "http://x.example/a."  # kept whole
+    python_words = {}
+    assert (values, left) == speedups.map_chunks_python(
+        list(values) + left, python_words, lambda text: new_word(text, python_words), True,
+        _CHUNK_RULES)
+    assert words == python_words  # the same words asked for, the empty chunk's too
 
 
 @needs_c

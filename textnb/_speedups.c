@@ -1834,14 +1834,17 @@ split_chunk(PyObject *chunk, const ChunkRules *rules, Py_ssize_t *front, Py_ssiz
     return 1;
 }
 
-/* Whether `chunk` is one word as it is: no prefix first, no suffix last, no infix. */
+/* Whether `chunk` is one word as it is: no prefix first, no suffix last, no infix (an
+   empty chunk too, as the Python reference has it; a text's chunks are never empty). */
 static int
 one_word(PyObject *chunk, const ChunkRules *rules)
 {
     int kind = PyUnicode_KIND(chunk);
     const void *data = PyUnicode_DATA(chunk);
     Py_ssize_t n = PyUnicode_GET_LENGTH(chunk);
-    if (n == 0 || in_ascii_set(PyUnicode_READ(kind, data, 0), rules->prefix)
+    if (n == 0)
+        return 1;
+    if (in_ascii_set(PyUnicode_READ(kind, data, 0), rules->prefix)
             || in_ascii_set(PyUnicode_READ(kind, data, n - 1), rules->suffix))
         return 0;
     for (Py_ssize_t i = 1; i + 1 < n; i++)
