@@ -60,6 +60,18 @@ error:
     return NULL;
 }
 
+/* Whether a token holds ':' (is namespaced, so never paired); -1 on error. */
+static int
+has_colon(PyObject *token)
+{
+    if (!PyUnicode_Check(token)) {
+        PyErr_SetString(PyExc_TypeError, "a word's tokens must be str");
+        return -1;
+    }
+    Py_ssize_t at = PyUnicode_FindChar(token, ':', 0, PyUnicode_GET_LENGTH(token), 1);
+    return at == -2 ? -1 : at >= 0;
+}
+
 /* Append the word pair of `left` and `right` to the list `out`; -1 on error. */
 static int
 append_pair(PyObject *out, PyObject *left, PyObject *right)
@@ -110,10 +122,10 @@ join_chunks(PyObject *module, PyObject *entries)
         if (PyUnicode_CheckExact(entry)) {  /* a chunk of one token */
             if (PyList_Append(out, entry) < 0)
                 goto error;
-            Py_ssize_t colon = PyUnicode_FindChar(entry, ':', 0, PyUnicode_GET_LENGTH(entry), 1);
-            if (colon == -2)
+            int colon = has_colon(entry);
+            if (colon < 0)
                 goto error;
-            int pairs = colon == -1;
+            int pairs = !colon;
             if (prev_pairs && pairs && append_pair(out, prev, entry) < 0)
                 goto error;
             prev = entry;
@@ -1780,6 +1792,18 @@ typedef struct {
     PyObject *token_match;
 } ChunkRules;
 
+/* Whether text[start:end] has an infix: one of its characters between two ASCII letters. */
+static int
+has_infix(int kind, const void *data, Py_ssize_t start, Py_ssize_t end, const ChunkRules *rules)
+{
+    for (Py_ssize_t i = start + 1; i + 1 < end; i++)
+        if (in_ascii_set(PyUnicode_READ(kind, data, i), rules->infix)
+                && ascii_letter(PyUnicode_READ(kind, data, i - 1))
+                && ascii_letter(PyUnicode_READ(kind, data, i + 1)))
+            return 1;
+    return 0;
+}
+
 /* spaCy's affix loop on `chunk` under single-character rules (tokenize._words_without_spacy
    is its reference). The prefixes and the core go to `front` (pairs start, end), the
    suffixes, outermost first, to `back`; each has room for n + 1 pairs. RETURNS 1 and sets
@@ -1819,12 +1843,8 @@ split_chunk(PyObject *chunk, const ChunkRules *rules, Py_ssize_t *front, Py_ssiz
         int matched = token_matches(chunk, kind, data, start, end, rules->token_match);
         if (matched < 0)
             return -1;
-        if (!matched)
-            for (Py_ssize_t i = start + 1; i + 1 < end; i++)
-                if (in_ascii_set(PyUnicode_READ(kind, data, i), rules->infix)
-                        && ascii_letter(PyUnicode_READ(kind, data, i - 1))
-                        && ascii_letter(PyUnicode_READ(kind, data, i + 1)))
-                    return 0;
+        if (!matched && has_infix(kind, data, start, end, rules))
+            return 0;
         front[2 * nf] = start;
         front[2 * nf + 1] = end;
         nf++;
@@ -1847,12 +1867,7 @@ one_word(PyObject *chunk, const ChunkRules *rules)
     if (in_ascii_set(PyUnicode_READ(kind, data, 0), rules->prefix)
             || in_ascii_set(PyUnicode_READ(kind, data, n - 1), rules->suffix))
         return 0;
-    for (Py_ssize_t i = 1; i + 1 < n; i++)
-        if (in_ascii_set(PyUnicode_READ(kind, data, i), rules->infix)
-                && ascii_letter(PyUnicode_READ(kind, data, i - 1))
-                && ascii_letter(PyUnicode_READ(kind, data, i + 1)))
-            return 0;
-    return 1;
+    return !has_infix(kind, data, 0, n, rules);
 }
 
 /* The tokens of a word (a new reference to a tuple of str): from `words`, else from
@@ -1872,17 +1887,6 @@ word_tokens(PyObject *text, PyObject *words, PyObject *new_word)
         Py_CLEAR(tokens);
     }
     return tokens;
-}
-
-static int
-has_colon(PyObject *token)
-{
-    if (!PyUnicode_Check(token)) {
-        PyErr_SetString(PyExc_TypeError, "a word's tokens must be str");
-        return -1;
-    }
-    Py_ssize_t at = PyUnicode_FindChar(token, ':', 0, PyUnicode_GET_LENGTH(token), 1);
-    return at == -2 ? -1 : at >= 0;
 }
 
 /* What a chunk of these words' tokens is cached as (tokenize._chunk_entry in bigram
