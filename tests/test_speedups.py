@@ -700,3 +700,34 @@ def test_read_json_items_in_c_reads_what_json_loads_reads(tokens):
     data = json.dumps(tokens).encode("ascii")
     text, ends = speedups.read_json_items(data)
     assert TokenStore.from_utf8(text, ends) == TokenStore(json.loads(data))
+
+
+# Bytes that decide what the ledger's normalisation keeps: line ends of each kind, the
+# bytes ``bytes.strip`` takes off a name, ':', the names and prefixes it drops in either
+# case and near misses, a leading mbox line, bytes that are not ASCII.
+_HEADER_PIECES = [b"\n", b"\r\n", b"\r", b" ", b"\t", b":", b"\x0b", b"\x0c", b"\x00", b"\xff",
+                  b"From ", b"\n\n", b"Status", b"STATUS", b"status x", b"Lines", b"x-spam",
+                  b"X-Spam-Flag", b"x-spa", b"X-TEXTNB-", b"x-evolution", b"Subject", b"a"]
+
+
+@needs_c
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_HEADER_PIECES), max_size=30))
+def test_normalise_message_in_c_equals_python(pieces):
+    from textnb.ledger import _DROP_FIELD_NAMES, _DROP_PREFIX_NAMES
+
+    raw = b"".join(pieces)
+    expected = speedups.normalise_message_python(raw, _DROP_FIELD_NAMES, _DROP_PREFIX_NAMES)
+    assert _speedups.normalise_message(raw, _DROP_FIELD_NAMES, _DROP_PREFIX_NAMES) == expected
+
+
+@needs_c
+def test_normalise_message_in_c_takes_its_names_as_given():
+    raw = b"Keep: 1\nDrop-Me: 2\n\tmore\nDROPPED-too: 3\nkeep: 4\n\nbody\n\n"
+    for fields, prefixes in [((b"drop-me",), (b"dropped",)), ((), ()), ((b"keep",), ())]:
+        expected = speedups.normalise_message_python(raw, fields, prefixes)
+        assert _speedups.normalise_message(raw, fields, prefixes) == expected
+    assert _speedups.normalise_message(raw, (b"drop-me",), (b"dropped",)) == \
+        b"Keep: 1\nkeep: 4\n\nbody\n"
+    with pytest.raises(TypeError, match="names must be bytes"):
+        _speedups.normalise_message(raw, ("drop-me",), ())

@@ -2084,6 +2084,156 @@ error:
     return NULL;
 }
 
+/* ---- a message's bytes as the ledger knows them (speedups.normalise_message) -------- */
+
+/* bytes.strip()'s whitespace: space, \t, \n, \r, \x0b, \x0c. */
+static inline int
+strip_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* Whether the n bytes at `a`, lower-cased as bytes.lower() does (ASCII only), are the n
+ * bytes of `lower` (lower-case already). */
+static inline int
+equal_lowered(const unsigned char *a, const char *lower, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = a[i];
+        if (c >= 'A' && c <= 'Z')
+            c += 'a' - 'A';
+        if (c != (unsigned char)lower[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether a field line (not a continuation) is one of `fields` by name, or its name starts
+ * with one of `prefixes` (tuples of lower-case ASCII bytes): the name is what precedes
+ * the line's first ':', without bytes.strip()'s whitespace, lower-cased as bytes.lower()
+ * does. A line without ':' is no field. */
+static int
+dropped_field(const char *line, Py_ssize_t size, PyObject *fields, PyObject *prefixes)
+{
+    const char *colon = memchr(line, ':', size);
+    if (colon == NULL)
+        return 0;
+    const unsigned char *start = (const unsigned char *)line;
+    const unsigned char *stop = (const unsigned char *)colon;
+    while (start < stop && strip_space(*start))
+        start++;
+    while (stop > start && strip_space(stop[-1]))
+        stop--;
+    Py_ssize_t n = stop - start;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++) {
+        PyObject *field = PyTuple_GET_ITEM(fields, i);
+        if (PyBytes_GET_SIZE(field) == n && equal_lowered(start, PyBytes_AS_STRING(field), n))
+            return 1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(prefixes); i++) {
+        PyObject *prefix = PyTuple_GET_ITEM(prefixes, i);
+        Py_ssize_t k = PyBytes_GET_SIZE(prefix);
+        if (k <= n && equal_lowered(start, PyBytes_AS_STRING(prefix), k))
+            return 1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(normalise_message_doc,
+"normalise_message(raw, fields, prefixes) -> bytes: ``speedups.normalise_message_python``.");
+
+static PyObject *
+normalise_message(PyObject *module, PyObject *args)
+{
+    Py_buffer raw;
+    PyObject *fields, *prefixes;
+    if (!PyArg_ParseTuple(args, "y*O!O!:normalise_message", &raw, &PyTuple_Type, &fields,
+                          &PyTuple_Type, &prefixes))
+        return NULL;
+    for (int t = 0; t < 2; t++) {
+        PyObject *names = t ? prefixes : fields;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
+            if (!PyBytes_Check(PyTuple_GET_ITEM(names, i))) {
+                PyBuffer_Release(&raw);
+                PyErr_SetString(PyExc_TypeError, "normalise_message: names must be bytes");
+                return NULL;
+            }
+    }
+    /* CRLF -> LF first, into `text` (the output is never longer than it, plus "\n"). */
+    const char *in = raw.buf;
+    Py_ssize_t size = raw.len;
+    char *text = PyMem_Malloc(size + 1);
+    if (text == NULL) {
+        PyBuffer_Release(&raw);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < size;) {
+        const char *cr = memchr(in + i, '\r', size - i);
+        Py_ssize_t stop = cr == NULL ? size : cr - in;
+        memcpy(text + n, in + i, stop - i);
+        n += stop - i;
+        if (cr == NULL)
+            break;
+        if (stop + 1 < size && in[stop + 1] == '\n') {
+            text[n++] = '\n';
+            i = stop + 2;
+        } else {
+            text[n++] = '\r';
+            i = stop + 1;
+        }
+    }
+    PyBuffer_Release(&raw);
+    Py_ssize_t start = 0;
+    if (n >= 5 && memcmp(text, "From ", 5) == 0) {  /* a leading mbox "From " line */
+        const char *nl = memchr(text, '\n', n);
+        start = nl == NULL ? n : nl - text + 1;
+    }
+    /* The header section: up to the first empty line, else everything. Its lines are
+     * kept or dropped in place (out <= read position); the rest is moved after them. */
+    Py_ssize_t out = start, head_end = n;
+    if (!(start < n && text[start] == '\n')) {  /* no header section at all: kept whole */
+        for (Py_ssize_t i = start; i + 1 < n; i++) {
+            const char *nl = memchr(text + i, '\n', n - 1 - i);
+            if (nl == NULL)
+                break;
+            i = nl - text;
+            if (text[i + 1] == '\n') {
+                head_end = i;
+                break;
+            }
+        }
+        int dropping = 0, first = 1;
+        for (Py_ssize_t i = start; i <= head_end;) {
+            const char *nl = memchr(text + i, '\n', head_end - i);
+            Py_ssize_t stop = nl == NULL ? head_end : nl - text;
+            const char *line = text + i;
+            Py_ssize_t len = stop - i;
+            if (!(len > 0 && (line[0] == ' ' || line[0] == '\t')))
+                dropping = dropped_field(line, len, fields, prefixes);
+            if (!dropping) {
+                if (!first)
+                    text[out++] = '\n';
+                memmove(text + out, line, len);
+                out += len;
+                first = 0;
+            }
+            i = stop + 1;
+        }
+        /* then the empty line and the body as they were */
+        memmove(text + out, text + head_end, n - head_end);
+        out += n - head_end;
+    } else {
+        out = n;
+    }
+    while (out > start && text[out - 1] == '\n')
+        out--;
+    text[out++] = '\n';
+    PyObject *result = PyBytes_FromStringAndSize(text + start, out - start);
+    PyMem_Free(text);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"read_json_items", read_json_items, METH_VARARGS, read_json_items_doc},
     {"pack_tokens", pack_tokens, METH_VARARGS, pack_tokens_doc},
@@ -2099,6 +2249,7 @@ static PyMethodDef methods[] = {
     {"join_chunks", join_chunks, METH_O, join_chunks_doc},
     {"map_chunks", map_chunks, METH_VARARGS, map_chunks_doc},
     {"number_tokens", number_tokens, METH_VARARGS, number_tokens_doc},
+    {"normalise_message", normalise_message, METH_VARARGS, normalise_message_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -37,12 +37,12 @@ learned, the feedback loop SpamAssassin's Bayes avoids the same way.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from .buffers import with_room
+from .speedups import normalise_message
 from .labels import LABELS
 from .token_store import GOLDEN_GAMMA, TokenStore, splitmix64
 
@@ -74,22 +74,9 @@ def added_after_delivery(name: str) -> bool:
     return name in _DROP_FIELDS or name.startswith(_DROP_PREFIXES)
 
 
-def _dropped(field_line: bytes) -> bool:
-    return added_after_delivery(field_line.split(b":", 1)[0].strip().lower().decode("latin-1"))
-
-
-# A line that may begin a field ``normalise`` drops: one of their names or prefixes after
-# any bytes ``bytes.strip`` would take off the name; the first line, or one after a line
-# end. Where no line of the header section matches, nothing is dropped and the
-# field-by-field pass is skipped: a message with no empty line after its fields
-# (Enron-Spam's) had its whole body walked line by line. Enron 1-3's training split:
-# 0.21 -> 0.09 CPU-s; a search from each line end with one pattern (MULTILINE "^") took
-# 0.19 s, since the regex engine then tries every position (docs/benchmarks.md, stop 26).
-_DROPPED_NAME = (rb"[ \t\r\x0b\x0c]*(?i:"
-                 + b"|".join(re.escape(name.encode())
-                             for name in sorted(_DROP_FIELDS | set(_DROP_PREFIXES))) + rb")")
-_MAY_DROP_FIRST = re.compile(_DROPPED_NAME)
-_MAY_DROP = re.compile(rb"\n" + _DROPPED_NAME)
+# The same names as bytes, as ``speedups.normalise_message`` takes them.
+_DROP_FIELD_NAMES = tuple(sorted(name.encode() for name in _DROP_FIELDS))
+_DROP_PREFIX_NAMES = tuple(prefix.encode() for prefix in _DROP_PREFIXES)
 
 
 def normalise(raw: bytes) -> bytes:
@@ -97,29 +84,10 @@ def normalise(raw: bytes) -> bytes:
 
     Drops a leading mbox ``From `` line, turns CRLF into LF, removes the header
     fields in ``_DROP_FIELDS``/``_DROP_PREFIXES`` (with their continuation
-    lines) and trailing line ends; every other byte is kept as it was.
+    lines) and trailing line ends; every other byte is kept as it was
+    (``speedups.normalise_message``).
     """
-    text = raw.replace(b"\r\n", b"\n")
-    if text.startswith(b"From "):
-        text = text.partition(b"\n")[2]
-    if text.startswith(b"\n"):  # no header section at all (e.g. a TSV text)
-        return text.rstrip(b"\n") + b"\n"
-    end = text.find(b"\n\n")
-    end = len(text) if end < 0 else end
-    if _MAY_DROP_FIRST.match(text, 0, end) is None and _MAY_DROP.search(text, 0, end) is None:
-        return text.rstrip(b"\n") + b"\n"  # no field to drop: what the pass below gives
-    head, sep, body = text.partition(b"\n\n")
-    kept: list[bytes] = []
-    dropping = False
-    for line in head.split(b"\n"):
-        if line[:1] in (b" ", b"\t"):  # a continuation line goes with its field
-            if not dropping:
-                kept.append(line)
-            continue
-        dropping = b":" in line and _dropped(line)
-        if not dropping:
-            kept.append(line)
-    return (b"\n".join(kept) + sep + body).rstrip(b"\n") + b"\n"
+    return normalise_message(raw, _DROP_FIELD_NAMES, _DROP_PREFIX_NAMES)
 
 
 def message_digest(raw: bytes) -> bytes:
