@@ -2234,6 +2234,172 @@ normalise_message(PyObject *module, PyObject *args)
     return result;
 }
 
+/* ---- host names and IPv4 addresses in header values (speedups.find_hostnames, ...) -- */
+
+/* What \b sees as a word character, in ASCII text. */
+static inline int
+ascii_word(Py_UCS1 c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+           || c == '_';
+}
+
+static inline int
+lower_alnum(Py_UCS1 c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* The end of the host name that tokenize._HOSTNAME matches at `i` of lower-cased ASCII
+ * text `s` (`n` bytes), or -1. Its labels each end at a '.', so the regex's backtracking
+ * can only give up whole labels: take every label there is, then try the top-level
+ * name (a run of 2+ letters with no word character after it) after the last label,
+ * then after one label fewer, and so on. */
+static Py_ssize_t
+hostname_end(const Py_UCS1 *s, Py_ssize_t n, Py_ssize_t i)
+{
+    Py_ssize_t starts[128];  /* where each label after the first starts */
+    Py_ssize_t k = 0, at = i;
+    for (;;) {
+        Py_ssize_t j = at;
+        while (j < n && (lower_alnum(s[j]) || s[j] == '-'))
+            j++;
+        if (j == at || j >= n || s[j] != '.' || j - at > 63 || !lower_alnum(s[at])
+                || !lower_alnum(s[j - 1]))
+            break;
+        at = j + 1;
+        if (k < 128)
+            starts[k] = at;
+        k++;
+    }
+    if (k > 128)  /* more labels than kept: the regex's search, in Python */
+        return -2;
+    for (; k > 0; k--) {
+        Py_ssize_t t = starts[k - 1], j = t;
+        while (j < n && s[j] >= 'a' && s[j] <= 'z')
+            j++;
+        if (j - t >= 2 && (j == n || !ascii_word(s[j])))
+            return j;
+    }
+    return -1;
+}
+
+PyDoc_STRVAR(find_hostnames_doc,
+"find_hostnames(text) -> list[str] | None: tokenize._HOSTNAME_LOWER.findall(text) for "
+"ASCII text; None for any other.");
+
+static PyObject *
+find_hostnames(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "find_hostnames: text must be a str");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(text))
+        Py_RETURN_NONE;
+    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n;) {
+        if (!lower_alnum(s[i]) || (i > 0 && ascii_word(s[i - 1]))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t end = hostname_end(s, n, i);
+        if (end == -2) {
+            Py_DECREF(found);
+            Py_RETURN_NONE;
+        }
+        if (end < 0) {
+            i++;
+            continue;
+        }
+        PyObject *host = PyUnicode_Substring(text, i, end);
+        if (host == NULL || PyList_Append(found, host) < 0) {
+            Py_XDECREF(host);
+            Py_DECREF(found);
+            return NULL;
+        }
+        Py_DECREF(host);
+        i = end;
+    }
+    return found;
+}
+
+/* The end of a run of 1 to 3 ASCII digits at `i` followed by `after` (or, when `after`
+ * is 0, by no word character), or -1. */
+static inline Py_ssize_t
+octet_end(const Py_UCS1 *s, Py_ssize_t n, Py_ssize_t i, Py_UCS1 after)
+{
+    Py_ssize_t j = i;
+    while (j < n && j - i < 4 && s[j] >= '0' && s[j] <= '9')
+        j++;
+    if (j == i || j - i > 3)
+        return -1;
+    if (after ? (j < n && s[j] == after) : (j == n || !ascii_word(s[j])))
+        return j;
+    return -1;
+}
+
+PyDoc_STRVAR(find_ipv4_doc,
+"find_ipv4(text) -> list[tuple[str, str, str, str]] | None: tokenize._IPV4.findall(text) "
+"for ASCII text; None for any other.");
+
+static PyObject *
+find_ipv4(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "find_ipv4: text must be a str");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(text))
+        Py_RETURN_NONE;
+    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *found = PyList_New(0);
+    if (found == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_ssize_t bounds[5] = {i, -1, -1, -1, -1};
+        if (s[i] >= '0' && s[i] <= '9' && !(i > 0 && ascii_word(s[i - 1]))) {
+            int q = 0;
+            for (; q < 4; q++) {
+                Py_ssize_t end = octet_end(s, n, bounds[q], q < 3 ? '.' : 0);
+                if (end < 0)
+                    break;
+                bounds[q + 1] = q < 3 ? end + 1 : end;
+            }
+            if (q == 4) {
+                PyObject *quad = PyTuple_New(4);
+                if (quad == NULL)
+                    goto error;
+                for (int g = 0; g < 4; g++) {
+                    Py_ssize_t stop = g < 3 ? bounds[g + 1] - 1 : bounds[4];
+                    PyObject *octet = PyUnicode_Substring(text, bounds[g], stop);
+                    if (octet == NULL) {
+                        Py_DECREF(quad);
+                        goto error;
+                    }
+                    PyTuple_SET_ITEM(quad, g, octet);
+                }
+                int failed = PyList_Append(found, quad) < 0;
+                Py_DECREF(quad);
+                if (failed)
+                    goto error;
+                i = bounds[4];
+                continue;
+            }
+        }
+        i++;
+    }
+    return found;
+error:
+    Py_DECREF(found);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"read_json_items", read_json_items, METH_VARARGS, read_json_items_doc},
     {"pack_tokens", pack_tokens, METH_VARARGS, pack_tokens_doc},
@@ -2250,6 +2416,8 @@ static PyMethodDef methods[] = {
     {"map_chunks", map_chunks, METH_VARARGS, map_chunks_doc},
     {"number_tokens", number_tokens, METH_VARARGS, number_tokens_doc},
     {"normalise_message", normalise_message, METH_VARARGS, normalise_message_doc},
+    {"find_hostnames", find_hostnames, METH_O, find_hostnames_doc},
+    {"find_ipv4", find_ipv4, METH_O, find_ipv4_doc},
     {NULL, NULL, 0, NULL},
 };
 

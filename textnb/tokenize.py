@@ -31,7 +31,8 @@ from . import scripts
 from .config import TokenizerConfig
 from .ledger import added_after_delivery
 from .spacy_import import import_spacy
-from .speedups import ChunkRules, chunk_cache, count_words, join_chunks, map_chunks
+from .speedups import (ChunkRules, chunk_cache, count_words, find_hostnames, find_ipv4,
+                       join_chunks, map_chunks)
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
@@ -528,7 +529,7 @@ class EmailTokenizer:
         tokens = []
         for host in _hostnames(value)[:10]:
             tokens.append(f"received:{host}")
-        for a, b, c, d in _IPV4.findall(value)[:10]:
+        for a, b, c, d in find_ipv4(value, _IPV4)[:10]:
             tokens.append(f"received:ip:{a}.{b}.{c}.{d}")
             if self.cfg.received_subnets:
                 # bogofilter's block_on_subnets: spam comes from neighbouring addresses.
@@ -540,7 +541,7 @@ class EmailTokenizer:
 def _hostnames(value: str) -> list[str]:
     """The host names in ``value`` (``_HOSTNAME``), lower-cased."""
     if value.isascii():
-        return _HOSTNAME_LOWER.findall(value.lower())
+        return find_hostnames(value.lower(), _HOSTNAME_LOWER)
     return [host.lower() for host in _HOSTNAME.findall(value)]
 
 
