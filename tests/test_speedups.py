@@ -389,20 +389,31 @@ def _mapper():
 
 @needs_c
 @settings(max_examples=300, deadline=None)
-@given(chunks=st.lists(_CHUNK, min_size=1, max_size=20, unique=True), bigrams=st.booleans())
-def test_map_chunks_in_c_equals_python(chunks, bigrams):
-    """The same values, the same chunks left to spaCy, the same words asked for."""
+@given(chunks=st.lists(_CHUNK, min_size=1, max_size=20, unique=True), bigrams=st.booleans(),
+       plain=st.sampled_from([None, speedups.PlainWords("", True, 2, 5, 10**6),
+                              speedups.PlainWords("subject:", False, 1, 3, 10**6),
+                              speedups.PlainWords("to:", True, 2, 40, 2)]))
+def test_map_chunks_in_c_equals_python(chunks, bigrams, plain):
+    """The same values, the same chunks left to spaCy, the same words asked for (and,
+    with ``plain``, the same words of ASCII letters mapped without asking, up to the
+    cache's limit)."""
     from textnb.tokenize import _CHUNK_RULES
 
     new_word = _mapper()
     python_words, c_words = {"free": ("free",)}, {"free": ("free",)}
+    python_asked, c_asked = [], []
+
+    def asking(asked, words):
+        return lambda t: (asked.append(t), new_word(t, words))[1]
+
     expected = speedups.map_chunks_python(chunks, python_words,
-                                          lambda t: new_word(t, python_words), bigrams,
-                                          _CHUNK_RULES)
-    got = _speedups.map_chunks(chunks, c_words, lambda t: new_word(t, c_words), bigrams,
-                               *_CHUNK_RULES[:4])
+                                          asking(python_asked, python_words), bigrams,
+                                          _CHUNK_RULES, plain)
+    got = _speedups.map_chunks(chunks, c_words, asking(c_asked, c_words), bigrams,
+                               *_CHUNK_RULES[:4], plain)
     assert got == expected
     assert c_words == python_words
+    assert c_asked == python_asked
 
 
 @needs_c
@@ -436,6 +447,10 @@ def test_map_chunks_checks_its_arguments_and_passes_errors_on():
         _speedups.map_chunks(["a"], {}, lambda t: [t], True, *rules)
     with pytest.raises(TypeError, match="ASCII"):
         _speedups.map_chunks(["a"], {}, lambda t: (t,), True, "é", *rules[1:])
+    with pytest.raises(ValueError, match="namespace must be ASCII"):
+        _speedups.map_chunks(["a"], {}, lambda t: (t,), True, *rules, ("é:", True, 1, 9, 9))
+    with pytest.raises(TypeError, match="plain words"):
+        _speedups.map_chunks(["a"], {}, lambda t: (t,), True, *rules, ("x:", True, 1))
 
     def broken(text):
         raise ValueError(f"no tokens for {text}")

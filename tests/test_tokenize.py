@@ -3,7 +3,9 @@
 import pytest
 
 from textnb.config import TokenizerConfig
-from textnb.tokenize import EmailTokenizer
+from textnb import speedups
+from textnb.speedups import PlainWords, map_chunks
+from textnb.tokenize import _CHUNK_RULES, EmailTokenizer
 
 
 @pytest.fixture(scope="module")
@@ -158,11 +160,28 @@ def test_a_word_of_ascii_letters_maps_as_the_full_rules_map_it(settings):
     words = ["a", "I", "free", "FREE", "Twenty", "millionth", "III", "http", "www", "com",
              "x" * 40, "y" * 41, "Supercalifragilisticexpialidocious" * 2]
     words += ["".join(rng.choices("abcXYZ", k=rng.randint(1, 60))) for _ in range(300)]
-    for namespace in ("", "subject:"):
+    cfg = tokenizer.cfg
+    for namespace in ("", "subject:", "x-sübject:"):
+        plain = PlainWords(namespace, cfg.lowercase, cfg.min_token_length,
+                           cfg.max_token_length, 10**6)
         for word in words:
             full = () if lex.is_space(word) else tokenizer._map_word(word, lex)
             expected = tuple(namespace + m for m in full) if namespace else full
-            assert tokenizer._new_word(word, {}, namespace, lex) == expected, word
+            assert tokenizer._new_word(word, {}, namespace, lex, plain) == expected, word
+        # the C loop maps them itself (new_word is not asked, for an ASCII namespace), to
+        # the same tokens
+        cached, asked = {}, []
+
+        def new_word(text):
+            asked.append(text)
+            return tokenizer._new_word(text, cached, namespace, lex, plain)
+
+        values, _ = map_chunks(list(dict.fromkeys(words)), cached, new_word, False,
+                               _CHUNK_RULES, plain)
+        assert values == {word: tokenizer._new_word(word, {}, namespace, lex, plain)
+                          for word in words}
+        if speedups.implementation() == "C" and namespace.isascii():
+            assert not asked
 
 
 def test_caches_stay_bounded_however_many_header_names(monkeypatch):

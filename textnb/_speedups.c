@@ -1872,15 +1872,76 @@ one_word(PyObject *chunk, const ChunkRules *rules)
 
 /* The tokens of a word (a new reference to a tuple of str): from `words`, else from
    new_word(text), which also stores them there. */
+/* How a new word of ASCII letters alone maps to its token (speedups.PlainWords). */
+typedef struct {
+    PyObject *namespace;  /* str; NULL: every new word goes to new_word */
+    int lowercase;
+    Py_ssize_t min_length, max_length, cache_limit;
+} PlainWords;
+
+/* speedups.plain_word_tokens_python(text, plain), for `text` of ASCII letters alone: the
+ * word (lower-cased, if so set) in its namespace, none when shorter than min_length,
+ * "skip:" with its first letter and size in tens when longer than max_length. */
 static PyObject *
-word_tokens(PyObject *text, PyObject *words, PyObject *new_word)
+plain_word_tokens(PyObject *text, const PlainWords *plain)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (n < plain->min_length)
+        return PyTuple_New(0);
+    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(text);
+    PyObject *token;
+    if (n > plain->max_length) {
+        char first = plain->lowercase && s[0] >= 'A' && s[0] <= 'Z' ? s[0] + 32 : s[0];
+        token = PyUnicode_FromFormat("%Uskip:%c %zd", plain->namespace, (int)first,
+                                     n / 10 * 10);
+    } else {
+        Py_ssize_t k = PyUnicode_GET_LENGTH(plain->namespace);
+        token = PyUnicode_New(k + n, 127);
+        if (token != NULL) {
+            Py_UCS1 *out = PyUnicode_1BYTE_DATA(token);
+            if (PyUnicode_CopyCharacters(token, 0, plain->namespace, 0, k) < 0) {
+                Py_DECREF(token);
+                return NULL;
+            }
+            for (Py_ssize_t i = 0; i < n; i++)
+                out[k + i] = plain->lowercase && s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i];
+        }
+    }
+    if (token == NULL)
+        return NULL;
+    PyObject *tokens = PyTuple_Pack(1, token);
+    Py_DECREF(token);
+    return tokens;
+}
+
+static int
+ascii_letters(PyObject *text)
+{
+    if (!PyUnicode_IS_ASCII(text) || PyUnicode_GET_LENGTH(text) == 0)
+        return 0;
+    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(text);
+    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text); i < n; i++)
+        if (!ascii_letter(s[i]))
+            return 0;
+    return 1;
+}
+
+/* A word's tokens: from `words`, else made here for a word of ASCII letters alone (and
+ * stored in `words` while it is under its limit, as new_word stores), else new_word's. */
+static PyObject *
+word_tokens(PyObject *text, PyObject *words, PyObject *new_word, const PlainWords *plain)
 {
     PyObject *tokens = PyDict_GetItemWithError(words, text);
     if (tokens != NULL)
         Py_INCREF(tokens);
     else if (PyErr_Occurred())
         return NULL;
-    else
+    else if (plain->namespace != NULL && ascii_letters(text)) {
+        tokens = plain_word_tokens(text, plain);
+        if (tokens != NULL && PyDict_GET_SIZE(words) < plain->cache_limit
+                && PyDict_SetItem(words, text, tokens) < 0)
+            Py_CLEAR(tokens);
+    } else
         tokens = PyObject_CallOneArg(new_word, text);
     if (tokens != NULL && !PyTuple_Check(tokens)) {
         PyErr_SetString(PyExc_TypeError, "a word's tokens must be a tuple");
@@ -1988,13 +2049,23 @@ PyDoc_STRVAR(map_chunks_doc,
 static PyObject *
 map_chunks(PyObject *module, PyObject *args)
 {
-    PyObject *chunks, *words, *new_word, *prefixes, *suffixes, *infixes;
+    PyObject *chunks, *words, *new_word, *prefixes, *suffixes, *infixes, *plain_args = Py_None;
     int bigrams;
     ChunkRules rules;
-    if (!PyArg_ParseTuple(args, "O!O!OpUUUO:map_chunks", &PyList_Type, &chunks, &PyDict_Type,
-                          &words, &new_word, &bigrams, &prefixes, &suffixes, &infixes,
-                          &rules.token_match))
+    PlainWords plain = {NULL, 0, 0, 0, 0};
+    if (!PyArg_ParseTuple(args, "O!O!OpUUUO|O:map_chunks", &PyList_Type, &chunks,
+                          &PyDict_Type, &words, &new_word, &bigrams, &prefixes, &suffixes,
+                          &infixes, &rules.token_match, &plain_args))
         return NULL;
+    if (plain_args != Py_None
+            && !PyArg_ParseTuple(plain_args, "Upnnn:map_chunks' plain words", &plain.namespace,
+                                 &plain.lowercase, &plain.min_length, &plain.max_length,
+                                 &plain.cache_limit))
+        return NULL;
+    if (plain.namespace != NULL && !PyUnicode_IS_ASCII(plain.namespace)) {
+        PyErr_SetString(PyExc_ValueError, "map_chunks' plain words: the namespace must be ASCII");
+        return NULL;
+    }
     if (ascii_set(prefixes, rules.prefix, "prefixes") < 0
             || ascii_set(suffixes, rules.suffix, "suffixes") < 0
             || ascii_set(infixes, rules.infix, "infixes") < 0)
@@ -2016,7 +2087,7 @@ map_chunks(PyObject *module, PyObject *args)
         Py_INCREF(chunk);
         PyObject *value;
         if (one_word(chunk, &rules)) {
-            PyObject *tokens = word_tokens(chunk, words, new_word);
+            PyObject *tokens = word_tokens(chunk, words, new_word, &plain);
             if (tokens == NULL)
                 goto error;
             value = chunk_value(&tokens, 1, bigrams);
@@ -2053,7 +2124,7 @@ map_chunks(PyObject *module, PyObject *args)
                 PyObject *text = at[0] == 0 && at[1] == n
                                  ? (Py_INCREF(chunk), chunk)
                                  : PyUnicode_Substring(chunk, at[0], at[1]);
-                PyObject *tokens = text == NULL ? NULL : word_tokens(text, words, new_word);
+                PyObject *tokens = text == NULL ? NULL : word_tokens(text, words, new_word, &plain);
                 Py_XDECREF(text);
                 if (tokens == NULL)
                     failed = 1;

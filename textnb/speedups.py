@@ -48,7 +48,8 @@ __all__ = ["implementation",
            "chunk_cache", "ChunkCache", "ChunkCachePython", "join_chunks", "count_words",
            "join_chunks_python", "count_words_python",
            # ... and what its new chunks map to
-           "ChunkRules", "map_chunks", "map_chunks_python",
+           "ChunkRules", "PlainWords", "map_chunks", "map_chunks_python",
+           "plain_word_tokens_python",
            # counting: a batch's tokens numbered and counted per message
            "number_tokens", "count_messages", "number_tokens_python", "count_messages_python",
            # the vocabulary: its index, and a TokenStore's bytes (hashes, comparisons,
@@ -216,8 +217,35 @@ class ChunkRules(NamedTuple):
     entry: Callable[[list], "tuple | str"]
 
 
+class PlainWords(NamedTuple):
+    """How a tokenizer maps a word of ASCII letters alone in one namespace
+    (``plain_word_tokens_python``): no rule but the length ones applies to it."""
+
+    namespace: str  # ASCII
+    lowercase: bool
+    min_length: int
+    max_length: int
+    cache_limit: int  # words stored in a namespace's word cache, at most
+
+
+def plain_word_tokens_python(text: str, plain: PlainWords) -> tuple[str, ...] | None:
+    """The tokens of ``text`` when it is ASCII letters alone, else None: the word
+    (lower-cased, if so set) in its namespace; none when shorter than ``min_length``;
+    when longer than ``max_length``, its first letter and size in tens (SpamBayes: long
+    "words" are mostly encoded junk)."""
+    if not (text.isascii() and text.isalpha()):
+        return None
+    word = text.lower() if plain.lowercase else text
+    if len(word) < plain.min_length:
+        return ()
+    if len(word) > plain.max_length:
+        return (f"{plain.namespace}skip:{word[0]} {len(word) // 10 * 10}",)
+    return (plain.namespace + word,)
+
+
 def map_chunks_python(chunks: list[str], words: dict, new_word: Callable[[str], tuple],
-                      bigrams: bool, rules: ChunkRules) -> tuple[dict, list[str]]:
+                      bigrams: bool, rules: ChunkRules, plain: PlainWords | None = None
+                      ) -> tuple[dict, list[str]]:
     """``map_chunks`` in Python."""
     values: dict[str, tuple | str] = {}
     left: list[str] = []
@@ -229,6 +257,10 @@ def map_chunks_python(chunks: list[str], words: dict, new_word: Callable[[str], 
         mapped = []
         for text in texts:
             word = words.get(text)
+            if word is None and plain is not None:
+                word = plain_word_tokens_python(text, plain)
+                if word is not None and len(words) < plain.cache_limit:
+                    words[text] = word
             if word is None:
                 word = new_word(text)
             mapped.append(word)
@@ -238,21 +270,26 @@ def map_chunks_python(chunks: list[str], words: dict, new_word: Callable[[str], 
 
 
 def map_chunks(chunks: list[str], words: dict, new_word: Callable[[str], tuple],
-               bigrams: bool, rules: ChunkRules) -> tuple[dict, list[str]]:
+               bigrams: bool, rules: ChunkRules, plain: PlainWords | None = None
+               ) -> tuple[dict, list[str]]:
     """What each of ``chunks`` (distinct, whitespace-free) maps to, for the chunks split
     without spaCy (``rules``), and the list of the others, for spaCy.
 
-    A word's tokens come from ``words`` (a dict), else from ``new_word(word)``, which
-    stores them there. A chunk's value is ``rules.entry`` of its non-empty words' tokens
-    when ``bigrams``, else all its words' tokens in one tuple. In C the chunk is split
-    where it lies and a word becomes a str only to be looked up, and the loop, the
-    look-ups and the entries make no Python frame: mapping SpamAssassin's new chunks
-    (docs/benchmarks.md, stop 30)."""
+    A word's tokens come from ``words`` (a dict), else, for a word of ASCII letters
+    alone when ``plain`` is given, from ``plain_word_tokens_python`` (stored in
+    ``words`` while it holds fewer than ``plain.cache_limit``), else from
+    ``new_word(word)``, which stores them there. A chunk's value is ``rules.entry`` of
+    its non-empty words' tokens when ``bigrams``, else all its words' tokens in one
+    tuple. In C the chunk is split where it lies and a word becomes a str only to be
+    looked up, and the loop, the look-ups, the entries and the plain words make no
+    Python frame: mapping SpamAssassin's new chunks (docs/benchmarks.md, stops 30 and
+    31)."""
     if _speedups is None:
-        return map_chunks_python(chunks, words, new_word, bigrams, rules)
+        return map_chunks_python(chunks, words, new_word, bigrams, rules, plain)
     return _speedups.map_chunks(chunks if isinstance(chunks, list) else list(chunks), words,
                                 new_word, bigrams, rules.prefixes, rules.suffixes,
-                                rules.infixes, rules.token_match)
+                                rules.infixes, rules.token_match,
+                                plain if plain is None or plain.namespace.isascii() else None)
 
 
 def join_chunks_python(entries: list[tuple | str]) -> list[str]:

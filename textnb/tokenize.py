@@ -31,8 +31,8 @@ from . import scripts
 from .config import TokenizerConfig
 from .ledger import added_after_delivery
 from .spacy_import import import_spacy
-from .speedups import (ChunkRules, chunk_cache, count_words, find_hostnames, find_ipv4,
-                       join_chunks, map_chunks)
+from .speedups import (ChunkRules, PlainWords, chunk_cache, count_words, find_hostnames,
+                       find_ipv4, join_chunks, map_chunks, plain_word_tokens_python)
 
 # spaCy's attribute id of a token's verbatim text (spacy.attrs.ORTH), fixed by spaCy's ABI;
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
@@ -112,6 +112,7 @@ _HOSTNAME = re.compile(r"\b(?=[a-z0-9-]+\.)((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9
 _HOSTNAME_LOWER = re.compile(_HOSTNAME.pattern)
 _URL_IN_TEXT = re.compile(r"(?:https?|ftp)://[^\s<>\"']+|www\.[^\s<>\"']+", re.IGNORECASE)
 _DIGITS = re.compile(r"\d")
+_URL_PATH_SEPARATORS = re.compile(r"[/?#&=.\-_+%]+")  # a URL's path cut into words
 _WHITESPACE = re.compile(r"\s+")
 
 # Header fields whose values are addresses: tokenised as address, domain and name words.
@@ -325,8 +326,12 @@ class EmailTokenizer:
         words = self._word_cache.get(namespace)
         if words is None:
             words = self._word_cache[namespace] = {}
-        new_word = partial(self._new_word, words=words, namespace=namespace, lex=lex)
-        values, split_by_spacy = map_chunks(new, words, new_word, bigrams, _CHUNK_RULES)
+        cfg = self.cfg
+        plain = PlainWords(namespace, cfg.lowercase, cfg.min_token_length, cfg.max_token_length,
+                           _CACHE_LIMIT)
+        new_word = partial(self._new_word, words=words, namespace=namespace, lex=lex,
+                           plain=plain)
+        values, split_by_spacy = map_chunks(new, words, new_word, bigrams, _CHUNK_RULES, plain)
         if not split_by_spacy:
             return self._cache_values(values, cache)
         new = split_by_spacy
@@ -341,7 +346,7 @@ class EmailTokenizer:
             text = strings[h]
             word = words.get(text)
             if word is None:
-                word = self._new_word(text, words, namespace, lex)
+                word = self._new_word(text, words, namespace, lex, plain)
             if bigrams:
                 if word:
                     current.append(word)
@@ -361,20 +366,20 @@ class EmailTokenizer:
             self._spacy = make_spacy_tokenizer()
         return self._cache_values(values, cache)
 
-    def _new_word(self, text: str, words: dict, namespace: str, lex: LexicalAttributes
-                  ) -> tuple[str, ...]:
+    def _new_word(self, text: str, words: dict, namespace: str, lex: LexicalAttributes,
+                  plain: PlainWords) -> tuple[str, ...]:
         """The tokens of a word not in the namespace's word cache (``words``), cached."""
-        if text.isascii() and text.isalpha():
-            # ASCII letters only: no rule of _map_plain but the length ones can apply (no
-            # ".", "@", ":" or digit; not a space, a currency or a script to segment;
-            # tests/test_tokenize.py checks it against the full rules). Mapping the new
-            # chunks of Enron 1-3's training split: 0.71-0.78 -> 0.57-0.61 CPU-s;
-            # SpamAssassin's, 1.69-1.75 -> 1.63-1.70 (3 rounds; docs/benchmarks.md, stop 29).
-            word = self._sized(text.lower() if self.cfg.lowercase else text)
-        else:
+        # ASCII letters only: no rule of _map_plain but the length ones can apply (no ".",
+        # "@", ":" or digit; not a space, a currency or a script to segment;
+        # tests/test_tokenize.py checks it against the full rules). Mapping the new chunks
+        # of Enron 1-3's training split: 0.71-0.78 -> 0.57-0.61 CPU-s; SpamAssassin's,
+        # 1.69-1.75 -> 1.63-1.70 (3 rounds; docs/benchmarks.md, stop 29). Since stop 31
+        # the C loop (speedups.map_chunks) maps these words itself, without this call.
+        word = plain_word_tokens_python(text, plain)
+        if word is None:
             word = () if lex.is_space(text) else self._map_word(text, lex)
-        if namespace:
-            word = tuple(namespace + m for m in word)
+            if namespace:
+                word = tuple(namespace + m for m in word)
         if len(words) < _CACHE_LIMIT:
             words[text] = word
         return word
@@ -412,7 +417,7 @@ class EmailTokenizer:
         word = text.lower() if cfg.lowercase else text
         if lex.is_currency(text) or (len(text) > 1 and text[0] in "$£€¥" and text[1:2].isdigit()):
             return (f"money:{_DIGITS.sub('d', word)}",) if cfg.number_shapes else (word,)
-        if (cfg.number_shapes and not text.isalpha() and any(c.isdigit() for c in text)
+        if (cfg.number_shapes and not text.isalpha() and any(map(str.isdigit, text))
                 and lex.like_num(text)):  # the cheap tests first: most words are letters
             # Exact numbers are too sparse to learn from; their shapes (``d,ddd``) are not.
             return (f"num:{_DIGITS.sub('d', word)[:12]}",)
@@ -450,7 +455,7 @@ class EmailTokenizer:
                         tokens.append(f"{namespace}:{'.'.join(labels[-k:])}")
             if match and len(url) > match.end():
                 path = url[match.end():].lower()
-                for piece in re.split(r"[/?#&=.\-_+%]+", path):
+                for piece in _URL_PATH_SEPARATORS.split(path):
                     if 1 < len(piece) <= self.cfg.max_token_length:
                         tokens.append(f"{namespace}-path:{piece}")
         return tokens
