@@ -1,6 +1,7 @@
 /* textnb._speedups: what textnb does once per word, token, chunk or byte, in C: the
  * tokenizer's chunk cache, the splitting of its new chunks into words (spaCy's affix
- * loop) and the joining of chunks with their word pairs; numbering and
+ * loop) and the joining of chunks with their word pairs; the host names and IPv4
+ * addresses of header values; the ledger's normalisation of a message; numbering and
  * counting a batch's tokens; the vocabulary's hash index and its bytes (hashes,
  * comparisons, gathers, packing, JSON both ways); and the selection of each message's
  * strongest clues.
@@ -10,7 +11,7 @@
  * give the same results, and that training and scoring do. What is left in C is mostly
  * reaching objects in memory: the tables here (the chunk cache, the token table, the
  * index) are laid out so that a token or a chunk costs one random access where a dict
- * and its values cost several (docs/benchmarks.md, "stop 28" to "stop 30").
+ * and its values cost several (docs/benchmarks.md, "stop 28" to "stop 31").
  *
  * setup.py marks the extension optional: without a C compiler (or Python's headers) the
  * install skips it and textnb runs the Python loops, slower, with the same results.

@@ -12,8 +12,11 @@ sort and binary searches a batch. Stop 29 added what NumPy did a byte or an entr
 time: a TokenStore's hashes, comparisons, gathers, packing and JSON, and the selection of
 each message's strongest clues (``strongest_positions``); stop 30, the tokenizer's loop
 over its new chunks: each split into words by spaCy's affix loop and its words' tokens
-looked up (``map_chunks``). Their measured cost in C against Python is in
-docs/benchmarks.md, "stop 28" to "stop 30". The extension is
+looked up (``map_chunks``); stop 31, a new word of ASCII letters in that loop
+(``PlainWords``), the ledger's normalisation of a message's bytes
+(``normalise_message``) and the host names and IPv4 addresses of header values
+(``find_hostnames``, ``find_ipv4``). Their measured cost in C against Python is in
+docs/benchmarks.md, "stop 28" to "stop 31". The extension is
 optional (setup.py): an install without a C compiler still works, and ``textnb
 --version`` says which loops run.
 """
