@@ -42,8 +42,8 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from .buffers import with_room
-from .speedups import normalise_message
 from .labels import LABELS
+from .speedups import normalise_message
 from .token_store import GOLDEN_GAMMA, TokenStore, splitmix64
 
 __all__ = ["Ledger", "message_digest", "normalise", "tokens_hash", "tokens_hash_v1", "matches",
