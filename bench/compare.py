@@ -33,6 +33,7 @@ Scaling mode. Training only, on N messages made by repeating the corpus's train
 split (copy k > 0 of a message gets a first line ``X-Bench-Copy: k``, which the
 default header selection ignores, so the ledger counts it as a new message while
 its tokens stay the same): wall time, messages/s and peak RSS of ``textnb train``
+(with workers, also its process tree's summed RSS and, sampled every 0.5 s, summed PSS)
 and of bogofilter's training. Repeats make the tokenizer's caches (and
 bogofilter's database pages) warm, so later copies cost less than first sights.
 
@@ -82,11 +83,13 @@ class Usage:
     cpu_s: float = 0.0
     max_rss: int = 0  # bytes
     tree_rss: int = 0  # bytes; 0 when not sampled
+    tree_pss: int = 0  # bytes; 0 when not sampled (scaling mode samples it)
 
     def add(self, other: Usage) -> Usage:
         """Two commands run one after the other: times add, peaks take the larger."""
         return Usage(self.wall_s + other.wall_s, self.cpu_s + other.cpu_s,
-                     max(self.max_rss, other.max_rss), max(self.tree_rss, other.tree_rss))
+                     max(self.max_rss, other.max_rss), max(self.tree_rss, other.tree_rss),
+                     max(self.tree_pss, other.tree_pss))
 
 
 def _descendants(pid: int) -> list[int]:
@@ -121,26 +124,52 @@ def _rss(pid: int) -> int:
     return 0
 
 
+def _pss(pid: int) -> int:
+    """A process's proportional set in bytes (each page it shares with others counted
+    as its share), 0 once it has ended. Walks the page tables (``_rss`` says why that
+    is sampled only where asked)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 class _TreeSampler(threading.Thread):
     """Samples the summed RSS of a process tree every ``interval`` seconds (pages the
-    processes share after a fork count once per process: an upper bound)."""
+    processes share after a fork count once per process: an upper bound), and with
+    ``pss`` its summed proportional set every ``pss_interval`` seconds (what the tree
+    holds, shared pages counted once)."""
 
-    def __init__(self, pid: int, interval: float = 0.1):
+    def __init__(self, pid: int, interval: float = 0.1, pss: bool = False,
+                 pss_interval: float = 0.5):
         super().__init__(daemon=True)
         self.pid, self.interval, self.peak = pid, interval, 0
+        self.pss_every = max(1, round(pss_interval / interval)) if pss else 0
+        self.peak_pss = 0
         self.done = threading.Event()
 
     def run(self) -> None:
+        n = 0
         while not self.done.wait(self.interval):
-            self.peak = max(self.peak, sum(_rss(p) for p in _descendants(self.pid)))
+            pids = _descendants(self.pid)
+            self.peak = max(self.peak, sum(_rss(p) for p in pids))
+            n += 1
+            if self.pss_every and n % self.pss_every == 0:
+                self.peak_pss = max(self.peak_pss, sum(_pss(p) for p in pids))
 
 
-def measured(cmd: list[str], cwd: Path, sample_tree: bool = False) -> tuple[str, Usage]:
-    """Run ``cmd``; return its stdout and Usage. RuntimeError on a non-zero exit."""
+def measured(cmd: list[str], cwd: Path, sample_tree: bool = False, pss: bool = False
+             ) -> tuple[str, Usage]:
+    """Run ``cmd``; return its stdout and Usage. RuntimeError on a non-zero exit.
+    sample_tree: sample the process tree's summed RSS; pss: its summed PSS too."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err)
-        sampler = _TreeSampler(proc.pid) if sample_tree else None
+        sampler = _TreeSampler(proc.pid, pss=pss) if sample_tree else None
         if sampler:
             sampler.start()
         _, status, rusage = os.wait4(proc.pid, 0)  # this child's own resource usage
@@ -155,7 +184,7 @@ def measured(cmd: list[str], cwd: Path, sample_tree: bool = False) -> tuple[str,
             raise RuntimeError(f"{' '.join(cmd[:6])} exited {proc.returncode}: "
                                f"{err.read().decode(errors='replace')[-800:]}")
         usage = Usage(wall, rusage.ru_utime + rusage.ru_stime, rusage.ru_maxrss * 1024,
-                      sampler.peak if sampler else 0)
+                      sampler.peak if sampler else 0, sampler.peak_pss if sampler else 0)
         return out.read().decode("utf-8", errors="replace"), usage
 
 
@@ -485,10 +514,11 @@ def scaling(corpus: str, spec: str, jobs: list[int], log=print, perturb: bool = 
                 model = Path(tmp) / f"j{j}.tnb"
                 cmd = [sys.executable, "-m", "textnb", "train", "--model", str(model),
                        "--index", str(index), "--json", *(["--jobs", str(j)] if j else [])]
-                _, usage = measured(cmd, Path(tmp), sample_tree=j != 1)
+                _, usage = measured(cmd, Path(tmp), sample_tree=j != 1, pss=True)
                 row[f"textnb --jobs {j}"] = {"wall_s": usage.wall_s, "msgs_per_s": n / usage.wall_s,
                                              "peak_rss_bytes": usage.max_rss,
                                              "peak_tree_rss_bytes": usage.tree_rss or None,
+                                             "peak_tree_pss_bytes": usage.tree_pss or None,
                                              "model_bytes": model.stat().st_size,
                                              "vocabulary": _vocabulary_size(model)}
                 log(f"  {n:,} messages: textnb --jobs {j}: {usage.wall_s:.1f} s, "
@@ -512,7 +542,7 @@ def scaling(corpus: str, spec: str, jobs: list[int], log=print, perturb: bool = 
 
 def format_scaling(result: dict) -> str:
     names = [k for k in result["rows"][0] if k.startswith(("textnb", "bogofilter"))]
-    head = f"{'messages':>9} " + " ".join(f"{n + ': s, msg/s, RSS MB':>36}" for n in names)
+    head = f"{'messages':>9} " + " ".join(f"{n + ': s, msg/s, RSS MB':>40}" for n in names)
     lines = [f"{result['corpus']} (train split of {result['train_split_messages']:,} repeated)",
              head, "-" * len(head)]
     for row in result["rows"]:
@@ -522,9 +552,13 @@ def format_scaling(result: dict) -> str:
             rss = f"{c['peak_rss_bytes'] / MB:.0f}"
             if c.get("peak_tree_rss_bytes"):
                 rss += f"/{c['peak_tree_rss_bytes'] / MB:.0f}"
-            cells.append(f"{c['wall_s']:>10.1f} {c['msgs_per_s']:>8.0f} {rss:>9}".rjust(36))
+            if c.get("peak_tree_pss_bytes"):
+                rss += f"/{c['peak_tree_pss_bytes'] / MB:.0f}"
+            cells.append(f"{c['wall_s']:>10.1f} {c['msgs_per_s']:>8.0f} {rss:>13}".rjust(40))
         lines.append(f"{row['n_messages']:>9,} " + " ".join(cells)
                      + f"   load {row['load_before'][0]:.1f}->{row['load_after'][0]:.1f}")
+    lines.append("RSS MB 'a/b/c': the largest process, the process tree's summed RSS "
+                 "(shared pages once per process) and its summed PSS (shared pages once)")
     return "\n".join(lines)
 
 
