@@ -6,7 +6,9 @@ processes start; the reference is the single-process path of ``textnb.retrain``.
 
 from __future__ import annotations
 
+import gc
 import io
+import multiprocessing
 import json
 import shutil
 import zipfile
@@ -132,3 +134,19 @@ def test_unknown_engine_and_misplaced_options_are_named():
         make_engine("dask", jobs=2)
     with pytest.raises(ValueError, match="at least 1"):
         LocalEngine(0)
+
+
+def _freeze_count(_state, _item) -> int:
+    return gc.get_freeze_count()
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                    reason="workers are forked only where the platform forks")
+def test_forked_workers_start_with_what_they_inherit_frozen_and_the_caller_unfrozen():
+    """engines.workers.start_pool: the objects a worker inherits are out of its
+    collector's sight (no page copied for a collection's pass), and the calling process
+    collects its own again."""
+    assert gc.get_freeze_count() == 0
+    counts = list(Workers(2, None, _freeze_count).map(range(4)))
+    assert len(counts) == 4 and min(counts) > 1000  # the interpreter's and textnb's objects
+    assert gc.get_freeze_count() == 0

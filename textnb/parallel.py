@@ -43,6 +43,7 @@ from collections.abc import Callable, Sequence
 from typing import Self
 
 from .config import TokenizerConfig
+from .engines.workers import start_pool
 from .mail import MailLimits, parse_message
 from .tokenize import EmailTokenizer
 
@@ -87,8 +88,7 @@ class TokenWorkers:
             context, state = multiprocessing.get_context("fork"), self._tokenizer()
         else:
             context, state = multiprocessing.get_context(), self._tokenizer().cfg
-        self._pool = context.Pool(self.jobs - 1, initializer=_start_worker,
-                                  initargs=(state, self._limits))
+        self._pool = start_pool(context, self.jobs - 1, _start_worker, (state, self._limits))
 
     def token_lists(self, raws: Sequence[bytes], tokens: Callable[[bytes], list[str]]
                     ) -> list[list[str]]:
