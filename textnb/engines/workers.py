@@ -56,11 +56,13 @@ def start_pool(context, processes: int, initializer: Callable, initargs: tuple):
     there for the pass), so in a worker the collector's passes copied the inherited
     pages that hold objects: spaCy's and whatever else the calling process held. Frozen
     before the fork, those objects are never traversed there. A default ``train`` of
-    SpamAssassin: the workers' proportional memory at its peak 216-223 -> 193-196 MB,
-    the process tree's 364-370 -> 332-340 (3 rounds interleaved; 100,000 perturbed
-    messages, one run: 1,037-1,078 -> 1,028), in the same time (docs/benchmarks.md,
-    "Memory at scale"). The calling process takes its objects back at once
-    (``gc.unfreeze``) and keeps collecting them."""
+    SpamAssassin: the workers' proportional memory at its peak 212-220 -> 193-199 MB,
+    the process tree's 357-373 -> 337-343 (3 rounds interleaved; 100,000 perturbed
+    messages: 1,037-1,078 -> 1,023-1,028), in the same time; a default ``classify``,
+    which forks with the model loaded, 5-8% faster (SpamAssassin's medians 1.46 -> 1.33 s,
+    Enron 1-3's 1.59 -> 1.53, 4-5 rounds; docs/benchmarks.md, "Memory at scale"). The
+    calling process takes its objects back at once (``gc.unfreeze``) and keeps
+    collecting them."""
     if context.get_start_method() != "fork":
         return context.Pool(processes, initializer=initializer, initargs=initargs)
     gc.freeze()
