@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
+from bench.bytecode import compile_textnb
 from textnb.corpora import CORPORA, corpora_root, iter_corpus, split
 
 DEFAULT_PEERS = ("bogofilter", "spamprobe (spam/good)", "spamprobe (spam/good) +sep",
@@ -578,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
                              "the vocabulary grows with the messages as a real mailbox's does")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
+    compile_textnb(None)  # before any command is timed (bench.bytecode)
     if corpora_root() is None:
         print("error: public corpora not found; set TEXTNB_CORPORA or place them in "
               "../shared/corpora", file=sys.stderr)

@@ -51,6 +51,7 @@ import time
 from pathlib import Path
 
 from bench import peers
+from bench.bytecode import compile_textnb
 from textnb import pipeline, store
 from textnb.config import FilterConfig
 from textnb.engines.counting import count_tokens
@@ -234,17 +235,9 @@ def startup(models: dict[str, Path], message: Path, codes: dict[str, Path | None
     parts came from one process and the whole from another, each part the best of any
     round: a round whose probe ran slow gave a negative "rest", which the best-of kept.
 
-    Each folder's modules are compiled first (``compileall``): with
-    PYTHONDONTWRITEBYTECODE set, code without cached bytecode would be compiled on every
-    start, which a user's installed copy never is.
+    Each folder's modules are compiled first (``bench.bytecode``).
     """
-    import compileall
-
-    import textnb
-
-    for code in codes.values():
-        compileall.compile_dir(str((code or Path(textnb.__file__).parent.parent) / "textnb"),
-                               quiet=1)
+    compile_textnb(*codes.values())
     best: dict[str, dict[str, float]] = {}
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in codes}
     plain: dict[str, float] = {}
@@ -356,6 +349,7 @@ def main(argv: list[str] | None = None) -> None:
                         "start-up, best of --repeats), on a model trained with the default command")
     parser.add_argument("--repeats", type=int, default=5, help="rounds of the start-up probe")
     args = parser.parse_args(argv)
+    compile_textnb(None, args.before)  # before any command is timed (bench.bytecode)
     with tempfile.TemporaryDirectory(prefix="textnb-stages-") as tmp:
         s = peers.write_split(args.corpus, Path(tmp))
         result = {"corpus": args.corpus, "n_train": len(s.train_spam) + len(s.train_ham),
