@@ -108,6 +108,19 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _proc_kb(path: str, field: str) -> int:
+    """The kB figure of ``field`` (e.g. "VmRSS:") in a /proc file, in bytes; 0 when the
+    process has ended."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                if line.startswith(field):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _rss(pid: int) -> int:
     """A process's resident set in bytes (0 once it has ended).
 
@@ -115,28 +128,14 @@ def _rss(pid: int) -> int:
     the proportional set (shared pages split) but walks the page tables under the
     process's memory lock, and sampling it slowed the processes it measured.
     """
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _proc_kb(f"/proc/{pid}/status", "VmRSS:")
 
 
 def _pss(pid: int) -> int:
     """A process's proportional set in bytes (each page it shares with others counted
     as its share), 0 once it has ended. Walks the page tables (``_rss`` says why that
     is sampled only where asked)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _proc_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 class _TreeSampler(threading.Thread):

@@ -2356,6 +2356,23 @@ hostname_end(const Py_UCS1 *s, Py_ssize_t n, Py_ssize_t i)
     return -1;
 }
 
+/* What find_hostnames and find_ipv4 start with: `text`'s characters (*s, *n) and a new
+ * empty list for what they find, or NULL: with an error set when `text` is not a str,
+ * without one when it is not ASCII (the caller returns None: its pattern takes over). */
+static PyObject *
+ascii_scan_start(PyObject *text, const char *who, const Py_UCS1 **s, Py_ssize_t *n)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "%s: text must be a str", who);
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(text))
+        return NULL;
+    *s = PyUnicode_1BYTE_DATA(text);
+    *n = PyUnicode_GET_LENGTH(text);
+    return PyList_New(0);
+}
+
 PyDoc_STRVAR(find_hostnames_doc,
 "find_hostnames(text) -> list[str] | None: tokenize._HOSTNAME_LOWER.findall(text) for "
 "ASCII text; None for any other.");
@@ -2363,17 +2380,11 @@ PyDoc_STRVAR(find_hostnames_doc,
 static PyObject *
 find_hostnames(PyObject *module, PyObject *text)
 {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "find_hostnames: text must be a str");
-        return NULL;
-    }
-    if (!PyUnicode_IS_ASCII(text))
-        Py_RETURN_NONE;
-    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    PyObject *found = PyList_New(0);
+    const Py_UCS1 *s;
+    Py_ssize_t n;
+    PyObject *found = ascii_scan_start(text, "find_hostnames", &s, &n);
     if (found == NULL)
-        return NULL;
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     for (Py_ssize_t i = 0; i < n;) {
         if (!lower_alnum(s[i]) || (i > 0 && ascii_word(s[i - 1]))) {
             i++;
@@ -2422,17 +2433,11 @@ PyDoc_STRVAR(find_ipv4_doc,
 static PyObject *
 find_ipv4(PyObject *module, PyObject *text)
 {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "find_ipv4: text must be a str");
-        return NULL;
-    }
-    if (!PyUnicode_IS_ASCII(text))
-        Py_RETURN_NONE;
-    const Py_UCS1 *s = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    PyObject *found = PyList_New(0);
+    const Py_UCS1 *s;
+    Py_ssize_t n;
+    PyObject *found = ascii_scan_start(text, "find_ipv4", &s, &n);
     if (found == NULL)
-        return NULL;
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     for (Py_ssize_t i = 0; i < n;) {
         Py_ssize_t bounds[5] = {i, -1, -1, -1, -1};
         if (s[i] >= '0' && s[i] <= '9' && !(i > 0 && ascii_word(s[i - 1]))) {
