@@ -150,3 +150,19 @@ def test_forked_workers_start_with_what_they_inherit_frozen_and_the_caller_unfro
     counts = list(Workers(2, None, _freeze_count).map(range(4)))
     assert len(counts) == 4 and min(counts) > 1000  # the interpreter's and textnb's objects
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                    reason="workers are forked only where the platform forks")
+def test_a_program_that_froze_objects_itself_keeps_them_frozen():
+    """start_pool does not unfreeze what the calling program froze (gc.unfreeze would
+    take back all of it), and does not freeze more."""
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        counts = list(Workers(2, None, _freeze_count).map(range(4)))
+        assert len(counts) == 4
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

@@ -62,8 +62,12 @@ def start_pool(context, processes: int, initializer: Callable, initargs: tuple):
     which forks with the model loaded, 5-8% faster (SpamAssassin's medians 1.46 -> 1.33 s,
     Enron 1-3's 1.59 -> 1.53, 4-5 rounds; docs/benchmarks.md, "Memory at scale"). The
     calling process takes its objects back at once (``gc.unfreeze``) and keeps
-    collecting them."""
-    if context.get_start_method() != "fork":
+    collecting them.
+
+    A program that froze objects itself (a pre-forking server does) keeps its collector
+    as it was: ``gc.unfreeze`` would take back its objects too, so nothing is frozen
+    here then."""
+    if context.get_start_method() != "fork" or gc.get_freeze_count():
         return context.Pool(processes, initializer=initializer, initargs=initargs)
     gc.freeze()
     try:
