@@ -804,3 +804,53 @@ def test_host_names_and_ipv4_in_c_on_the_corpora_header_values(shared_corpora, c
                 assert _speedups.find_ipv4(value) == _IPV4.findall(value)
                 checked += 1
     assert checked > 10_000  # SpamAssassin: 147,000; Enron-Spam keeps few fields: 16,000
+
+
+# Bytes that decide where a plain header section ends and how a field reads: line ends
+# of each kind, the bytes no line may hold (\x0b, \x0c, \x1c-\x1e), blanks that make a
+# continuation or lead a value, ':' and name bytes, a space inside a name, 8-bit bytes.
+_FIELD_PIECES = [b"\n", b"\r\n", b"\r", b" ", b"\t", b":", b"\x0b", b"\x0c", b"\x1c", b"\x1e",
+                 b"\x1f", b"\x01", b"\x7f", b"\x80", b"\xff", b"\n\n", b"Subject", b"X-A",
+                 b"a", b"!", b"From ", b"=?utf-8?q?x?="]
+
+
+@needs_c
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_FIELD_PIECES), max_size=30))
+def test_plain_fields_in_c_equal_the_patterns(pieces):
+    from textnb.mail import _PLAIN_FIELD, _PLAIN_FIELDS
+
+    raw = b"".join(pieces)
+    expected = speedups.plain_fields_python(raw, _PLAIN_FIELDS, _PLAIN_FIELD)
+    assert _speedups.plain_fields(raw) == expected
+
+
+@needs_c
+def test_plain_fields_in_c_by_hand():
+    assert _speedups.plain_fields(b"A: b\n c\nX-Y:\t z \n\nbody") == \
+        (17, [("A", "b\n c"), ("X-Y", "z ")])
+    assert _speedups.plain_fields(b"Empty:  \n\tnext\nB:\n") == \
+        (18, [("Empty", "\n\tnext"), ("B", "")])
+    assert _speedups.plain_fields(b"A: \xff\n") == (5, [("A", "\udcff")])
+    assert _speedups.plain_fields(b"A: b\r\n") is None  # a CR: left to the parser
+    assert _speedups.plain_fields(b"A: b") is None  # no line end
+    assert _speedups.plain_fields(b" A: b\n") is None  # a continuation first
+    assert _speedups.plain_fields(b"A: b\nNo colon\n") == (5, [("A", "b")])
+    assert _speedups.plain_fields(memoryview(b"A: b\n")) == (5, [("A", "b")])
+    with pytest.raises(TypeError):
+        _speedups.plain_fields("A: b\n")
+
+
+@needs_c
+@pytest.mark.parametrize("corpus", ["spamassassin", "enron", "lingspam"])
+def test_plain_fields_in_c_on_the_corpora(shared_corpora, corpus):
+    from textnb.corpora import iter_corpus
+    from textnb.mail import _PLAIN_FIELD, _PLAIN_FIELDS, _skip_envelope
+
+    checked = 0
+    for example in iter_corpus(corpus, root=shared_corpora):
+        raw = _skip_envelope(example.raw)
+        expected = speedups.plain_fields_python(raw, _PLAIN_FIELDS, _PLAIN_FIELD)
+        assert _speedups.plain_fields(raw) == expected
+        checked += expected is not None
+    assert checked > 1000

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .html_text import HtmlText, html_to_text
+from .speedups import plain_fields
 
 __all__ = ["MailLimits", "TextPart", "Attachment", "ParsedEmail", "parse_message"]
 
@@ -507,10 +508,11 @@ def _plain_message(raw: bytes) -> email.message.Message | None:
     26). tests/test_mail.py checks the two messages equal on every message of the
     public corpora and the hostile catalogue.
     """
-    fields = _PLAIN_FIELDS.match(raw)
-    if fields is None:
+    found = plain_fields(raw, _PLAIN_FIELDS, _PLAIN_FIELD)
+    if found is None:
         return None
-    body = fields.end()
+    header_end, fields = found
+    body = header_end
     defects: list = []
     if raw.startswith(b"\n", body):
         body += 1  # the empty line between header and body
@@ -519,10 +521,8 @@ def _plain_message(raw: bytes) -> email.message.Message | None:
             return None  # a line end or header line of a shape left to the parser
         defects.append(email.errors.MissingHeaderBodySeparatorDefect())
     msg = _Message(policy=email.policy.compat32)
-    # Decoded as the stdlib's BytesParser decodes (8-bit bytes become surrogates).
-    header = raw[:fields.end()].decode("ascii", "surrogateescape")
-    for name, value in _PLAIN_FIELD.findall(header):
-        msg.set_raw(name, value.rstrip("\r\n"))
+    for name, value in fields:  # decoded as the stdlib's BytesParser decodes them
+        msg.set_raw(name, value)
     if msg.get_content_maintype() in ("multipart", "message"):
         return None
     msg.defects.extend(defects)
