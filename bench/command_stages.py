@@ -110,6 +110,13 @@ def instrument() -> None:
 
 
 def main(argv: list[str]) -> None:
+    usage = "usage:\n" + __doc__.split("\n\n")[1]
+    if argv[:1] in (["-h"], ["--help"]):
+        print(usage)
+        sys.exit(0)
+    if len(argv) < 2 or argv[0].startswith("-"):
+        # Write no file: a first argument of "--help" had been taken for the output's path.
+        sys.exit(usage)
     out, command = Path(argv[0]), argv[1:]
     instrument()
     from textnb.cli import app
