@@ -511,8 +511,7 @@ def _plain_message(raw: bytes) -> email.message.Message | None:
     found = plain_fields(raw, _PLAIN_FIELDS, _PLAIN_FIELD)
     if found is None:
         return None
-    header_end, fields = found
-    body = header_end
+    body, fields = found  # where the header section ends; its (name, value) pairs
     defects: list = []
     if raw.startswith(b"\n", body):
         body += 1  # the empty line between header and body
