@@ -235,9 +235,8 @@ def startup(models: dict[str, Path], message: Path, codes: dict[str, Path | None
     parts came from one process and the whole from another, each part the best of any
     round: a round whose probe ran slow gave a negative "rest", which the best-of kept.
 
-    Each folder's modules are compiled first (``bench.bytecode``).
+    The folders' modules are compiled before (``main``, ``bench.bytecode``).
     """
-    compile_textnb(*codes.values())
     best: dict[str, dict[str, float]] = {}
     rounds: dict[str, list[dict[str, float]]] = {name: [] for name in codes}
     plain: dict[str, float] = {}
