@@ -10,6 +10,7 @@ import gc
 import io
 import multiprocessing
 import json
+import os
 import shutil
 import zipfile
 
@@ -166,3 +167,41 @@ def test_a_program_that_froze_objects_itself_keeps_them_frozen():
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def _big_result(_state, item) -> bytes:
+    return bytes(4_000_000) + bytes([item])
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                    reason="workers are forked only where the platform forks")
+def test_the_pools_worker_handler_sleeps_while_results_arrive(monkeypatch):
+    """engines.workers.QuietPool: the thread that replaces exited workers is not woken
+    by the results pipe (the stock pool's wakes thousands of times over large results,
+    polling every worker each time); it still wakes to act (close, cache emptied)."""
+    import multiprocessing.pool
+
+    assert hasattr(multiprocessing.pool.Pool, "_get_sentinels")  # the hook it overrides
+    passes = []
+    maintain = multiprocessing.pool.Pool._maintain_pool
+    monkeypatch.setattr(multiprocessing.pool.Pool, "_maintain_pool",
+                        staticmethod(lambda *args: passes.append(1) or maintain(*args)))
+    results = list(Workers(2, None, _big_result).map(range(16)))
+    assert [r[-1] for r in results] == list(range(16)) and len(results[0]) == 4_000_001
+    assert len(passes) < 16  # the stock pool: thousands
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                    reason="workers are forked only where the platform forks")
+def test_the_pool_replaces_a_worker_that_exits():
+    """The worker handler still wakes when a worker exits (its sentinel), and a new
+    worker takes the next tasks."""
+    from textnb.engines.workers import QuietPool
+
+    pool = QuietPool(1, maxtasksperchild=1, context=multiprocessing.get_context("fork"))
+    try:
+        pids = [pool.apply_async(os.getpid).get(timeout=30) for _ in range(3)]
+    finally:
+        pool.close()
+        pool.join()
+    assert len(set(pids)) == 3
