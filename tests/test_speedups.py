@@ -679,6 +679,8 @@ def test_json_items_leaves_bytes_that_are_not_utf8_to_python():
         assert _speedups.json_items(data, ends, 0, 2) is None
     with pytest.raises(ValueError, match="out of range"):
         _speedups.json_items(bytearray(b"ab"), np.array([2], dtype=np.int64), 0, 2)
+    with pytest.raises(ValueError, match="ascend"):  # found with the GIL released
+        _speedups.json_items(bytearray(b"abcd"), np.array([3, 1], dtype=np.int64), 0, 2)
 
 
 @needs_c

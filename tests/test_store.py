@@ -104,6 +104,45 @@ def test_failed_write_keeps_the_old_model(sample_filter, model_path, monkeypatch
     assert [p.name for p in model_path.parent.iterdir()] == ["model.tnb"]
 
 
+def test_a_write_that_fails_on_the_saving_thread_is_raised_and_keeps_the_old_model(
+        sample_filter, model_path, monkeypatch):
+    """store._MemberWriter: members are deflated and written on a second thread; its error
+    (here the disk filling up inside a member) reaches the caller, as WriteError, with
+    the old file kept and no thread left behind."""
+    import threading
+
+    store.save(sample_filter, model_path)
+    before = model_path.read_bytes()
+    writes = []
+
+    def full(self, data):
+        writes.append(threading.current_thread().name)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store._Hashing, "write", full)
+    with pytest.raises(store.WriteError, match="no space left on device"):
+        store.save(sample_filter, model_path)
+    assert writes == ["textnb-save"]  # the first chunk; the rest were drained, not written
+    assert model_path.read_bytes() == before
+    assert [p.name for p in model_path.parent.iterdir()] == ["model.tnb"]
+    assert not [t for t in threading.enumerate() if t.name == "textnb-save"]
+
+
+def test_an_error_making_a_member_stops_the_saving_thread(sample_filter, monkeypatch):
+    """An error on the calling thread (making a member's bytes) is raised as it is, after
+    the saving thread has ended."""
+    import threading
+
+    def broken(fh, tokens):
+        fh.write(b"[")
+        raise MemoryError("made up")
+
+    monkeypatch.setattr(store, "_write_json_list", broken)
+    with pytest.raises(MemoryError, match="made up"):
+        store.dumps(sample_filter)
+    assert not [t for t in threading.enumerate() if t.name == "textnb-save"]
+
+
 def test_missing_model_says_how_to_train(tmp_path):
     with pytest.raises(ModelFormatError, match="textnb train"):
         store.load(tmp_path / "nope.tnb")

@@ -1148,17 +1148,20 @@ json_items(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "json_items: tokens out of range");
         goto done;
     }
-    /* First the size (and every token checked), then the bytes. */
+    /* First the size (and every token checked), then the bytes; both passes without the
+     * GIL (a model's save deflates and hashes the chunks made before on another thread,
+     * textnb.store._MemberWriter), so what is wrong is raised after the first. */
     Py_ssize_t size = stop > start ? 2 * (stop - start) + 2 * (stop - start - 1) : 0;
+    int problem = SPAN_OK, not_utf8 = 0;
     for (int pass = 0; pass < 2; pass++) {
         char *out = pass ? PyBytes_AS_STRING(result) : NULL;
-        for (Py_ssize_t i = start; i < stop; i++) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = start; i < stop && problem == SPAN_OK && !not_utf8; i++) {
             const unsigned char *first;
             int64_t length, at = 0;
-            if (token_span(&data_view, &ends_view, i, &first, &length) < 0) {
-                Py_CLEAR(result);
-                goto done;
-            }
+            problem = span_at(&data_view, &ends_view, i, &first, &length);
+            if (problem != SPAN_OK)
+                break;
             if (out != NULL) {
                 if (i > start) {
                     *out++ = ',';
@@ -1169,10 +1172,8 @@ json_items(PyObject *module, PyObject *args)
             while (at < length) {
                 int32_t c = next_code_point(first, length, &at);
                 if (c < 0) {
-                    Py_CLEAR(result);
-                    result = Py_None;
-                    Py_INCREF(result);
-                    goto done;
+                    not_utf8 = 1;
+                    break;
                 }
                 int written = json_char(c, out);
                 if (out != NULL)
@@ -1182,6 +1183,16 @@ json_items(PyObject *module, PyObject *args)
             }
             if (out != NULL)
                 *out++ = '"';
+        }
+        Py_END_ALLOW_THREADS
+        if (problem != SPAN_OK) {
+            span_error(problem);
+            goto done;
+        }
+        if (not_utf8) {  /* RETURNS None: the caller encodes these tokens itself */
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
         }
         if (!pass) {
             result = PyBytes_FromStringAndSize(NULL, size);
