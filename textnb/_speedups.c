@@ -24,6 +24,8 @@
  * garbage collector is allocated inside the other loops. The loops over bytes
  * and hashes that a model's load runs (hashing a store, filling the index, reading the
  * JSON) release the GIL: the load runs on a thread beside spaCy's import (textnb.beside).
+ * So does writing the JSON for a save, whose members are deflated on a second thread
+ * (textnb.store._MemberWriter).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
