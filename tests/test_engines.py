@@ -141,6 +141,20 @@ def _freeze_count(_state, _item) -> int:
     return gc.get_freeze_count()
 
 
+def _collector_threshold(_state, _item) -> int:
+    return gc.get_threshold()[0]
+
+
+def test_workers_collect_less_often_and_the_caller_as_before():
+    """engines.workers.WORKER_GC_THRESHOLD in every worker (forked or spawned); the calling
+    process keeps its own."""
+    from textnb.engines.workers import WORKER_GC_THRESHOLD
+
+    before = gc.get_threshold()
+    assert set(Workers(2, None, _collector_threshold).map(range(4))) == {WORKER_GC_THRESHOLD}
+    assert gc.get_threshold() == before
+
+
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                     reason="workers are forked only where the platform forks")
 def test_forked_workers_start_with_what_they_inherit_frozen_and_the_caller_unfrozen():
