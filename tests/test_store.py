@@ -143,6 +143,22 @@ def test_an_error_making_a_member_stops_the_saving_thread(sample_filter, monkeyp
     assert not [t for t in threading.enumerate() if t.name == "textnb-save"]
 
 
+def test_arrays_are_written_as_np_save_writes_them(monkeypatch):
+    """store._write_npy: the counts' strided view (spare columns) a row at a time, a
+    contiguous array in pieces, any other layout through np.save: np.save's bytes."""
+    monkeypatch.setattr(store, "_NPY_PIECE", 24)  # many pieces a row
+    buffer = np.arange(2 * 50, dtype=np.float64).reshape(2, 50)
+    arrays = [buffer[:, :37], buffer, np.arange(13, dtype=np.int64), np.zeros(0),
+              np.zeros((0, 4)), np.asfortranarray(buffer), buffer[:, ::2], buffer[::-1],
+              np.arange(24, dtype=np.uint8).reshape(2, 3, 4),
+              np.frombuffer(bytes(range(64)), dtype=np.uint8).reshape(2, 32)]
+    for array in arrays:
+        expected, got = io.BytesIO(), io.BytesIO()
+        np.save(expected, array, allow_pickle=False)
+        store._write_npy(got, array)
+        assert got.getvalue() == expected.getvalue(), (array.shape, array.strides)
+
+
 def test_missing_model_says_how_to_train(tmp_path):
     with pytest.raises(ModelFormatError, match="textnb train"):
         store.load(tmp_path / "nope.tnb")

@@ -98,9 +98,9 @@ class _MemberWriter(io.RawIOBase):
     in 3 rounds interleaved: Enron 1-3's model (38 MB of members) 0.153-0.179 ->
     0.121-0.144 s, SpamAssassin's 0.122-0.151 -> 0.086-0.094 (docs/benchmarks.md,
     "stop 32"); the members are the same bytes.
-    At most ``_PIPED_CHUNKS`` chunks wait between the threads (np.save's are up to 16 MB),
-    and an error of the writing thread (a full disk) is raised on this one, at its next
-    write or at the end of the block.
+    At most ``_PIPED_CHUNKS`` chunks wait between the threads (an array's are views of
+    it, ``_write_npy``), and an error of the writing thread (a full disk) is raised on
+    this one, at its next write or at the end of the block.
     """
 
     def __init__(self, zf: zipfile.ZipFile) -> None:
@@ -129,7 +129,9 @@ class _MemberWriter(io.RawIOBase):
         self._put(_END_OF_MEMBER)
 
     def write(self, data) -> int:
-        self._put(data if isinstance(data, bytes) else bytes(data))  # np.save's are new
+        # Bytes, and views of arrays nothing writes to while they are saved (_write_npy),
+        # are passed on as they are; anything else is copied, since its owner may reuse it.
+        self._put(data if isinstance(data, (bytes, memoryview)) else bytes(data))
         return len(data)
 
     def _put(self, item) -> None:
@@ -164,9 +166,36 @@ class _MemberWriter(io.RawIOBase):
                 pass
 
 
-# Chunks waiting between ``_MemberWriter``'s two threads (memory: np.save's are up to 16 MB).
-_PIPED_CHUNKS = 2
+# Chunks waiting between ``_MemberWriter``'s two threads.
+_PIPED_CHUNKS = 4
 _END_OF_MEMBER = object()
+
+
+# Bytes of an array in a view passed to the saving thread (``_write_npy``).
+_NPY_PIECE = 1 << 20
+
+
+def _write_npy(out, array: np.ndarray) -> None:
+    """``np.save(out, array)``'s bytes (tests/test_store.py), the data written as views of
+    at most ``_NPY_PIECE`` bytes of the array itself, a row at a time when only its rows
+    are contiguous (the counts' buffer has spare columns): np.save copies 16 MB at a
+    time, and with the saving thread (``_MemberWriter``) a few such copies wait at once,
+    which had added 35 MB to the calling process's peak at 100,000 messages (611 -> 646
+    MB; docs/benchmarks.md, "stop 32"). Other layouts go to np.save."""
+    from numpy.lib import format as npy
+
+    if array.flags.c_contiguous:
+        rows = [array]
+    elif array.ndim == 2 and array.strides[1] == array.itemsize and array.strides[0] >= 0:
+        rows = list(array)
+    else:
+        np.save(out, array, allow_pickle=False)
+        return
+    npy.write_array_header_1_0(out, npy.header_data_from_array_1_0(array))
+    for row in rows if array.size else ():
+        data = memoryview(row).cast("B")
+        for start in range(0, len(data), _NPY_PIECE):
+            out.write(data[start:start + _NPY_PIECE])
 
 
 def _write_json_list(fh, tokens: TokenStore) -> None:
@@ -331,9 +360,7 @@ def write_model(spam_filter: SpamFilter, fh) -> None:
             members.add("vocabulary.json",
                         lambda out: _write_json_list(out, spam_filter.vocabulary.tokens_))
             for name, array in arrays.items():
-                # np.save writes a strided view (the counts' buffer has spare columns) in
-                # C order, chunk by chunk: the same bytes as a contiguous copy, without it.
-                members.add(f"{name}.npy", lambda out, a=array: np.save(out, a, allow_pickle=False))
+                members.add(f"{name}.npy", lambda out, a=array: _write_npy(out, a))
         meta = {**description(spam_filter), "sha256": members.checksums}
         zf.writestr(_META, json.dumps(meta, indent=2, sort_keys=True))
 
