@@ -146,12 +146,12 @@ def _collector_threshold(_state, _item) -> int:
 
 
 def test_workers_collect_less_often_and_the_caller_as_before():
-    """engines.workers.WORKER_GC_THRESHOLD in every worker (forked or spawned); the calling
+    """engines.workers.BATCH_GC_THRESHOLD in every worker (forked or spawned); the calling
     process keeps its own."""
-    from textnb.engines.workers import WORKER_GC_THRESHOLD
+    from textnb.engines.workers import BATCH_GC_THRESHOLD
 
     before = gc.get_threshold()
-    assert set(Workers(2, None, _collector_threshold).map(range(4))) == {WORKER_GC_THRESHOLD}
+    assert set(Workers(2, None, _collector_threshold).map(range(4))) == {BATCH_GC_THRESHOLD}
     assert gc.get_threshold() == before
 
 

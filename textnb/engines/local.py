@@ -34,7 +34,7 @@ from ..labels import LABEL_CODES
 from ..pipeline import SpamFilter
 from ..sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
 from .counting import Counted, Work, count_into, count_work
-from .workers import Workers, available_cores
+from .workers import Workers, available_cores, collecting_less
 
 __all__ = ["LocalEngine", "ScoredBatch"]
 
@@ -188,22 +188,24 @@ class LocalEngine:
                 yield planned[-1].work
 
         if self.jobs == 1:  # one process: each batch counted here, then added to the model
-            for work in works():
-                batch = planned.popleft()
-                planner.finish(batch, count_into(spam_filter, work, spam_filter))
-                if progress:
-                    progress(batch.n_read)
+            with collecting_less():
+                for work in works():
+                    batch = planned.popleft()
+                    planner.finish(batch, count_into(spam_filter, work, spam_filter))
+                    if progress:
+                        progress(batch.n_read)
             return report
         spam_filter.tokenizer.spacy  # loaded once, before the workers fork
         self.last_workers = workers = Workers(self.jobs, spam_filter, count_work)
-        for counted in workers.map(works()):
-            done: Counted = counted
-            batch = planned.popleft()
-            done.plus.add_to(spam_filter)  # additions first: counts never dip below 0
-            done.minus.add_to(spam_filter, weight=-1.0)
-            planner.finish(batch, done.hashes)
-            if progress:
-                progress(batch.n_read)
+        with collecting_less():
+            for counted in workers.map(works()):
+                done: Counted = counted
+                batch = planned.popleft()
+                done.plus.add_to(spam_filter)  # additions first: counts never dip below 0
+                done.minus.add_to(spam_filter, weight=-1.0)
+                planner.finish(batch, done.hashes)
+                if progress:
+                    progress(batch.n_read)
         return report
 
     def score(self, spam_filter: SpamFilter, files: Sequence[SourceFile]
@@ -220,6 +222,7 @@ class LocalEngine:
         if self.jobs > 1:
             spam_filter.tokenizer.spacy
         self.last_workers = workers = Workers(self.jobs, spam_filter, _score_task)
-        for scores in workers.map(raws()):
-            batch = pending.popleft()
-            yield ScoredBatch([m.source for m in batch], [m.label for m in batch], scores)
+        with collecting_less():
+            for scores in workers.map(raws()):
+                batch = pending.popleft()
+                yield ScoredBatch([m.source for m in batch], [m.label for m in batch], scores)

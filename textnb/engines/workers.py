@@ -23,10 +23,12 @@ import multiprocessing.pool
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from itertools import chain
 from typing import Any
 
-__all__ = ["QuietPool", "Workers", "available_cores", "start_pool"]
+__all__ = ["BATCH_GC_THRESHOLD", "QuietPool", "Workers", "available_cores", "collecting_less",
+           "start_pool"]
 
 # Items handed out per worker before the oldest result is taken back. Results are taken
 # in order, so a worker that finishes its items while another is still on an older one
@@ -76,7 +78,7 @@ class QuietPool(multiprocessing.pool.Pool):
 
 def start_pool(context, processes: int, initializer: Callable, initargs: tuple):
     """A ``QuietPool(processes, initializer, initargs)`` in ``context``, whose workers'
-    collectors run less often (``WORKER_GC_THRESHOLD``); a forked pool's workers start
+    collectors run less often (``BATCH_GC_THRESHOLD``); a forked pool's workers start
     with the objects they inherit out of the garbage collector's sight (``gc.freeze``).
 
     A forked worker shares the calling process's memory until it writes to a page. A
@@ -105,22 +107,38 @@ def start_pool(context, processes: int, initializer: Callable, initargs: tuple):
         gc.unfreeze()
 
 
-# A worker's collector runs its youngest generation after this many more container
-# objects are allocated than freed (CPython's default: 700). A worker parses and tokenises
-# message after message, and most of what that allocates is freed with its message, while
+# A worker's collector, and the calling process's while it learns or scores batches
+# (``collecting_less``), runs its youngest generation after this many more container
+# objects are allocated than freed (CPython's default: 700). Batch work parses and
+# tokenises message after message, and most of what that allocates is freed with its message, while
 # what stays (the tokenizer's cache entries) is young at every pass: counting SpamAssassin's
 # training split in one process, the collector took 0.16-0.21 CPU-s of 2.9-3.5 (378 passes
 # of the youngest generation, 34 of the middle one), Enron 1-3's 0.09-0.12 of 2.1-2.5; at
 # 50,000, 0.07 and 0.006, with the same peak memory (193 and 181-184 MB). In a default
 # ``train`` the two workers' collections took 0.14-0.16 -> 0.07-0.08 CPU-s on SpamAssassin,
-# 0.08 -> 0.01 on Enron (timed by ``gc.callbacks``, 2 runs each; docs/benchmarks.md, "stop
-# 32"). Cyclic garbage, which only the collector frees, is rare in this work.
-WORKER_GC_THRESHOLD = 50_000
+# 0.08 -> 0.01 on Enron; in ``train --jobs 1`` the process's 0.25 -> 0.10 and 0.16 -> 0.07,
+# most of what is left being the imports' (timed by ``gc.callbacks``, 2 runs each;
+# docs/benchmarks.md, "stop 32"). Cyclic garbage, which only the collector frees, is rare
+# in this work.
+BATCH_GC_THRESHOLD = 50_000
 
 
 def _start_collecting_less(initializer: Callable, *initargs) -> None:
-    gc.set_threshold(WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])
+    gc.set_threshold(BATCH_GC_THRESHOLD, *gc.get_threshold()[1:])
     initializer(*initargs)
+
+
+@contextmanager
+def collecting_less() -> Iterator[None]:
+    """Inside the block, this process's collector runs its youngest generation every
+    ``BATCH_GC_THRESHOLD`` net container allocations, as a worker's does; the thresholds
+    it had are back after the block."""
+    before = gc.get_threshold()
+    gc.set_threshold(BATCH_GC_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _start_worker(task: Callable, state: Any) -> None:
