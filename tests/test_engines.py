@@ -219,3 +219,14 @@ def test_the_pool_replaces_a_worker_that_exits():
         pool.close()
         pool.join()
     assert len(set(pids)) == 3
+
+
+def test_collecting_less_gives_the_thresholds_back_even_after_an_error():
+    from textnb.engines.workers import BATCH_GC_THRESHOLD, collecting_less
+
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError):
+        with collecting_less():
+            assert gc.get_threshold() == (BATCH_GC_THRESHOLD, *before[1:])
+            raise RuntimeError("stop")
+    assert gc.get_threshold() == before
