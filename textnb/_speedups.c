@@ -1886,14 +1886,14 @@ one_word(PyObject *chunk, const ChunkRules *rules)
 
 /* The tokens of a word (a new reference to a tuple of str): from `words`, else from
    new_word(text), which also stores them there. */
-/* How a new word of ASCII letters alone maps to its token (speedups.PlainWords). */
+/* How a new plain ASCII word maps to its token (speedups.PlainWords). */
 typedef struct {
     PyObject *namespace;  /* str; NULL: every new word goes to new_word */
     int lowercase;
     Py_ssize_t min_length, max_length, cache_limit;
 } PlainWords;
 
-/* speedups.plain_word_tokens_python(text, plain), for `text` of ASCII letters alone: the
+/* speedups.plain_word_tokens_python(text, plain), for a plain ASCII word `text`: the
  * word (lower-cased, if so set) in its namespace, none when shorter than min_length,
  * "skip:" with its first letter and size in tens when longer than max_length. */
 static PyObject *
@@ -1928,19 +1928,24 @@ plain_word_tokens(PyObject *text, const PlainWords *plain)
     return tokens;
 }
 
+/* Whether `text` is a plain ASCII word (speedups.plain_word_tokens_python): ASCII, and
+ * none of the characters some rule of tokenize._map_plain looks for (a digit, ".", "@",
+ * ":", "$"). */
 static int
-ascii_letters(PyObject *text)
+plain_ascii_word(PyObject *text)
 {
     if (!PyUnicode_IS_ASCII(text) || PyUnicode_GET_LENGTH(text) == 0)
         return 0;
     const Py_UCS1 *s = PyUnicode_1BYTE_DATA(text);
-    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text); i < n; i++)
-        if (!ascii_letter(s[i]))
+    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text); i < n; i++) {
+        Py_UCS1 c = s[i];
+        if ((c >= '0' && c <= '9') || c == '.' || c == '@' || c == ':' || c == '$')
             return 0;
+    }
     return 1;
 }
 
-/* A word's tokens: from `words`, else made here for a word of ASCII letters alone (and
+/* A word's tokens: from `words`, else made here for a plain ASCII word (and
  * stored in `words` while it is under its limit, as new_word stores), else new_word's. */
 static PyObject *
 word_tokens(PyObject *text, PyObject *words, PyObject *new_word, const PlainWords *plain)
@@ -1950,7 +1955,7 @@ word_tokens(PyObject *text, PyObject *words, PyObject *new_word, const PlainWord
         Py_INCREF(tokens);
     else if (PyErr_Occurred())
         return NULL;
-    else if (plain->namespace != NULL && ascii_letters(text)) {
+    else if (plain->namespace != NULL && plain_ascii_word(text)) {
         tokens = plain_word_tokens(text, plain);
         if (tokens != NULL && PyDict_GET_SIZE(words) < plain->cache_limit
                 && PyDict_SetItem(words, text, tokens) < 0)

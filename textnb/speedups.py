@@ -223,7 +223,7 @@ class ChunkRules(NamedTuple):
 
 
 class PlainWords(NamedTuple):
-    """How a tokenizer maps a word of ASCII letters alone in one namespace
+    """How a tokenizer maps a plain ASCII word in one namespace
     (``plain_word_tokens_python``): no rule but the length ones applies to it."""
 
     namespace: str  # ASCII
@@ -233,12 +233,24 @@ class PlainWords(NamedTuple):
     cache_limit: int  # words stored in a namespace's word cache, at most
 
 
+# What some rule of ``tokenize._map_plain`` looks for in an ASCII word: a URL or an
+# address ("." "@" ":"), a number (a digit), money ("$"), a colon to neutralise. A word
+# without any of them (and ASCII: no script to segment, no other currency sign) is
+# mapped by its length alone (tests/test_tokenize.py checks it against the full rules).
+_NOT_PLAIN = re.compile(r"[0-9.@:$]")
+
+
 def plain_word_tokens_python(text: str, plain: PlainWords) -> tuple[str, ...] | None:
-    """The tokens of ``text`` when it is ASCII letters alone, else None: the word
-    (lower-cased, if so set) in its namespace; none when shorter than ``min_length``;
-    when longer than ``max_length``, its first letter and size in tens (SpamBayes: long
-    "words" are mostly encoded junk)."""
-    if not (text.isascii() and text.isalpha()):
+    """The tokens of ``text`` when it is a plain ASCII word (ASCII, without a digit,
+    ".", "@", ":" or "$": letters, but also "don't", "re-send", "!!!"), else None:
+    the word (lower-cased, if so set) in its namespace; none when shorter than
+    ``min_length``; when longer than ``max_length``, its first character and size in
+    tens (SpamBayes: long "words" are mostly encoded junk).
+
+    Since stop 32 this takes every such word, not only those of letters alone: of
+    SpamAssassin's 55,870 new words that went on to the full rules in Python, 15,368
+    (docs/benchmarks.md, "stop 32")."""
+    if not (text and text.isascii()) or _NOT_PLAIN.search(text):
         return None
     word = text.lower() if plain.lowercase else text
     if len(word) < plain.min_length:

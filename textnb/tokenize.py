@@ -369,12 +369,13 @@ class EmailTokenizer:
     def _new_word(self, text: str, words: dict, namespace: str, lex: LexicalAttributes,
                   plain: PlainWords) -> tuple[str, ...]:
         """The tokens of a word not in the namespace's word cache (``words``), cached."""
-        # ASCII letters only: no rule of _map_plain but the length ones can apply (no ".",
-        # "@", ":" or digit; not a space, a currency or a script to segment;
+        # A plain ASCII word: no rule of _map_plain but the length ones can apply (no ".",
+        # "@", ":", "$" or digit; not a space, a currency or a script to segment;
         # tests/test_tokenize.py checks it against the full rules). Mapping the new chunks
         # of Enron 1-3's training split: 0.71-0.78 -> 0.57-0.61 CPU-s; SpamAssassin's,
-        # 1.69-1.75 -> 1.63-1.70 (3 rounds; docs/benchmarks.md, stop 29). Since stop 31
-        # the C loop (speedups.map_chunks) maps these words itself, without this call.
+        # 1.69-1.75 -> 1.63-1.70 (3 rounds; docs/benchmarks.md, stop 29), when these were
+        # words of ASCII letters alone. Since stop 31 the C loop (speedups.map_chunks)
+        # maps them itself, without this call; since stop 32 any plain ASCII word.
         word = plain_word_tokens_python(text, plain)
         if word is None:
             word = () if lex.is_space(text) else self._map_word(text, lex)
