@@ -722,6 +722,18 @@ def test_read_json_items_in_c_reads_what_json_loads_reads(tokens):
     assert TokenStore.from_utf8(text, ends) == TokenStore(json.loads(data))
 
 
+@needs_c
+def test_read_json_items_has_room_for_the_shortest_items():
+    """The ends' room comes from the length alone (4 bytes an item at least): lists of
+    empty strings, the most items for their length, fit exactly."""
+    import json
+
+    for n in (0, 1, 2, 3, 1000):
+        data = json.dumps([""] * n).encode("ascii")
+        text, ends = speedups.read_json_items(data)
+        assert len(ends) == n and not ends.any() and len(text) == 0
+
+
 # Bytes that decide what the ledger's normalisation keeps: line ends of each kind, the
 # bytes ``bytes.strip`` takes off a name, ':', the names and prefixes it drops in either
 # case and near misses, a leading mbox line, bytes that are not ASCII.
