@@ -155,6 +155,17 @@ def test_workers_collect_less_often_and_the_caller_as_before():
     assert gc.get_threshold() == before
 
 
+def test_spawned_workers_collect_less_often_too(monkeypatch):
+    """Where the platform cannot fork, the workers are spawned (engines.workers._pool):
+    the same pool, the same threshold."""
+    from textnb.engines.workers import BATCH_GC_THRESHOLD
+
+    spawn = multiprocessing.get_context("spawn")
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method=None: spawn)
+    assert set(Workers(2, None, _collector_threshold).map(range(4))) == {BATCH_GC_THRESHOLD}
+
+
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                     reason="workers are forked only where the platform forks")
 def test_forked_workers_start_with_what_they_inherit_frozen_and_the_caller_unfrozen():
