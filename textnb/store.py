@@ -32,7 +32,6 @@ import hashlib
 import io
 import json
 import os
-import queue
 import tempfile
 import threading
 import zipfile
@@ -104,6 +103,8 @@ class _MemberWriter(io.RawIOBase):
     """
 
     def __init__(self, zf: zipfile.ZipFile) -> None:
+        import queue  # here: the commands that only load a model (filter) never save one
+
         self.zf, self.checksums = zf, {}
         self._chunks: queue.Queue = queue.Queue(_PIPED_CHUNKS)
         self._error: BaseException | None = None
