@@ -137,6 +137,18 @@ def test_unknown_engine_and_misplaced_options_are_named():
         LocalEngine(0)
 
 
+@pytest.fixture
+def nothing_frozen():
+    """No object frozen when the test starts, whatever ran in this process before: the
+    command line's ``filter``, run in-process by other tests, freezes what is alive as
+    it ends (``cli/filter.py``), as a process about to exit may. Frozen again after."""
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    yield
+    if frozen:
+        gc.freeze()
+
+
 def _freeze_count(_state, _item) -> int:
     return gc.get_freeze_count()
 
@@ -168,7 +180,8 @@ def test_spawned_workers_collect_less_often_too(monkeypatch):
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                     reason="workers are forked only where the platform forks")
-def test_forked_workers_start_with_what_they_inherit_frozen_and_the_caller_unfrozen():
+def test_forked_workers_start_with_what_they_inherit_frozen_and_the_caller_unfrozen(
+        nothing_frozen):
     """engines.workers.start_pool: the objects a worker inherits are out of its
     collector's sight (no page copied for a collection's pass), and the calling process
     collects its own again."""
@@ -180,7 +193,7 @@ def test_forked_workers_start_with_what_they_inherit_frozen_and_the_caller_unfro
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                     reason="workers are forked only where the platform forks")
-def test_a_program_that_froze_objects_itself_keeps_them_frozen():
+def test_a_program_that_froze_objects_itself_keeps_them_frozen(nothing_frozen):
     """start_pool does not unfreeze what the calling program froze (gc.unfreeze would
     take back all of it), and does not freeze more."""
     gc.freeze()
