@@ -209,3 +209,29 @@ def test_adding_with_the_tokens_hashes_given_is_adding_without():
     assert given.tokens_ == hashed.tokens_
     probe = ["d", "x", "a", "\udc80"]
     np.testing.assert_array_equal(given.columns(probe), hashed.columns(probe))
+
+
+def test_a_vocabulary_takes_over_another_s_index():
+    """``index_arrays`` / ``adopt_index``: what a model loaded by a child process gets."""
+    from textnb import vectorize
+
+    if vectorize.hash_index() is None:
+        source = Vocabulary(["a", "b"])
+        source.check()
+        assert source.index_arrays() is None  # sorted arrays: the taker indexes itself
+        return
+    tokens = [f"tok{i}" for i in range(500)] + ["héllo", "bi:a b", ""]
+    source = Vocabulary(tokens)
+    assert source.index_arrays() is None  # not indexed yet: nothing to give
+    source.check()
+    arrays, shared = source.index_arrays()
+    arrays = {name: a.copy() for name, a in arrays.items()}  # views: another process's copy
+    taker = Vocabulary.of_store(source.tokens_.copy())
+    taker.adopt_index(arrays, shared)
+    assert taker._indexed == len(tokens)
+    queries = tokens + ["unseen", "tok9999"]
+    np.testing.assert_array_equal(taker.columns(queries), source.columns(queries))
+    np.testing.assert_array_equal(taker.add(["new", "tok3"]), source.add(["new", "tok3"]))
+    arrays, shared = source.index_arrays()
+    with pytest.raises(ValueError, match="an index of 504 columns for 2 tokens"):
+        Vocabulary(["a", "b"]).adopt_index(arrays, shared)

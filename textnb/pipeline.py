@@ -161,15 +161,16 @@ class SpamFilter:
                     calibration: dict | None = None, numeric=None) -> "SpamFilter":
         """A trained filter from its counts (model files, text dumps, merges).
 
-        tokens (Sequence[str]): the vocabulary, in column order (the order decides how
-            scores are summed, so keep the saved order to score bit for bit alike).
+        tokens (Sequence[str] | Vocabulary): the vocabulary, in column order (the order
+            decides how scores are summed, so keep the saved order to score bit for bit
+            alike); a Vocabulary is taken as it is, not copied (a loader's own).
         class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,);
             label codes 0 ham, 1 spam.
         RETURNS (SpamFilter); ValueError when the shapes disagree (a repeated token:
         when the vocabulary's index is built, ``Vocabulary.check``).
         """
         spam_filter = cls(config)
-        spam_filter.vocabulary = Vocabulary(tokens)
+        spam_filter.vocabulary = tokens if isinstance(tokens, Vocabulary) else Vocabulary(tokens)
         n = len(spam_filter.vocabulary)
         class_count = np.asarray(class_count, dtype=np.float64)
         # C order, as training builds it: sums over F-ordered rows round differently.
