@@ -9,13 +9,14 @@ second core: loading the Enron model and importing spaCy took 0.35-0.57 s wall a
 CPU in all, as the threads hand the GIL back and forth (docs/benchmarks.md, stop 27).
 
 ``beside_in_child`` runs the load in a forked child process instead, where nothing
-shares its GIL. Timed inside the load thread, the load took 0.23 s alone and 0.38-0.47
-beside the import: each return from a GIL-free call waits for the importing thread to
-let go, and its Python parts (NumPy's header parsing, the filter's assembly) run in
-turns with the import. In a child it takes what it takes alone, and the parent gets its
-result as arrays in shared memory: the import and the load of Enron's model, 0.400 ->
-0.351 s (medians of 7, interleaved), SpamAssassin's 0.365 -> 0.327 (docs/benchmarks.md,
-stop 33).
+shares its GIL. Timed inside the load thread, loading Enron's model with its index took
+0.23 s alone and 0.38-0.47 beside the import: each return from a GIL-free call waits
+for the importing thread to let go, and the Python parts (NumPy's header parsing, the
+filter's assembly) run in turns with the import. In a child the load takes what it
+takes alone, and the parent takes its result over from shared memory (0.015-0.035 s):
+the import and the load with the index, 0.385 -> 0.324 s on Enron's model, 0.353 ->
+0.337 on SpamAssassin's (medians of 7, interleaved; ``store.load_while`` says when the
+child is worth it; docs/benchmarks.md, stop 33).
 
 What comes back is JSON-able facts and NumPy arrays of numbers, never a pickle: the
 child writes them into an anonymous memory file (``memfd_create``: no name in any file
