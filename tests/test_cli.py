@@ -133,3 +133,23 @@ def test_evaluate_on_the_training_index(trained):
     assert 0 <= metrics["one_minus_auc_pct"] <= 100
     text = runner.invoke(app, ["evaluate", "--model", str(trained), "--index", str(SAMPLE / "index")])
     assert "(1-AUC)%" in text.output and "called spam" in text.output
+
+
+@pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])
+def test_the_command_line_runs_numpy_with_one_blas_thread_unless_told(given, expected):
+    """OpenBLAS's threads spin at NumPy's import and serve no textnb computation
+    (textnb/cli/__init__.py): the CLI limits them, and keeps a limit the user set."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    probe = ("import os, textnb.cli, numpy; print(os.environ['OPENBLAS_NUM_THREADS'], "
+             "len(os.listdir('/proc/self/task')) if os.path.isdir('/proc/self/task') else 1)")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[0] == expected
+    if given is None:
+        assert out[1] == "1"  # no BLAS thread was started

@@ -18,7 +18,16 @@ import pkgutil
 import sys
 import threading
 
-from ._util import app
+# One BLAS thread. OpenBLAS starts a thread a core as NumPy is imported, and they spin
+# before they sleep: 0.08-0.1 CPU-s of every command, 12% of a one-message ``textnb
+# filter``'s CPU (0.82 -> 0.72 s, medians of 9; docs/benchmarks.md, stop 33). textnb
+# multiplies nothing dense enough for them to help (its products are sparse, or 2 x 2),
+# and its parallelism is its own worker processes, so the threads could only compete
+# with those; joblib's workers set the same limits for the same reason. Set before
+# NumPy is imported; a limit the user sets is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from ._util import app  # noqa: E402 - after the limit above
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):
     importlib.import_module(f"{__name__}.{_module}")
