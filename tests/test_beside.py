@@ -144,3 +144,26 @@ def test_no_child_is_forked_while_another_thread_runs():
     finally:
         stop.set()
         other.join()
+
+
+@needs_fork
+def test_a_program_that_ignores_sigchld_gets_the_answer_all_the_same():
+    import signal
+
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped by the kernel
+    try:
+        facts, arrays = beside_in_child(lambda: ({"n": 1}, {"a": np.arange(3)}), lambda: None)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert facts == {"n": 1}
+    np.testing.assert_array_equal(arrays["a"], np.arange(3))
+
+
+@needs_fork
+def test_out_of_descriptors_the_task_runs_on_a_thread(monkeypatch):
+    def no_pipe():
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(beside.os, "pipe", no_pipe)
+    facts, _ = beside_in_child(lambda: ({"ok": 1}, {}), lambda: None)
+    assert facts == {"ok": 1}

@@ -96,7 +96,10 @@ def beside_in_child(task: Callable[[], Arrays], work: Callable[[], object]) -> A
     except OSError:
         return beside(task, work)
     try:
-        ready, done = os.pipe()
+        try:
+            ready, done = os.pipe()
+        except OSError:  # out of descriptors: the thread needs none
+            return beside(task, work)
         try:
             pid = os.fork()
         except OSError:
@@ -183,10 +186,14 @@ def _mapped(memory: int) -> Arrays | None:
 
 
 def _end(pid: int, kill: bool = False) -> None:
-    """Reap the child (killed first if ``kill``), so that it is never left a zombie."""
+    """Reap the child (killed first if ``kill``), so that it is never left a zombie. A
+    program that ignores SIGCHLD has its children reaped for it: nothing to wait for."""
     if kill:
         try:
             os.kill(pid, 9)
         except ProcessLookupError:
             pass
-    os.waitpid(pid, 0)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
