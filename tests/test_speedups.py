@@ -474,30 +474,6 @@ def _with_python_loops(function, *args, **kwargs):
 
 
 @needs_c
-def test_a_hash_index_taken_over_from_its_arrays_finds_and_grows_alike():
-    """``from_arrays`` (a model loaded by a child process): the arrays are taken as
-    they are, read-only views of another's memory included, and copied when they grow."""
-    rng = np.random.default_rng(5)
-    hashes = rng.integers(-2**63, 2**63 - 1, size=3000, dtype=np.int64)
-    hashes[::9] = 77  # repeats: reported as taken, found at their first column
-    original = speedups.HashIndex()
-    original.add(hashes)
-    keys, slots = (a.copy() for a in original.to_arrays())
-    memory = np.concatenate([keys, np.zeros(5, np.int64)])  # someone else's buffer
-    adopted = speedups.HashIndex.from_arrays(memory[:keys.size], slots)
-    assert len(adopted) == len(original)
-    more = rng.integers(-2**63, 2**63 - 1, size=5000, dtype=np.int64)
-    more[::11] = 77
-    queries = np.concatenate([hashes, more, [123456789]])
-    np.testing.assert_array_equal(adopted.find(queries), original.find(queries))
-    np.testing.assert_array_equal(adopted.add(more), original.add(more))
-    np.testing.assert_array_equal(adopted.find(queries), original.find(queries))
-    assert (memory[keys.size:] == 0).all()  # grown into an array of its own
-    with pytest.raises(ValueError, match="do not fit"):
-        speedups.HashIndex.from_arrays(keys, slots[:keys.size // 2])
-
-
-@needs_c
 def test_the_hash_index_finds_the_first_column_of_each_hash():
     """Columns added batch by batch (the table grown many times): each hash finds the
     first column that had it, a repeat is reported as taken, an unknown hash gives -1."""

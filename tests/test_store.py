@@ -8,10 +8,9 @@ import zipfile
 import numpy as np
 import pytest
 
-from textnb import beside as store_beside
 from textnb import store, token_store
 from textnb.errors import ModelFormatError
-from textnb.sources import RawMessage, iter_index
+from textnb.sources import iter_index
 from textnb.token_store import TokenStore
 
 
@@ -364,28 +363,7 @@ def test_a_vocabulary_of_another_shape_is_read_by_json(data):
     assert list(store._read_json_list(data)) == expected
 
 
-@pytest.fixture(params=["child", "thread"])
-def load_beside(request, monkeypatch):
-    """``store.load_while`` in a forked child (where the platform has one) or on a thread.
-
-    The child's way is taken even with other threads in this process: once Dask's tests
-    have run, its offload and IO-loop threads idle here for good, and the command's
-    own guard (``beside.can_fork_child``) would keep the thread for every later test."""
-    import os
-
-    from textnb import beside
-
-    if request.param == "thread":
-        monkeypatch.setattr(beside, "can_fork_child", lambda: False)
-    elif not (hasattr(os, "fork") and hasattr(os, "memfd_create")):
-        pytest.skip("forking a child with a memory file needs Linux")
-    else:
-        monkeypatch.setattr(beside, "can_fork_child", lambda: True)
-    return request.param
-
-
-def test_load_while_gives_the_model_load_gives(sample_filter, sample_index, model_path,
-                                               load_beside):
+def test_load_while_gives_the_model_load_gives(sample_filter, sample_index, model_path):
     store.save(sample_filter, model_path)
     ran = []
     loaded = store.load_while(model_path, lambda: ran.append(True))
@@ -394,8 +372,7 @@ def test_load_while_gives_the_model_load_gives(sample_filter, sample_index, mode
                                   _scores(store.load(model_path), sample_index))
 
 
-def test_load_while_can_index_the_vocabulary_for_batches(sample_model_file, sample_index,
-                                                         load_beside):
+def test_load_while_can_index_the_vocabulary_for_batches(sample_model_file, sample_index):
     indexed = store.load_while(sample_model_file, lambda: None, index=True)
     assert indexed.vocabulary._indexed == len(indexed.vocabulary)
     raws = [m.raw for m in iter_index(sample_index)]
@@ -403,30 +380,7 @@ def test_load_while_can_index_the_vocabulary_for_batches(sample_model_file, samp
                                   store.load(sample_model_file).log_odds(raws))
 
 
-def test_a_model_from_the_loading_child_is_the_file_s_model(sample_model_file, sample_index,
-                                                            load_beside, monkeypatch):
-    forks = []
-    real = store_beside.beside_in_child
-    monkeypatch.setattr(store_beside, "beside_in_child", lambda *a: forks.append(1) or real(*a))
-    handed = store.load_while(sample_model_file, lambda: None, index=True)
-    assert forks == ([1] if load_beside == "child" else [])
-    loaded = store.load_for_update(sample_model_file)[0]
-    assert store.dumps(handed) == store.dumps(loaded)  # member for member
-    assert handed.vocabulary._indexed == loaded.vocabulary._indexed
-    raws = [m.raw for m in iter_index(sample_index)]
-    np.testing.assert_array_equal(handed.log_odds(raws), loaded.log_odds(raws))
-    # Its vocabulary, index and counts still grow, as a loaded model's do (retraining
-    # after classifying, in one process): the taken-over arrays are copied as they grow.
-    new = RawMessage("new.eml", b"Subject: zqxwv unheard-of words\n\nblorptastic frumious\n",
-                     "spam")
-    for spam_filter in (handed, loaded):
-        spam_filter.learn([new])
-    assert store.dumps(handed) == store.dumps(loaded)
-    np.testing.assert_array_equal(handed.vocabulary.columns(list(loaded.vocabulary.tokens_)),
-                                  np.arange(len(loaded.vocabulary)))
-
-
-def test_load_while_raises_the_loads_error_after_the_work(tmp_path, load_beside):
+def test_load_while_raises_the_loads_error_after_the_work(tmp_path):
     damaged = tmp_path / "damaged.tnb"
     damaged.write_bytes(b"PK\x03\x04 not really")
     ran = []
@@ -437,9 +391,6 @@ def test_load_while_raises_the_loads_error_after_the_work(tmp_path, load_beside)
 
 def test_load_while_raises_the_works_error_once_the_load_is_done(sample_filter, model_path,
                                                                 monkeypatch):
-    from textnb import beside
-
-    monkeypatch.setattr(beside, "can_fork_child", lambda: False)  # the thread's way
     import threading
 
     store.save(sample_filter, model_path)

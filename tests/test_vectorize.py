@@ -211,27 +211,22 @@ def test_adding_with_the_tokens_hashes_given_is_adding_without():
     np.testing.assert_array_equal(given.columns(probe), hashed.columns(probe))
 
 
-def test_a_vocabulary_takes_over_another_s_index():
-    """``index_arrays`` / ``adopt_index``: what a model loaded by a child process gets."""
-    from textnb import vectorize
+def test_a_vocabulary_of_a_store_takes_the_store_over():
+    """``Vocabulary.of_store`` (a model's load): the store read is the vocabulary's own,
+    not a copy; ``SpamFilter.from_counts`` takes such a vocabulary as it is."""
+    from textnb.config import FilterConfig
+    from textnb.pipeline import SpamFilter
+    from textnb.token_store import TokenStore
 
-    if vectorize.hash_index() is None:
-        source = Vocabulary(["a", "b"])
-        source.check()
-        assert source.index_arrays() is None  # sorted arrays: the taker indexes itself
-        return
-    tokens = [f"tok{i}" for i in range(500)] + ["héllo", "bi:a b", ""]
-    source = Vocabulary(tokens)
-    assert source.index_arrays() is None  # not indexed yet: nothing to give
-    source.check()
-    arrays, shared = source.index_arrays()
-    arrays = {name: a.copy() for name, a in arrays.items()}  # views: another process's copy
-    taker = Vocabulary.of_store(source.tokens_.copy())
-    taker.adopt_index(arrays, shared)
-    assert taker._indexed == len(tokens)
-    queries = tokens + ["unseen", "tok9999"]
-    np.testing.assert_array_equal(taker.columns(queries), source.columns(queries))
-    np.testing.assert_array_equal(taker.add(["new", "tok3"]), source.add(["new", "tok3"]))
-    arrays, shared = source.index_arrays()
-    with pytest.raises(ValueError, match="an index of 504 columns for 2 tokens"):
-        Vocabulary(["a", "b"]).adopt_index(arrays, shared)
+    store = TokenStore(["free", "money", "bi:free money"])
+    vocabulary = Vocabulary.of_store(store)
+    assert vocabulary.tokens_ is store
+    assert vocabulary.columns(["money", "nope"]).tolist() == [1, -1]
+    assert vocabulary.add(["new", "free"]).tolist() == [3, 0]
+    assert list(store) == ["free", "money", "bi:free money", "new"]
+    spam_filter = SpamFilter.from_counts(FilterConfig(), vocabulary, np.ones(2),
+                                         np.ones((2, 4)), np.ones(4))
+    assert spam_filter.vocabulary is vocabulary
+    copied = SpamFilter.from_counts(FilterConfig(), store, np.ones(2), np.ones((2, 4)),
+                                    np.ones(4))
+    assert copied.vocabulary.tokens_ is not store and copied.vocabulary.tokens_ == store

@@ -383,23 +383,6 @@ class HashIndex:
     def __len__(self) -> int:
         return self._n
 
-    def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """``from_arrays``' two arguments: each column's hash, and the slots (views)."""
-        return self._keys[:self._n], self._slots
-
-    @classmethod
-    def from_arrays(cls, keys: np.ndarray, slots: np.ndarray) -> "HashIndex":
-        """The index ``to_arrays`` gave, in another process; the arrays are taken as they
-        are (``add`` copies them before it grows them)."""
-        keys = np.asarray(keys, dtype=np.int64)
-        slots = np.asarray(slots, dtype=np.int32)
-        if not slots.flags.c_contiguous or not slots.flags.writeable or keys.ndim != 1 \
-                or slots.ndim != 1 or keys.size > slots.size * _MAX_LOAD:
-            raise ValueError(f"{keys.size} hashes do not fit an index of {slots.size} slots")
-        index = cls()
-        index._keys, index._slots, index._n = keys, slots, keys.size
-        return index
-
     def find(self, hashes: np.ndarray) -> np.ndarray:
         """The column indexed under each hash (int64), -1 for none."""
         hashes = np.ascontiguousarray(hashes, dtype=np.int64)
@@ -416,13 +399,7 @@ class HashIndex:
         n = self._n + hashes.size
         if n > self._keys.size:
             # In place, by a quarter more: a doubling would leave up to 8 bytes a token idle.
-            size = max(n, self._keys.size + self._keys.size // 4)
-            if self._keys.base is None:
-                self._keys.resize(size, refcheck=False)
-            else:  # another's memory (``from_arrays``): copied into an array of its own
-                keys = np.zeros(size, dtype=np.int64)
-                keys[:self._n] = self._keys[:self._n]
-                self._keys = keys
+            self._keys.resize(max(n, self._keys.size + self._keys.size // 4), refcheck=False)
         self._keys[self._n:n] = hashes
         if n > self._slots.size * _MAX_LOAD:
             size = max(self._slots.size, 1024)

@@ -345,21 +345,6 @@ def write_model(spam_filter: SpamFilter, fh) -> None:
     training run's memory: 70 bytes a token on top of the model itself, 350 MB for a
     mailbox of five million tokens (docs/benchmarks.md, memory at scale).
     """
-    arrays = model_arrays(spam_filter)
-    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED,
-                         compresslevel=ZLIB_LEVEL) as zf:
-        with _MemberWriter(zf) as members:
-            members.add("vocabulary.json",
-                        lambda out: _write_json_list(out, spam_filter.vocabulary.tokens_))
-            for name, array in arrays.items():
-                members.add(f"{name}.npy", lambda out, a=array: _write_npy(out, a))
-        meta = {**description(spam_filter), "sha256": members.checksums}
-        zf.writestr(_META, json.dumps(meta, indent=2, sort_keys=True))
-
-
-def model_arrays(spam_filter: SpamFilter) -> dict[str, np.ndarray]:
-    """The arrays a model file holds (each is its member ``NAME.npy``): the counts, the
-    ledger's, and the numeric features' model's."""
     model = spam_filter.model
     if not hasattr(model, "class_count_"):
         from .errors import NotFittedError
@@ -371,7 +356,15 @@ def model_arrays(spam_filter: SpamFilter) -> dict[str, np.ndarray]:
     if getattr(spam_filter, "numeric", None) is not None:  # model.numeric_model (textnb.numeric)
         arrays.update({f"numeric_{name}": array
                        for name, array in spam_filter.numeric.to_arrays().items()})
-    return arrays
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED,
+                         compresslevel=ZLIB_LEVEL) as zf:
+        with _MemberWriter(zf) as members:
+            members.add("vocabulary.json",
+                        lambda out: _write_json_list(out, spam_filter.vocabulary.tokens_))
+            for name, array in arrays.items():
+                members.add(f"{name}.npy", lambda out, a=array: _write_npy(out, a))
+        meta = {**description(spam_filter), "sha256": members.checksums}
+        zf.writestr(_META, json.dumps(meta, indent=2, sort_keys=True))
 
 
 def dumps(spam_filter: SpamFilter) -> bytes:
@@ -475,58 +468,18 @@ def load(path: str | Path) -> SpamFilter:
 
 def load_while(path: str | Path, work: Callable[[], object], index: bool = False
                ) -> SpamFilter:
-    """``load(path)`` beside ``work()`` (``textnb.beside``: the scoring commands import
-    spaCy meanwhile), on a second thread, or in a forked child process.
+    """``load(path)`` on a second thread while ``work()`` runs on this one
+    (``textnb.beside``: the scoring commands import spaCy meanwhile).
 
     index (bool): also build the vocabulary's token -> column index there (as
         ``load_for_update`` does), for a caller that will score batches: its hashing
-        then overlaps ``work``, and worker processes forked later inherit the index
-        instead of each building its own. The load is then the longer of the two, and
-        runs in a child where the platform has one to give (the filter comes back as
-        arrays, ``_handed_over``): with typer's imports done first, as the CLI does,
-        Enron 1-3's model and spaCy's import took 0.385 -> 0.324 s, SpamAssassin's
-        0.353 -> 0.337 (medians of 7, interleaved). Without the index, taking over the
-        child's arrays after the import (0.01-0.03 s) cost more than it saved (0.350 ->
-        0.361, 0.283 -> 0.295): ``textnb filter`` keeps the thread."""
-    from .beside import beside, beside_in_child, can_fork_child
+        and sorting then overlap ``work``, and worker processes forked later inherit
+        the index instead of each building its own."""
+    from .beside import beside
 
-    if index and can_fork_child():
-        facts, arrays = beside_in_child(lambda: _handed_over(_read(path, index=True)[0]),
-                                        work)
-        return _taken_over(facts, arrays)
     if index:
         return beside(lambda: _read(path, index=True)[0], work)
     return beside(lambda: load(path), work)
-
-
-def _handed_over(spam_filter: SpamFilter) -> tuple[dict, dict[str, np.ndarray]]:
-    """A loaded filter as facts and arrays (``beside.beside_in_child``'s answer): what
-    its model file would hold, without the compression and checksums (the child has
-    checked them), and the vocabulary's index when it has one to give."""
-    arrays = model_arrays(spam_filter)
-    vocabulary = spam_filter.vocabulary
-    arrays["vocabulary_utf8"], arrays["vocabulary_ends"] = vocabulary.tokens_.to_utf8()
-    facts = {"description": description(spam_filter), "shared": None}
-    index = vocabulary.index_arrays()
-    if index is not None:
-        index_arrays, facts["shared"] = index
-        arrays.update(index_arrays)
-    return facts, arrays
-
-
-def _taken_over(facts: dict, arrays: dict[str, np.ndarray]) -> SpamFilter:
-    """The filter ``_handed_over`` gave: assembled as ``loads`` assembles a model
-    file's, and its index taken over as it is (built here if the child had none to
-    give: the sorted arrays kept without the C module)."""
-    damaged = "the model loaded by a child process does not fit together"
-    tokens = TokenStore.from_utf8(arrays.pop("vocabulary_utf8"), arrays.pop("vocabulary_ends"))
-    table = {n: arrays.pop(n) for n in ("index_keys", "index_slots") if n in arrays}
-    spam_filter = _assemble(facts["description"], Vocabulary.of_store(tokens), arrays, damaged)
-    if facts["shared"] is not None:
-        spam_filter.vocabulary.adopt_index(table, facts["shared"])
-    else:
-        _check_index(spam_filter, damaged)
-    return spam_filter
 
 
 def load_for_update(path: str | Path):
@@ -597,57 +550,40 @@ def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
         if hashlib.sha256(members[member]).hexdigest() != digest:
             raise ModelFormatError(damaged + f" (checksum mismatch in {member})")
     try:
-        tokens = _read_json_list(members["vocabulary.json"])
-        arrays = {n[:-len(".npy")]: np.load(io.BytesIO(data), allow_pickle=False)
-                  for n, data in members.items() if n.endswith(".npy")}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ModelFormatError(damaged + f" ({exc})") from None
-    spam_filter = _assemble(meta, Vocabulary.of_store(tokens), arrays, damaged)
-    if index:
-        _check_index(spam_filter, damaged)
-    return spam_filter
-
-
-def _assemble(meta: dict, tokens: Vocabulary, arrays: dict[str, np.ndarray],
-              damaged: str) -> SpamFilter:
-    """The filter a model file's description (``meta``), vocabulary and arrays (by
-    member name, without ``.npy``) make; ModelFormatError (``damaged``, and what is
-    wrong) when they do not fit together."""
-    try:
         n_learned = {str(k): int(v) for k, v in meta.get("n_learned", {}).items()}
         config = config_from_dict(with_saved_defaults(meta["config"]))
+        # Taken over, not copied again (``Vocabulary(tokens)`` would copy the store).
+        tokens = Vocabulary.of_store(_read_json_list(members["vocabulary.json"]))
+        arrays = {a: np.load(io.BytesIO(members[f"{a}.npy"]), allow_pickle=False)
+                  for a in _ARRAYS}
         ledger = None
-        if "ledger_digest" in arrays:
+        if "ledger_digest.npy" in members:
             ledger = Ledger.from_arrays(
-                *(arrays.get(f"ledger_{a}")
+                *(np.load(io.BytesIO(members[f"ledger_{a}.npy"]), allow_pickle=False)
+                  if f"ledger_{a}.npy" in members else None
                   for a in ("digest", "label", "tokens", "serial", "born", "last", "state",
                             "hash_version")))
             if ledger.born.shape[0] > len(tokens):
                 raise ValueError(f"the ledger's column history has {ledger.born.shape[0]} "
                                  f"columns, the vocabulary {len(tokens)}")
-        numeric = {n[len("numeric_"):]: a for n, a in arrays.items() if n.startswith("numeric_")}
+        numeric = {n[len("numeric_"):-len(".npy")]: np.load(io.BytesIO(data), allow_pickle=False)
+                   for n, data in members.items() if n.startswith("numeric_")}
         if numeric:
             from .numeric import from_arrays
 
             numeric = from_arrays(config.model.numeric_model, numeric)
-        class_count, feature_count, doc_freq = (arrays[a] for a in _ARRAYS)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelFormatError(damaged + f" ({exc})") from None
     try:
-        return SpamFilter.from_counts(
-            config, tokens, class_count, feature_count, doc_freq,
+        spam_filter = SpamFilter.from_counts(
+            config, tokens, arrays["class_count"], arrays["feature_count"], arrays["doc_freq"],
             n_learned=n_learned, ledger=ledger, threshold=meta.get("threshold"),
             calibration=meta.get("calibration"), numeric=numeric or None)
-    except ValueError as exc:  # shapes that disagree with the vocabulary
+        if index:
+            spam_filter.vocabulary.check()  # a repeated token raises ValueError
+    except ValueError as exc:  # shapes that disagree with the vocabulary, a repeated token
         raise ModelFormatError(damaged + f" ({exc})") from None
-
-
-def _check_index(spam_filter: SpamFilter, damaged: str) -> None:
-    """Index the vocabulary now; a repeated token is damage."""
-    try:
-        spam_filter.vocabulary.check()
-    except ValueError as exc:
-        raise ModelFormatError(damaged + f" ({exc})") from None
+    return spam_filter
 
 
 def _check_format(meta: dict, name: str) -> None:

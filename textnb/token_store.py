@@ -186,12 +186,6 @@ class TokenStore(Sequence):
         store._ends.frombytes(memoryview(np.ascontiguousarray(ends)).cast("B"))
         return store
 
-    def to_utf8(self) -> tuple[np.ndarray, np.ndarray]:
-        """``from_utf8``'s two arguments, as new arrays: the tokens' UTF-8 bytes (uint8) and
-        each token's end in them (int64)."""
-        return (np.frombuffer(bytes(self._bytes), dtype=np.uint8),
-                np.array(self._ends, dtype=np.int64))
-
     def append(self, token: str) -> None:
         self.extend([token])
 

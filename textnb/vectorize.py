@@ -114,25 +114,6 @@ class Vocabulary:
         vocabulary.tokens_ = store
         return vocabulary
 
-    def index_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, int]] | None:
-        """The whole index, for another process to take over (``adopt_index``): the C
-        table's arrays, and the tokens whose hash another token has. None when the
-        columns are not all indexed, or the index is not the C table."""
-        if self._table is None or self._indexed != len(self.tokens_) or not self._indexed:
-            return None
-        keys, slots = self._table.to_arrays()
-        return {"index_keys": keys, "index_slots": slots}, dict(self._shared)
-
-    def adopt_index(self, arrays: dict[str, np.ndarray], shared: dict[str, int]) -> None:
-        """Take over the index ``index_arrays`` gave for these same tokens."""
-        from .speedups import HashIndex
-
-        table = HashIndex.from_arrays(arrays["index_keys"], arrays["index_slots"])
-        if len(table) != len(self.tokens_):
-            raise ValueError(f"an index of {len(table)} columns for {len(self.tokens_)} tokens")
-        self._table, self._shared = table, {str(k): int(v) for k, v in shared.items()}
-        self._indexed = len(self.tokens_)
-
     @property
     def index_(self) -> dict[str, int]:
         """The whole map as a dict (built on request, for tests and tools; the filter's
