@@ -245,6 +245,40 @@ def test_a_file_saved_before_evidence_modes_keeps_scoring_as_it_did(sample_index
     np.testing.assert_array_equal(_scores(loaded, sample_index), want)
 
 
+@pytest.mark.parametrize("inflater", ["isal", "zlib"])
+def test_members_are_inflated_where_they_lie_as_zipfile_reads_them(sample_filter, inflater,
+                                                                   monkeypatch):
+    """``store._member_bytes``: one inflate call on the file's bytes, with ISA-L where it
+    is installed and zlib where not, gives what ``ZipFile.read`` gives, stored members too."""
+    import io
+    import zlib
+
+    if inflater == "zlib":
+        monkeypatch.setattr(store, "_inflater", lambda: (zlib.decompress, zlib.crc32))
+    else:
+        pytest.importorskip("isal", reason="python-isal is not installed here")
+    data = store.dumps(sample_filter)
+    stored = _rewritten(data, "doc_freq.npy", b"\x93NUMPY not really")  # ZIP_STORED members
+    for archive in (data, stored):
+        with zipfile.ZipFile(io.BytesIO(archive)) as zf:
+            for info in zf.infolist():
+                assert store._member_bytes(zf, archive, info.filename,
+                                           store._inflater()) == zf.read(info.filename)
+    loaded = store.loads(data)
+    assert store.dumps(loaded) == data
+
+
+def test_a_member_whose_inflated_bytes_miss_their_crc_is_damage(sample_filter):
+    """Bytes that inflate, but not to what the archive lists (the central directory's
+    CRC-32, which zipfile checks too), are damage."""
+    data = bytearray(store.dumps(sample_filter))
+    entry = bytes(data).rfind(b"class_count.npy") - 46  # its central directory entry
+    assert data[entry:entry + 4] == b"PK\x01\x02"
+    data[entry + 16] ^= 0xFF  # the entry's CRC-32
+    with pytest.raises(ModelFormatError, match="damaged"):
+        store.loads(bytes(data))
+
+
 def _rewritten(data: bytes, member: str, content: bytes) -> bytes:
     """A model file's bytes with one member replaced (and its checksum updated)."""
     import hashlib
