@@ -268,6 +268,31 @@ def test_members_are_inflated_where_they_lie_as_zipfile_reads_them(sample_filter
     assert store.dumps(loaded) == data
 
 
+def test_npy_members_read_as_np_load_reads_them_into_arrays_of_their_own():
+    import io
+
+    arrays = [np.arange(12, dtype=np.float64).reshape(3, 4) / 7, np.zeros((0, 32), np.uint8),
+              np.zeros(0, np.int64), np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+              np.arange(5, dtype=">u4"), np.array([True, False]), np.array(3.5),
+              np.frombuffer(bytes(range(64)), dtype=np.uint8).reshape(2, 32)]
+    for expected in arrays:
+        for version in ((1, 0), (2, 0)):
+            out = io.BytesIO()
+            np.lib.format.write_array(out, expected, version=version)
+            got, loaded = store._npy(out.getvalue()), np.load(io.BytesIO(out.getvalue()))
+            assert got.dtype == loaded.dtype and got.shape == loaded.shape
+            np.testing.assert_array_equal(got, expected)
+            assert got.flags.owndata and got.flags.writeable
+            assert (got.flags.c_contiguous, got.flags.f_contiguous) == (
+                loaded.flags.c_contiguous, loaded.flags.f_contiguous)
+    objects = io.BytesIO()
+    np.save(objects, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="Python objects"):
+        store._npy(objects.getvalue())
+    with pytest.raises(ValueError):
+        store._npy(out.getvalue()[:-1])  # cut short
+
+
 def test_a_member_whose_inflated_bytes_miss_their_crc_is_damage(sample_filter):
     """Bytes that inflate, but not to what the archive lists (the central directory's
     CRC-32, which zipfile checks too), are damage."""

@@ -230,3 +230,10 @@ def test_a_vocabulary_of_a_store_takes_the_store_over():
     copied = SpamFilter.from_counts(FilterConfig(), store, np.ones(2), np.ones((2, 4)),
                                     np.ones(4))
     assert copied.vocabulary.tokens_ is not store and copied.vocabulary.tokens_ == store
+    # adopt: a loader's own count arrays are taken as they are; without it, copied.
+    counts, doc_freq = np.ones((2, 4)), np.ones(4)
+    adopted = SpamFilter.from_counts(FilterConfig(), store, np.ones(2), counts, doc_freq,
+                                     adopt=True)
+    assert np.shares_memory(adopted.model.feature_count_, counts)
+    assert np.shares_memory(adopted.doc_freq_, doc_freq)
+    assert not np.shares_memory(copied.model.feature_count_, counts)

@@ -90,7 +90,10 @@ class _BaseNB:
 
     @feature_count_.setter
     def feature_count_(self, value) -> None:
-        value = np.array(value, dtype=np.float64, order="C")
+        self._set_feature_count(value, copy=True)
+
+    def _set_feature_count(self, value, copy: bool) -> None:
+        value = (np.array if copy else np.asarray)(value, dtype=np.float64, order="C")
         if value.ndim != 2 or value.shape[0] != self.n_classes:
             raise ValueError(f"feature counts of shape {value.shape} do not fit a model of "
                              f"{self.n_classes} classes")
@@ -178,12 +181,15 @@ class _BaseNB:
         self._update_class_log_prior()
         return self
 
-    def set_counts(self, class_count, feature_count) -> "_BaseNB":
+    def set_counts(self, class_count, feature_count, *, copy: bool = True) -> "_BaseNB":
         """Replace the counts (a model read from a file): class_count of shape
-        (n_classes,), feature_count of shape (n_classes, n_features)."""
+        (n_classes,), feature_count of shape (n_classes, n_features).
+
+        copy (bool): False takes a C-ordered float64 feature_count as it is (a loader's
+        own array, which nothing else holds)."""
         self.class_count_ = class_count
         self._mask = np.ones(feature_count.shape[1], dtype=bool)  # every column kept
-        self.feature_count_ = feature_count  # also the running sums, once (a full pass)
+        self._set_feature_count(feature_count, copy)  # also the running sums (a full pass)
         self._update_class_log_prior()
         return self
 

@@ -158,7 +158,8 @@ class SpamFilter:
     def from_counts(cls, config: FilterConfig, tokens: Sequence[str], class_count,
                     feature_count, doc_freq, *, n_learned: dict[str, int] | None = None,
                     ledger: Ledger | None = None, threshold: float | None = None,
-                    calibration: dict | None = None, numeric=None) -> "SpamFilter":
+                    calibration: dict | None = None, numeric=None,
+                    adopt: bool = False) -> "SpamFilter":
         """A trained filter from its counts (model files, text dumps, merges).
 
         tokens (Sequence[str] | Vocabulary): the vocabulary, in column order (the order
@@ -166,6 +167,10 @@ class SpamFilter:
             alike); a Vocabulary is taken as it is, not copied (a loader's own).
         class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,);
             label codes 0 ham, 1 spam.
+        adopt (bool): take feature_count and doc_freq as they are when they are float64
+            (a loader's own arrays, which nothing else holds), not copies: loading the
+            1.65-million-token model copied 39 MB more for nothing (docs/benchmarks.md,
+            stop 33).
         RETURNS (SpamFilter); ValueError when the shapes disagree (a repeated token:
         when the vocabulary's index is built, ``Vocabulary.check``).
         """
@@ -175,11 +180,11 @@ class SpamFilter:
         class_count = np.asarray(class_count, dtype=np.float64)
         # C order, as training builds it: sums over F-ordered rows round differently.
         feature_count = np.ascontiguousarray(feature_count, dtype=np.float64)
-        doc_freq = np.array(doc_freq, dtype=np.float64)
+        doc_freq = (np.asarray if adopt else np.array)(doc_freq, dtype=np.float64)
         if class_count.shape != (2,) or feature_count.shape != (2, n) or doc_freq.shape != (n,):
             raise ValueError(f"counts of shapes {class_count.shape}, {feature_count.shape} and "
                              f"{doc_freq.shape} do not fit a vocabulary of {n} tokens")
-        spam_filter.model.set_counts(class_count, feature_count)
+        spam_filter.model.set_counts(class_count, feature_count, copy=not adopt)
         spam_filter.doc_freq_ = doc_freq
         spam_filter._update_mask()
         spam_filter.n_learned = {**dict.fromkeys(LABELS, 0), **(n_learned or {})}

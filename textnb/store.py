@@ -556,19 +556,17 @@ def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
         config = config_from_dict(with_saved_defaults(meta["config"]))
         # Taken over, not copied again (``Vocabulary(tokens)`` would copy the store).
         tokens = Vocabulary.of_store(_read_json_list(members["vocabulary.json"]))
-        arrays = {a: np.load(io.BytesIO(members[f"{a}.npy"]), allow_pickle=False)
-                  for a in _ARRAYS}
+        arrays = {a: _npy(members[f"{a}.npy"]) for a in _ARRAYS}
         ledger = None
         if "ledger_digest.npy" in members:
             ledger = Ledger.from_arrays(
-                *(np.load(io.BytesIO(members[f"ledger_{a}.npy"]), allow_pickle=False)
-                  if f"ledger_{a}.npy" in members else None
+                *(_npy(members[f"ledger_{a}.npy"]) if f"ledger_{a}.npy" in members else None
                   for a in ("digest", "label", "tokens", "serial", "born", "last", "state",
                             "hash_version")))
             if ledger.born.shape[0] > len(tokens):
                 raise ValueError(f"the ledger's column history has {ledger.born.shape[0]} "
                                  f"columns, the vocabulary {len(tokens)}")
-        numeric = {n[len("numeric_"):-len(".npy")]: np.load(io.BytesIO(data), allow_pickle=False)
+        numeric = {n[len("numeric_"):-len(".npy")]: _npy(data)
                    for n, data in members.items() if n.startswith("numeric_")}
         if numeric:
             from .numeric import from_arrays
@@ -580,12 +578,31 @@ def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
         spam_filter = SpamFilter.from_counts(
             config, tokens, arrays["class_count"], arrays["feature_count"], arrays["doc_freq"],
             n_learned=n_learned, ledger=ledger, threshold=meta.get("threshold"),
-            calibration=meta.get("calibration"), numeric=numeric or None)
+            calibration=meta.get("calibration"), numeric=numeric or None, adopt=True)
         if index:
             spam_filter.vocabulary.check()  # a repeated token raises ValueError
     except ValueError as exc:  # shapes that disagree with the vocabulary, a repeated token
         raise ModelFormatError(damaged + f" ({exc})") from None
     return spam_filter
+
+
+def _npy(data: bytes) -> np.ndarray:
+    """The array of an ``.npy`` member's bytes, a new array of its own (writable: a
+    model learns in place), copied once out of them: ``np.load`` of a BytesIO copies
+    twice (a read, then into the array). ValueError for an array of objects (never
+    unpickled, as ``allow_pickle=False``) or bytes that do not hold the array."""
+    from numpy.lib import format as npy
+
+    stream = io.BytesIO(data)
+    version = npy.read_magic(stream)
+    header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+    shape, fortran_order, dtype = header(stream)
+    if dtype.hasobject:
+        raise ValueError("an .npy member holds Python objects, which textnb never writes")
+    count = int(np.prod(shape, dtype=np.int64))
+    flat = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell())
+    array = flat.reshape(shape[::-1]).T if fortran_order else flat.reshape(shape)
+    return array.copy(order="K")
 
 
 def _inflater():
