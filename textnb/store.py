@@ -598,7 +598,7 @@ def _npy(data: bytes) -> np.ndarray:
     header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
     shape, fortran_order, dtype = header(stream)
     if dtype.hasobject:
-        raise ValueError("an .npy member holds Python objects, which textnb never writes")
+        raise ValueError("Object arrays cannot be loaded when allow_pickle=False")  # np.load's
     count = int(np.prod(shape, dtype=np.int64))
     flat = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell())
     array = flat.reshape(shape[::-1]).T if fortran_order else flat.reshape(shape)
