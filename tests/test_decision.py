@@ -66,3 +66,15 @@ def test_bad_loss_matrix():
         bayes_decision(np.array([[0.5, 0.5]]), LOSS3)
     with pytest.raises(ValueError, match="zero diagonal"):
         bayes_decision(np.array([[0.5, 0.5]]), np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("costs", [CostModel(), CostModel(cost_ratio=9.0),
+                                   CostModel(threshold=-1.5, unsure_band=2.0)])
+def test_decide_many_is_decide_of_each(costs):
+    log_odds = np.array([-800.0, -3.0, -1.5, 0.0, math.log(9.0), 0.5, 2.2, 800.0, -np.inf, np.inf])
+    p = np.linspace(0, 1, log_odds.size)
+    assert costs.decide_many(log_odds, p) == [costs.decide(x, q) for x, q in zip(log_odds, p)]
+    assert costs.decide_many(log_odds) == [costs.decide(x) for x in log_odds]
+    assert costs.decide_many(np.zeros(0)) == []
+    with pytest.raises(ValueError, match="3 probabilities for 10 log-odds"):
+        costs.decide_many(log_odds, p[:3])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,16 @@ def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str]
     and the model loaded now (errors before any work); scoring runs as it is consumed.
     on_model (Callable[[SpamFilter], object] | None): called with the loaded model (the
     CLI reads its training health there, textnb.health)."""
+    return chain.from_iterable(classify_batches(model_path, sources, index, tsv, cost_ratio,
+                                                jobs, engine, on_model))
+
+
+def classify_batches(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),
+                     tsv: Sequence[str] = (), cost_ratio: float | None = None,
+                     jobs: int | None = 1, engine=None, on_model=None
+                     ) -> Iterator[list[ScoredMessage]]:
+    """``classify``'s verdicts a scored batch at a time (lists, in message order), for a
+    caller that writes each batch's output at once (the command line)."""
     engine = engine_for(engine, jobs)
     files = engine.plan_unlabelled(sources, index, tsv)
     spam_filter, batches = scores(model_path, files, engine)
@@ -133,12 +144,11 @@ def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str]
     return _decisions(spam_filter, batches, cost_ratio)
 
 
-def _decisions(spam_filter: SpamFilter, batches, cost_ratio) -> Iterator[ScoredMessage]:
+def _decisions(spam_filter: SpamFilter, batches, cost_ratio) -> Iterator[list[ScoredMessage]]:
     costs = spam_filter.cost_model(cost_ratio)
     for batch in batches:
-        for source, score, p in zip(batch.sources, batch.log_odds,
-                                    spam_filter.p_spam(batch.log_odds)):
-            yield ScoredMessage(source, costs.decide(score, p))
+        decisions = costs.decide_many(batch.log_odds, spam_filter.p_spam(batch.log_odds))
+        yield list(map(ScoredMessage, batch.sources, decisions))
 
 
 def classify_to_folder(model_path: Path, output: Path, sources: Sequence[str] = (),

@@ -92,6 +92,19 @@ class CostModel:
         return Decision(label=label, log_odds=float(log_odds), p_spam=p,
                         threshold=self.log_threshold)
 
+    def decide_many(self, log_odds: np.ndarray, p_spam: np.ndarray | None = None
+                    ) -> list[Decision]:
+        """``decide`` of each value, labelled in one pass: the scoring commands decide a
+        batch at a time (``decide`` builds an array per value: 0.03 CPU-s of a default
+        ``classify`` of Enron 1-3's 3,281 test messages; docs/benchmarks.md, stop 34)."""
+        log_odds = np.asarray(log_odds, dtype=np.float64).ravel()
+        p = expit(log_odds) if p_spam is None else np.asarray(p_spam, dtype=np.float64).ravel()
+        if p.shape != log_odds.shape:
+            raise ValueError(f"{p.size} probabilities for {log_odds.size} log-odds")
+        t = self.log_threshold
+        return [Decision(label, x, q, t) for label, x, q in
+                zip(self.labels(log_odds).tolist(), log_odds.tolist(), p.tolist())]
+
 
 def bayes_decision(proba: np.ndarray, loss: np.ndarray) -> np.ndarray:
     """The class minimising expected loss for each row of posterior probabilities.

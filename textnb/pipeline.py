@@ -435,9 +435,9 @@ class SpamFilter:
         while batch := list(islice(iterator, BATCH_SIZE)):
             scores = (self.log_odds_tokens(self.tokens_many([m.raw for m in batch]))
                       + self.numeric_log_odds([m.raw for m in batch]))
-            probs = self.p_spam(scores)
-            for message, score, p in zip(batch, scores, probs):
-                yield ScoredMessage(message.source, costs.decide(score, p))
+            decisions = costs.decide_many(scores, self.p_spam(scores))
+            for message, decision in zip(batch, decisions):
+                yield ScoredMessage(message.source, decision)
 
     def explain(self, message: RawMessage, k: int = 15, cost_ratio: float | None = None
                 ) -> Explanation:
