@@ -10,7 +10,7 @@ an exception out of parse_message or the tokenizer; the parser's catch-all floor
 being reached (the ``parser-error`` defect: some input our code or the stdlib's did
 not handle); a bound not respected; or, with ``-timeout=S``, one input taking longer
 than S seconds. Each crash found becomes a case in tests/hostile_cases.py or a
-regression test. Long-run figures: README, "Hostile mail".
+regression test. Long-run figures: docs/hostile-mail.md, "Properties and fuzzing".
 """
 
 from __future__ import annotations

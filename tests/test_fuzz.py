@@ -1,6 +1,6 @@
 """A short coverage-guided fuzzing run of parse -> tokenise (fuzz/fuzz_parse.py).
 
-The long run and its figures are in the README ("Hostile mail"). This one gives CI
+The long run and its figures are in docs/hostile-mail.md ("Properties and fuzzing"). This one gives CI
 about 25 seconds of atheris on the seed corpus (the sample corpus and the small
 catalogue cases) and fails on any crash: an exception, the parser's catch-all
 floor, a bound not respected, or one input taking longer than 20 seconds.

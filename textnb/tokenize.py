@@ -275,7 +275,7 @@ class EmailTokenizer:
         that map to nothing, so splitting with ``str.split`` (the same notion of
         whitespace) loses nothing. The output is that of one spaCy call per text
         (tests/test_speed_invariance.py checks it on the sample corpus and slices
-        of SpamAssassin and Enron); the speed is in the README's "Benchmarks".
+        of SpamAssassin and Enron); the speed is in docs/benchmarks.md.
         """
         if not text:
             return []

@@ -11,7 +11,7 @@ Why a threshold at all, when decision.py has the Bayes rule log-odds > ln λ? Be
 naive Bayes log-odds are not log-probabilities of anything: out of fold on
 SpamAssassin's training split the highest ham reaches +24 with the default each-side
 evidence (+59 with one ranking of 20 clues). ln 999 = 6.9 then flags hams; the tuned
-threshold for λ = 999 sits at +24 (README, "Tuning the cost ratio", has the
+threshold for λ = 999 sits at +24 (docs/tuning.md and docs/accuracy.md have the
 test-split numbers).
 
 Every function here takes arrays or messages and returns data; nothing prints.
