@@ -79,3 +79,24 @@ def test_links_between_the_docs_resolve():
                 if anchor not in {_anchor(h) for h in headings}:
                     broken.append(f"{page.name}: {target} (no such heading)")
     assert not broken, broken
+
+
+def _markdown_files():
+    return [PROJECT / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
+
+
+def test_no_document_repeats_a_heading_or_a_paragraph():
+    # A scripted edit of docs/benchmarks.md once left seven sections in it twice, and
+    # the link checks above still passed (stop 34).
+    import collections
+
+    repeats = []
+    for path in _markdown_files():
+        text = path.read_text()
+        headings = collections.Counter(
+            line for line in text.splitlines() if re.match(r"#{1,6} ", line))
+        paragraphs = collections.Counter(
+            p.strip() for p in text.split("\n\n") if len(p.strip()) > 200)
+        repeats += [f"{path.name}: {item[:70]!r} x{n}"
+                    for counter in (headings, paragraphs) for item, n in counter.items() if n > 1]
+    assert not repeats, "\n".join(repeats)
