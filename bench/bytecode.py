@@ -4,9 +4,8 @@ An environment with ``PYTHONDONTWRITEBYTECODE`` set (this project's machine sets
 never caches the bytecode of modules that changed, or of a second checkout's, so every
 command run from them compiles them first, which a user's installed copy never does.
 Measured: a default ``classify`` of SpamAssassin's test split from a checkout without
-its bytecode took 1.44-1.47 s against 1.34-1.37 compiled (3 rounds). Until stop 31,
-``bench.stages --before`` compiled the folders only for the start-up probe, after the
-first corpus's commands had run: those "before" commands paid for it.
+its bytecode took 1.44-1.47 s against 1.34-1.37 compiled (3 rounds), a difference that
+would be charged to whichever code ran uncompiled in a ``--before`` comparison.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 
     python -m bench.ceiling [--corpus spamassassin] [--repeats 3] [--json OUT.json]
 
-Issue 17 asks ``textnb train`` and ``classify`` for >= 0.4x bogofilter's throughput
-with both cores. Whatever else changes, a textnb that parses mail with the standard
-library and tokenises it with spaCy's rules cannot be faster than a process that only
-does that. This measures that process: it imports what the commands import to
+How close ``textnb train`` and ``classify`` can come to bogofilter's throughput has a
+bound: whatever else changes, a textnb that parses mail as ``textnb.mail`` does and
+tokenises it with spaCy's rules cannot be faster than a process that only does that. This measures that process: it imports what the commands import to
 tokenise (``textnb.mail``, ``textnb.tokenize``, spaCy's blank pipeline), then reads
 the split's files and parses and tokenises them in ``jobs`` processes (forked after
 spaCy's load, each with the cold caches a worker starts with; the calling process

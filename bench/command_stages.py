@@ -12,15 +12,14 @@ scoring (``SpamFilter.log_odds_tokens``), reading the files, the ledger's plan
 else" is the process's CPU (``time.process_time``, every thread) less the stages: the
 interpreter's start, the other imports, the ledger's bookkeeping, output.
 
-Until stop 26 the calls were timed with the process's CPU and not apart from the calls
-inside them: spaCy's import, made at the tokenizer's first call, was counted as
-tokenising (about 0.25 s of each command). Since stop 27 the model loads on a second
-thread while spaCy is imported (``textnb.beside``), so a thread's own CPU is what a
-stage is charged. All parts come from one run, so the shares hold
+A stage is charged its own thread's CPU, not the process's, because the model loads on a
+second thread while spaCy is imported (``textnb.beside``); and not the calls nested inside
+it, so spaCy's import, made at the tokenizer's first call, counts as start-up rather than
+tokenising (about 0.25 s of each command). All parts come from one run, so the shares hold
 however fast the machine is that minute; ``bench.stages`` also times each stage
 alone, in memory, which on this shared machine moves 15-40% between runs
-(docs/benchmarks.md, "stop 25"). The wrappers cost two clock reads a call (a few ms
-a run).
+(docs/performance.md#how-these-figures-are-measured). The wrappers cost two clock reads a
+call (a few ms a run).
 """
 
 from __future__ import annotations
@@ -103,8 +102,8 @@ def instrument() -> None:
     _wrap(store, "save", "save")
     _wrap(store, "load", "load")
     _wrap(store, "load_for_update", "load")
-    # spaCy's import is start-up, wherever it happens: at the tokenizer's first call (it
-    # was counted as tokenising until stop 27), or beside the model's load (textnb.beside).
+    # spaCy's import is start-up, wherever it happens: at the tokenizer's first call, or
+    # beside the model's load (textnb.beside).
     for name in ("import_spacy_modules", "make_spacy_tokenizer", "lexical_attributes"):
         _wrap(tokenize, name, "spaCy import")
 

@@ -81,7 +81,7 @@ def timed_scorer(model_path, cost_ratio=None):      # textnb.filter.in_process_s
         from textnb import store                    # NumPy, SciPy, the pipeline
         from textnb.filter import score_with
         stamps.append(("import_scoring", time.perf_counter()))
-        if hasattr(store, "load_while"):            # since stop 27: spaCy imported beside
+        if hasattr(store, "load_while"):            # an older --before code may lack it
             from textnb.tokenize import import_spacy_modules
             spam_filter = store.load_while(model_path, import_spacy_modules)
         else:
@@ -114,10 +114,9 @@ STARTUP_PARTS = {
     "dispatch": "runpy, typer building and parsing the command line, reading the message",
     "import_scoring": "importing the scoring modules (textnb.store, the pipeline, NumPy, SciPy)",
     "load_model": "store.load: reading the file, unzipping, checksums, building the filter "
-                  "(since stop 27 on a second thread, spaCy's modules imported meanwhile: "
-                  "store.load_while)",
-    "tokenizer": "spaCy's tokenizer, with the lexical attributes (and, before stop 27, "
-                 "spaCy's import)",
+                  "(on a second thread, spaCy's modules imported meanwhile: store.load_while)",
+    "tokenizer": "spaCy's tokenizer, with the lexical attributes (and spaCy's import, for a "
+                 "--before code without store.load_while)",
     "score": "parsing, tokenising and scoring the message",
     "output": "adding the headers, writing the message, typer's exit, atexit handlers",
     "exit": "the interpreter's shutdown, until the parent sees the process end",
@@ -231,9 +230,9 @@ def startup(models: dict[str, Path], message: Path, codes: dict[str, Path | None
     command itself, its parts stamped, ``STARTUP_PARTS``) and the plain command. Of the
     probed runs the fastest whole is kept with its own parts, which add up to it; beside
     it, the plain command's best ("plain_filter": what the probe itself costs) and each
-    part's median over the runs ("median"; medians need not add up). Before stop 24 the
-    parts came from one process and the whole from another, each part the best of any
-    round: a round whose probe ran slow gave a negative "rest", which the best-of kept.
+    part's median over the runs ("median"; medians need not add up). The parts and the
+    whole come from the same run: taken from separate processes, each the best of any
+    round, a round whose probe ran slow would give a negative "rest".
 
     The folders' modules are compiled before (``main``, ``bench.bytecode``).
     """
@@ -310,7 +309,7 @@ def table(result: dict) -> list[str]:
                          f"{r['cpu_s']:.2f} s CPU")
     for what, main in (("train", ("parse", "tokenise", "count")),
                        ("classify", ("parse", "tokenise", "score"))):
-        if f"{what}_inside" not in cm:  # results from before stop 25
+        if f"{what}_inside" not in cm:  # a result written without bench.command_stages
             continue
         inside = cm[f"{what}_inside"]
         parts = inside["stages"]
