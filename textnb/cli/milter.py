@@ -48,17 +48,21 @@ def milter_cli(
                                  param_hint="--recipient-user")
     logging.basicConfig(level=logging.INFO, format="textnb milter: %(message)s")
     with operator_errors():
+        from ..milter_options import MilterPolicy, parse_socket
+
+        # Options first, then pymilter: a bad address is named as such on a machine
+        # without pymilter too, and fails before the model loads.
+        policy = MilterPolicy(spamassassin, reject_above, quarantine_above, on_error,
+                              max_bytes, timeout, cost_ratio).check()
+        parse_socket(socket_spec, allow_remote)
         try:
-            from ..milter import MilterPolicy, parse_socket, run_milter
+            from ..milter import run_milter
         except ImportError as exc:  # pymilter, or the libmilter it links, is missing
             raise _missing_library(exc) from None
         from ..health import training_health
         from ..server import ResidentModel
         from ..users import ModelSet
 
-        policy = MilterPolicy(spamassassin, reject_above, quarantine_above, on_error,
-                              max_bytes, timeout, cost_ratio).check()
-        parse_socket(socket_spec, allow_remote)  # a bad address fails before the model loads
         if models is not None:
             resident = ModelSet(models, model)
             path = f"{models}/<user>/model.tnb by recipient, shared {resident.shared.path}"
