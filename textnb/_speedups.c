@@ -11,7 +11,7 @@
  * give the same results, and that training and scoring do. What is left in C is mostly
  * reaching objects in memory: the tables here (the chunk cache, the token table, the
  * index) are laid out so that a token or a chunk costs one random access where a dict
- * and its values cost several (docs/benchmarks.md, "stop 28" to "stop 31").
+ * and its values cost several (docs/design/c-loops.md).
  *
  * setup.py marks the extension optional: without a C compiler (or Python's headers) the
  * install skips it and textnb runs the Python loops, slower, with the same results.

@@ -3,10 +3,10 @@
 A command that scores or learns first loads its model and imports spaCy (0.2-0.3 s
 each on Enron 1-3's model). The load spends most of its time in C that releases the
 GIL (inflating, SHA-256, hashing and sorting the vocabulary with NumPy); the import is
-Python and holds it. Run side by side, the load mostly uses the second core: loading
-the Enron model and importing spaCy took 0.35-0.57 s wall against 0.49-0.98 one after
-the other (two runs of 5 rounds interleaved), for 0.1-0.2 s more CPU in all, as the
-threads hand the GIL back and forth (docs/benchmarks.md, stop 27).
+Python and holds it. Run side by side, the load mostly uses the second core, for a
+little more CPU in all as the threads hand the GIL back and forth. A forked child
+instead of the thread was tried and removed: it lost on large models
+(docs/design/startup.md#the-load-beside-spacys-import).
 """
 
 from __future__ import annotations

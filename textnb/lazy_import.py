@@ -2,9 +2,9 @@
 
 ``import scipy.sparse`` or ``scipy.special`` costs ~0.2 s: SciPy 1.17's array-API layer
 touches every attribute of NumPy, which imports NumPy's lazy submodules (``numpy.f2py``,
-``numpy.ma``, ...; docs/benchmarks.md, stop 25). ``textnb train`` and ``retrain`` count
-with NumPy alone, so the modules they share with scoring (pipeline, naive_bayes,
-vectorize, decision) hold SciPy's as ``lazy_module``s, which import the real module at
+``numpy.ma``, ...; docs/design/startup.md#scipy-kept-off-the-scoring-path).
+``textnb train`` and ``retrain`` count with NumPy alone, so the modules they share with
+scoring (pipeline, naive_bayes, vectorize, decision) hold SciPy's as ``lazy_module``s, which import the real module at
 the first attribute access (``importlib.util.LazyLoader``, the standard library's recipe).
 Scoring with the default evidence selection reads bare CSR arrays (``textnb.rows``) and
 never imports them either; the paths that need SciPy's products (plain naive Bayes,

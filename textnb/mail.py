@@ -482,7 +482,7 @@ class _Message(email.message.Message):
     The stdlib decodes RFC 2231 parameters by sorting each one's sections, and a
     parameter given both unnumbered and numbered (``name*=`` beside ``name*1=``) makes
     it compare None with an int: TypeError, out of the parser itself for a multipart's
-    boundary (the fuzzer found it, stop 30). Such a header's parameters read as none,
+    boundary (fuzz/fuzz_parse.py found it). Such a header's parameters read as none,
     with the defect 'bad-parameters': a multipart then has no boundary, and its body is
     read as text ('missing-boundary'), not the whole message ('parser-error')."""
 
@@ -503,10 +503,10 @@ def _plain_message(raw: bytes) -> email.message.Message | None:
     Each field is what ``compat32.header_source_parse`` makes of it (the name as
     written; the value from the first line's text after leading blanks, then its
     continuation lines, less the final line end); the body is the rest, verbatim. The
-    parser's walk over the header lines took 26 us a message: Enron 1-3's 13,260
-    training messages, 0.34 of ``parse_message``'s 0.56 CPU-s (docs/benchmarks.md, stop
-    26). tests/test_mail.py checks the two messages equal on every message of the
-    public corpora and the hostile catalogue.
+    parser's walk over the header lines was most of parsing plain-text mail
+    (docs/design/parsing-speed.md#the-lean-parse-of-a-plain-message). tests/test_mail.py
+    checks the two messages equal on every message of the public corpora and the
+    hostile catalogue.
     """
     found = plain_fields(raw, _PLAIN_FIELDS, _PLAIN_FIELD)
     if found is None:

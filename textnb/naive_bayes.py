@@ -216,9 +216,9 @@ class _BaseNB:
         """Recompute the running sums from the counts and the mask (after loading)."""
         # np.compress, not a boolean index: the same elements in the same order, without
         # the two-dimensional fancy index (``_add``). With every column kept (a model
-        # never pruned) the rows are summed where they lie: the same rows, no copy
-        # (loading Enron 1-3's model, 0.022 CPU-s less, held the GIL; docs/benchmarks.md,
-        # "stop 32").
+        # never pruned) the rows are summed where they lie: the same rows, no copy, and
+        # less of a load holding the GIL while spaCy is imported beside it
+        # (docs/design/startup.md#the-load-beside-spacys-import).
         mask = self.feature_mask_
         self._n_kept = int(mask.sum())
         if self._n_kept == mask.size:
@@ -254,9 +254,8 @@ class _BaseNB:
 
         Columns are gathered with ``np.take``, written back a class row at a time and the
         kept ones picked with ``np.compress``: NumPy's two-dimensional fancy indexing
-        walks an index per element (32 batches of 90,000 columns in 750,000: gather,
-        write and kept sums 0.21 -> 0.04 CPU-s; the same elements summed in the same
-        order, so the same sums; docs/benchmarks.md, stop 29)."""
+        walks an index per element, and these take the same elements in the same order,
+        so the same sums (docs/design/counting-and-scoring.md#adding-a-batch-to-the-model)."""
         classes = self.class_count_ + class_count
         counts = _columns_of(self._fc, cols)
         counts += feature_count
@@ -415,10 +414,10 @@ class _BaseNB:
 
 def _distinct_columns(indices: np.ndarray, n_columns: int) -> np.ndarray:
     """``np.unique(indices)`` for indices below ``n_columns``: when they are not far
-    fewer than the columns, marked in a bool array and read back, which needs no sort
-    (a batch of 128 Enron messages, 34,000 indices in 746,000 columns: 1.9 -> 0.3 ms;
-    the sort costs ~57 ns an index, the read-back ~0.4 ns a column, so it wins from
-    about one index in 150 columns; docs/benchmarks.md, stop 27)."""
+    fewer than the columns, marked in a bool array and read back, which needs no sort.
+    The sort costs about 57 ns an index and the read-back about 0.4 ns a column, so the
+    marks win from about one index in 150 columns
+    (docs/design/counting-and-scoring.md#scoring-a-batch)."""
     if indices.size * 128 < n_columns:
         return np.unique(indices)
     seen = np.zeros(n_columns, dtype=bool)

@@ -135,9 +135,8 @@ def _one_mbox_message(rest: bytes) -> bytes | None:
     """What ``_split_mbox`` makes of a 'From ' line and ``rest`` when it finds one message
     and changes no line (no ``_MBOX_MARK``, no quoted first line), else None. Corpora stored one
     message a file with its 'From ' line (SpamAssassin's) take this path: a search in C
-    instead of a Python step per line. Reading SpamAssassin's 4,814 training files:
-    0.17 -> 0.105 CPU-s (best of 5, interleaved); the calling process that reads shares
-    the cores with the workers."""
+    instead of a Python step per line, because the calling process that reads shares
+    the cores with the workers (docs/design/parsing-speed.md#reading-files)."""
     if b"From " in rest and (_MBOX_MARK.search(rest) or rest[:1] == b">"
                              and rest.lstrip(b">").startswith(b"From ")):
         return None
@@ -181,9 +180,8 @@ def _read_small(fd: int) -> bytes | None:
     """The bytes of an open regular file of at most ``_WHOLE`` bytes, read in one system
     call; None, with nothing read, for any other file (read as a stream). Python's file
     object spends five more calls on a file (its buffer's size, a terminal check, a
-    seek, reads to the end): reading Enron 1-3's 13,260 training files, 0.145-0.147 ->
-    0.088-0.094 CPU-s alone (3 rounds); the calling process reads them beside the
-    workers (docs/benchmarks.md, stop 30)."""
+    seek, reads to the end), and the calling process reads the files beside the
+    workers (docs/design/parsing-speed.md#reading-files)."""
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode) or info.st_size > _WHOLE:
         return None

@@ -2,7 +2,8 @@
 tokenizer, and ``spacy/__init__`` imports ``spacy.cli`` only for ``spacy.info``.
 
 ``spacy.cli`` brings weasel, httpx, requests, jinja2, rich and about 200 modules with
-them: 0.1 s of a one-message ``textnb filter``'s 1 s (docs/benchmarks.md, stop 24).
+them: about 0.1 s of a one-message ``textnb filter``
+(docs/design/startup.md#spacy-without-its-command-line).
 While spaCy's package runs, ``spacy.cli`` and ``spacy.cli.info`` are stand-ins whose
 ``info`` imports the real one when called; they leave ``sys.modules`` as soon as
 spaCy is imported, so ``import spacy.cli`` later imports the real package. When spaCy

@@ -1,24 +1,27 @@
 """The per-token loops of training and scoring: in C (``textnb._speedups``) when it was
 built at install, else in Python. Both give the same results (tests/test_speedups.py).
 
-Why C. After six rounds of cutting Python work around them (docs/benchmarks.md, stops
-22-27), the loops that touch every token or every word were left, each a dict look-up or
-a list append a step that no arrangement of built-ins made cheaper: finding a text's
-chunks in the tokenizer's cache (``chunk_cache``), joining their tokens with the word
-pairs between them (``join_chunks``), and numbering a batch's tokens and counting them
-per message (``number_tokens``, ``count_messages``); and the vocabulary's index, a hash
-table here (``HashIndex``) where the sorted arrays of ``vectorize.Vocabulary`` cost a
-sort and binary searches a batch. Stop 29 added what NumPy did a byte or an entry at a
-time: a TokenStore's hashes, comparisons, gathers, packing and JSON, and the selection of
-each message's strongest clues (``strongest_positions``); stop 30, the tokenizer's loop
-over its new chunks: each split into words by spaCy's affix loop and its words' tokens
-looked up (``map_chunks``); stop 31, a new word of ASCII letters in that loop
-(``PlainWords``), the ledger's normalisation of a message's bytes
-(``normalise_message``) and the host names and IPv4 addresses of header values
-(``find_hostnames``, ``find_ipv4``). Their measured cost in C against Python is in
-docs/benchmarks.md, "stop 28" to "stop 31". The extension is
-optional (setup.py): an install without a C compiler still works, and ``textnb
---version`` says which loops run.
+What is here, by the work it serves:
+
+- tokenising: finding a text's chunks in the tokenizer's cache (``chunk_cache``),
+  splitting the new ones into words by spaCy's affix loop and looking the words up
+  (``map_chunks``, with ``PlainWords`` for plain ASCII words), joining the chunks' tokens
+  with the word pairs between them (``join_chunks``), and the host names and IPv4
+  addresses of header values (``find_hostnames``, ``find_ipv4``);
+- parsing and the ledger: a plain message's header fields (``plain_fields``) and the
+  normalisation of a message's bytes (``normalise_message``);
+- counting: numbering a batch's tokens and counting them per message (``number_tokens``,
+  ``count_messages``), and the vocabulary's index, a hash table (``HashIndex``) where
+  ``vectorize.Vocabulary`` otherwise searches and merges sorted arrays;
+- the vocabulary's bytes: a TokenStore's hashes, comparisons, gathers, packing, and its
+  JSON in the model file both ways;
+- scoring: the selection of each message's strongest clues (``strongest_positions``).
+
+Why C: each of these loops is a dict look-up or a list append per token, word or byte,
+which no arrangement of Python built-ins made cheaper; what is left in C is reaching the
+objects in memory (docs/design/c-loops.md). The Python twins are the fallback and the
+reference. The extension is optional (setup.py): an install without a C compiler still
+works, and ``textnb --version`` says which loops run.
 """
 
 from __future__ import annotations
@@ -194,8 +197,9 @@ def chunk_cache():
     the positions and str of the chunks without one; ``update(dict)``, ``clear()`` and
     ``len()`` as a dict's. In C (``_speedups.ChunkCache``) a chunk is hashed and compared
     where it lies in the text, and only the chunks not found are made into str: most of
-    a text's chunks were made, hashed and freed only to be found (docs/benchmarks.md,
-    stop 29). A copy of either starts empty: a cache holds no state.
+    a text's chunks would be made, hashed and freed only to be found
+    (docs/design/tokenizer-speed.md#chunks-cached). A copy of either starts empty: a
+    cache holds no state.
     """
     if _speedups is None:
         return ChunkCachePython()
@@ -247,10 +251,10 @@ def plain_word_tokens_python(text: str, plain: PlainWords) -> tuple[str, ...] | 
     ``min_length``; when longer than ``max_length``, its first character and size in
     tens (SpamBayes: long "words" are mostly encoded junk).
 
-    Since stop 32 this takes every such word, not only those of letters alone: the new
-    words of SpamAssassin's training split mapped in Python (by the full rules, about
-    6 us each) 55,869 -> 41,863, Enron 1-3's 9,398 -> 8,981; tokenising SpamAssassin's
-    split, medians of 5 rounds, 1.48 -> 1.44 CPU-s (docs/benchmarks.md, "stop 32")."""
+    Such a word can match none of ``_map_plain``'s rules (the characters excluded are
+    the ones they look for), so the C loop over new chunks maps it without calling back
+    into Python, where the full rules cost about 6 us a word
+    (docs/design/tokenizer-speed.md#plain-words-without-spacy)."""
     if not (text and text.isascii()) or _NOT_PLAIN.search(text):
         return None
     word = text.lower() if plain.lowercase else text
@@ -300,8 +304,7 @@ def map_chunks(chunks: list[str], words: dict, new_word: Callable[[str], tuple],
     its non-empty words' tokens when ``bigrams``, else all its words' tokens in one
     tuple. In C the chunk is split where it lies and a word becomes a str only to be
     looked up, and the loop, the look-ups, the entries and the plain words make no
-    Python frame: mapping SpamAssassin's new chunks (docs/benchmarks.md, stops 30 and
-    31)."""
+    Python frame (docs/design/tokenizer-speed.md#plain-words-without-spacy)."""
     if _speedups is None:
         return map_chunks_python(chunks, words, new_word, bigrams, rules, plain)
     return _speedups.map_chunks(chunks if isinstance(chunks, list) else list(chunks), words,
@@ -359,7 +362,7 @@ def count_words(entries: list[tuple | str]) -> int:
 # The index's table is grown (doubled, every column put in again) before it is fuller than
 # this: linear probing stays short (about 2.5 probes a hit at 3/4 full, fewer below), and
 # at 5.16 million tokens 2^23 slots and the hashes are 75 MB of arrays, against the
-# sorted arrays' 83 (the calling process's peak at 100,000 messages: 711 -> 680 MB).
+# sorted arrays' 83 (docs/design/memory.md#the-packed-vocabulary).
 _MAX_LOAD = 0.75
 
 
@@ -369,10 +372,9 @@ class HashIndex:
     order from 0; a column whose hash is indexed already is reported (``add`` returns it
     as taken) for the vocabulary to tell the two tokens apart by their strings.
 
-    Replaying Enron 1-3's training merges (1.64 million look-ups, 746,500 columns
-    added), the index work took 0.048-0.061 CPU-s against 0.319-0.334 for the sorted
-    arrays that ``vectorize.Vocabulary`` uses without the C module (docs/benchmarks.md,
-    "stop 28").
+    It replaces, where the C module is built, the sorted arrays that
+    ``vectorize.Vocabulary`` searches and merges as they grow, for a fraction of their
+    time and memory (docs/design/counting-and-scoring.md#adding-a-batch-to-the-model).
     """
 
     def __init__(self):
@@ -575,8 +577,9 @@ def read_json_items(data) -> tuple[bytearray, np.ndarray] | None:
         return None
     # Each item takes at least 4 bytes ('""' and the ', ' after it; the last one the "]"),
     # so there are at most (len + 2) // 4: room without a pass over the bytes to count
-    # them (bytes.count held the GIL 0.014 s of Enron 1-3's load, beside spaCy's import;
-    # docs/benchmarks.md, "stop 32"). Pages of it never written are never touched.
+    # them, which would hold the GIL while spaCy is imported beside the load
+    # (docs/design/startup.md#the-load-beside-spacys-import). Pages of it never written
+    # are never touched.
     ends = np.empty((len(data) + 2) // 4 + 1, dtype=np.int64)
     read = _speedups.read_json_items(data, ends)
     if read is None:
@@ -633,9 +636,8 @@ def hash_index() -> HashIndex | None:
 # after any bytes ``bytes.strip`` would take off the name; the first line, or one after
 # a line end. Where no line of the header section matches, nothing is dropped and the
 # field-by-field pass is skipped: a message with no empty line after its fields
-# (Enron-Spam's) had its whole body walked line by line. Enron 1-3's training split:
-# 0.21 -> 0.09 CPU-s; a search from each line end with one pattern (MULTILINE "^") took
-# 0.19 s, since the regex engine then tries every position (docs/benchmarks.md, stop 26).
+# (Enron-Spam's) had its whole body walked line by line. A search from each line end
+# with one pattern (MULTILINE "^") is slower: the regex engine then tries every position.
 @lru_cache(maxsize=8)
 def _may_drop(fields: tuple[bytes, ...], prefixes: tuple[bytes, ...]
               ) -> tuple[re.Pattern, re.Pattern]:
@@ -689,10 +691,9 @@ def normalise_message(raw: bytes, fields: tuple[bytes, ...], prefixes: tuple[byt
     ASCII; a name is what precedes a line's first ':', stripped and lower-cased as
     bytes), with their continuation lines, and with its line ends at the end made one
     (``textnb.ledger.normalise``). In C the header section is walked once with memchr,
-    where Python split it into lines and each field's name into a new bytes: normalising
-    SpamAssassin's training split, 0.28-0.30 -> 0.023-0.026 CPU-s, Enron 1-3's 0.21 ->
-    0.036 (3 rounds), work the calling process does while the workers count
-    (docs/benchmarks.md, stop 31)."""
+    where Python splits it into lines and each field's name into a new bytes: work the
+    calling process does while the workers count
+    (docs/design/parsing-speed.md#the-ledgers-normalisation)."""
     if _speedups is None:
         return normalise_message_python(raw, fields, prefixes)
     return _speedups.normalise_message(raw, fields, prefixes)
@@ -717,11 +718,9 @@ def plain_fields(raw: bytes, fields: re.Pattern, field: re.Pattern
     from its first line's text after leading blanks, with its continuation lines, less
     the last line end); None when its first line is no such field.
 
-    In C the section is read once, a line at a time, where the two patterns each walked
-    it (SpamAssassin's single-part messages carry 1,817 bytes of header on average):
-    ``_plain_message`` over SpamAssassin's 4,814 training messages 0.134-0.139 ->
-    0.044-0.046 CPU-s, ``parse_message`` 0.87-0.89 -> 0.75-0.80; Enron 1-3's 13,260,
-    0.27-0.28 -> 0.25 (3 rounds interleaved; docs/benchmarks.md, stop 31).
+    In C the section is read once, a line at a time, where the two patterns each walk
+    it (SpamAssassin's single-part messages carry 1,817 bytes of header on average;
+    docs/design/parsing-speed.md#the-lean-parse-of-a-plain-message).
     tests/test_speedups.py holds the two equal on generated header sections and on
     every message of the public corpora; tests/test_mail.py holds ``_plain_message`` to
     the standard library's parser."""
@@ -738,7 +737,7 @@ def find_hostnames(text: str, pattern: re.Pattern) -> list[str]:
     header value of SpamAssassin and Enron-Spam; a value with more than 128 labels in a
     row goes to the pattern). Received fields were a fifth of tokenising
     SpamAssassin's training split (26,014 of them, 155 characters on average), most of
-    it these two patterns: docs/benchmarks.md, stop 31."""
+    it these two patterns (docs/design/tokenizer-speed.md#header-values)."""
     if _speedups is not None:
         found = _speedups.find_hostnames(text)
         if found is not None:

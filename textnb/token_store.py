@@ -132,9 +132,8 @@ def _json_items(region: bytearray, ends: np.ndarray) -> bytes | None:
     """The tokens of ``region`` (cut at ``ends``) as JSON strings joined by ", ", the bytes
     ``json.dumps`` gives a list of them; None when a token holds a NUL or the text
     "\\u0000". One decode and one ``json.dumps`` of the tokens joined by NUL, whose
-    escapes ("\\u0000": no token's text makes one) become the joints. Writing
-    SpamAssassin's vocabulary (549,722 tokens): 0.24-0.29 -> 0.13 s CPU; Enron 1-3's
-    (746,495): 0.25-0.28 -> 0.13-0.15, without a str a token (4 rounds each)."""
+    escapes ("\\u0000": no token's text makes one) become the joints: about half the
+    time of a str a token (docs/design/counting-and-scoring.md#saving)."""
     data = np.frombuffer(region, dtype=np.uint8)
     if not data.all() or b"\\u0000" in region:
         return None
@@ -246,9 +245,9 @@ class TokenStore(Sequence):
 
     def equal_at(self, positions, other: "TokenStore", other_positions) -> np.ndarray:
         """Whether each token at ``positions`` equals ``other``'s at ``other_positions``
-        (bool ndarray), compared as bytes, nothing decoded (``speedups.equal_tokens``).
-        Adding Enron 1-3's 26 batches of counts compared 0.9 million tokens this way
-        (docs/benchmarks.md, stop 26)."""
+        (bool ndarray), compared as bytes, nothing decoded (``speedups.equal_tokens``):
+        how a worker's counts are merged and a scoring batch's tokens confirmed
+        (docs/design/counting-and-scoring.md#adding-a-batch-to-the-model)."""
         return speedups.equal_tokens(self._bytes, self._ends, positions, other._bytes,
                                      other._ends, other_positions)
 

@@ -33,8 +33,7 @@ def _token_hashes(store: TokenStore, start: int = 0) -> np.ndarray:
 
 def sortable_keys(keys: np.ndarray, bound: int) -> np.ndarray:
     """``keys`` (int64, all below ``bound``) as 32-bit integers when they fit: they sort in
-    0.6 of the time (a batch's 333,000 (message, column) keys: 14.4 -> 8.5 ms;
-    docs/benchmarks.md, stop 26), with the same order and values."""
+    about 0.6 of the time, with the same order and values."""
     return keys.astype(np.int32) if bound <= 2**31 else keys
 
 
@@ -322,9 +321,9 @@ class Vocabulary:
         cols = self._find_hashes(_token_hashes(packed) if hashes is None else hashes)
         hit = np.flatnonzero(cols >= 0)
         if hit.size:
-            # Compared as bytes (``TokenStore.equal_at``), not decoded and compared as
-            # str: the look-ups of 6,000 Enron messages' tokens in batches of 128, against
-            # the Enron model, 0.47-0.54 -> 0.31 CPU-s (docs/benchmarks.md, stop 27).
+            # Compared as bytes (``TokenStore.equal_at``): decoding and comparing as str
+            # was a third of a scoring batch's look-ups
+            # (docs/design/counting-and-scoring.md#scoring-a-batch).
             cols[hit[~self.tokens_.equal_at(cols[hit], packed, hit)]] = -1
         if self._shared:
             for i in np.flatnonzero(cols < 0).tolist():
@@ -361,10 +360,8 @@ class Vocabulary:
             doc_rows, cols = doc_rows[known], cols[known]
         # One sort of (row, column) keys counts every cell and leaves the columns of
         # each row sorted: canonical CSR (fast products, exact equality). The dict
-        # look-ups run in one pass, not a Python loop per token (``number_tokens``; its
-        # Python twin's map and np.fromiter against such a loop: SpamAssassin's 2.2
-        # million training tokens, 1.39 -> 1.10 s; Enron 1-3's 4.7 million, 2.17 ->
-        # 1.53 s, CPU, batches of 512 messages).
+        # look-ups run in one pass, not a Python loop per token (``number_tokens``; even
+        # its Python twin's map and np.fromiter beat such a loop by a fifth or more).
         n_features = max(len(tokens), 1)
         keys = sortable_keys(doc_rows * n_features + cols, len(docs) * n_features)
         keys, counts = np.unique(keys, return_counts=True)

@@ -19,8 +19,8 @@ import sys
 import threading
 
 # One BLAS thread. OpenBLAS starts a thread a core as NumPy is imported, and they spin
-# before they sleep: 0.08-0.1 CPU-s of every command, 12% of a one-message ``textnb
-# filter``'s CPU (0.82 -> 0.72 s, medians of 9; docs/benchmarks.md, stop 33). textnb
+# before they sleep: 0.08-0.1 CPU-s of every command, about a tenth of a one-message
+# ``textnb filter``'s CPU (docs/design/startup.md#one-blas-thread). textnb
 # multiplies nothing dense enough for them to help (its products are sparse, or 2 x 2),
 # and its parallelism is its own worker processes, so the threads could only compete
 # with those; joblib's workers set the same limits for the same reason. Set before
@@ -53,9 +53,9 @@ def _leave(code: int) -> None:
     """Exit with ``code`` as the interpreter would, minus freeing every object one by one.
 
     A command's work is in its files and its output by now. Freeing the model's
-    hundreds of thousands of strings and arrays at exit took 0.12-0.15 s after
-    ``textnb train`` on Enron 1-3, 0.17-0.20 s after ``classify`` and 0.05 s after
-    ``filter`` on one message (of its 0.9 s; docs/benchmarks.md, stop 26). The
+    hundreds of thousands of strings and arrays at exit took a tenth of a second or
+    more after ``train`` or ``classify``
+    (docs/design/startup.md#the-collector-in-a-one-message-run). The
     exit handlers still run (multiprocessing's, weakref finalizers such as
     temporary folders') and the standard streams are flushed; every file textnb
     writes is closed (and the model fsynced) before its command returns.

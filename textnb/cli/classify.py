@@ -76,10 +76,9 @@ def classify_cli(
         counts = {"spam": 0, "ham": 0, "unsure": 0}
         for batch in batches:
             # A batch's lines in one write: typer.echo flushes, and checks the stream for
-            # a terminal, at every call (one a message: 0.06-0.1 CPU-s of a default
-            # classify of Enron 1-3's 3,281 test messages, in the process that also
-            # hands the workers their mail; docs/benchmarks.md, stop 34). The lines
-            # appear as each batch is scored, as they did.
+            # a terminal, at every call, in the process that also hands the workers their
+            # mail (docs/design/counting-and-scoring.md#scoring-a-batch). The lines
+            # appear as each batch is scored.
             lines = []
             for scored in batch:
                 d = scored.decision

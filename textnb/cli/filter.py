@@ -47,13 +47,13 @@ def one_message_gc():
     What the start-up makes (modules, spaCy, the model) lives until exit, so the
     collector's passes over it during start-up, and its last collection at exit (which
     runs when the collector is on), are work with nothing to free; the garbage one
-    message makes is bounded by ``tokenizer.max_tokens``. On the SpamAssassin model:
-    1.43 -> 1.21 s for the whole command (docs/benchmarks.md).
+    message makes is bounded by ``tokenizer.max_tokens``
+    (docs/design/startup.md#the-collector-in-a-one-message-run).
 
     The collector's state is restored on leaving (the command also runs inside tests),
     after freezing what is alive (``gc.freeze``): re-enabled over it, the collector's
-    next pass, a young-generation one of every object made while it was paused, took
-    42 ms just before exit (docs/benchmarks.md, stop 24). The next call unfreezes it
+    next pass, a young-generation one of every object made while it was paused, would
+    run just before exit. The next call unfreezes it
     (tests run the command many times in one process), so garbage frozen here is
     collectable again from then on.
     """

@@ -42,7 +42,7 @@ class Counts:
     token_hashes (ndarray | None): int64 (n_tokens,), ``TokenStore.hashes`` of the
         tokens when the counter took them (``count_tokens`` does, for the tokens
         hashes): the model's vocabulary looks the tokens up by them without hashing
-        them again (adding Enron 1-3's 26 batches: 1.65-1.73 -> 1.34-1.43 CPU-s).
+        them again (docs/design/counting-and-scoring.md#adding-a-batch-to-the-model).
     """
 
     tokens: list[str] | TokenStore
@@ -129,12 +129,9 @@ def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
     No vocabulary, no matrix, no string sorted. One pass over the tokens gives each
     its column among the batch's distinct tokens and each message's distinct tokens
     with their term frequencies (``speedups.count_messages``); the tokens hashes are
-    sums over the distinct tokens' hashes (``ledger.counted_runs_hashes``).
-    Counting Enron 1-3's training split in batches of 512: 4.4-5.1 -> 2.0-2.4 CPU-s
-    against one sort of the strings for the version-1 hash; SpamAssassin's 2.4-2.7 ->
-    1.0-1.2 (three rounds interleaved; docs/benchmarks.md, "stop 25"). In C, with no
-    sort of the (message, column) keys: Enron's count stage of ``train --jobs 1`` (this
-    and the merge) 2.17-2.19 -> 1.94-2.02 CPU-s (docs/benchmarks.md, "stop 28").
+    sums over the distinct tokens' hashes (``ledger.counted_runs_hashes``). Sorting the
+    strings, which the first tokens hash needed, cost about twice as much
+    (docs/design/counting-and-scoring.md#counting-a-batch).
     """
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     # The columns, in order of first sight; per message, its distinct tokens' columns

@@ -2,9 +2,9 @@
 
 The calling process reads the input (``textnb.sources``: plan, then read), cuts it
 into batches (``pipeline.learning_batches``: ``BATCH_SIZE`` messages, the last ones
-smaller) and, per batch, normalises each message and takes its ledger digest (0.05 s
-for SpamAssassin's 4,814 training messages since stop 31, against about 5 CPU-s for
-the rest: ``speedups.normalise_message``), decides from
+smaller) and, per batch, normalises each message and takes its ledger digest (in C,
+``speedups.normalise_message``: a small part of the work, since the calling process
+shares two cores with the workers), decides from
 the ledger what to learn, as ``textnb.retrain`` does batch by batch, and hands the
 messages to learn to a worker. The worker parses, tokenises and counts them
 (``counting.count_work``) and sends back counts and tokens hashes, never token lists.

@@ -32,11 +32,10 @@ __all__ = ["BATCH_GC_THRESHOLD", "QuietPool", "Workers", "available_cores", "col
 
 # Items handed out per worker before the oldest result is taken back. Results are taken
 # in order, so a worker that finishes its items while another is still on an older one
-# waits for it; with 2 a worker (one item to work on, one waiting) sat idle 0.23 s of the
-# end of Enron 1-3's default train, when the last batches are small
-# (``pipeline.learning_batches``). With 4 it did not (default train, 8 rounds
-# interleaved, medians: SpamAssassin 4.53 -> 4.33 s, Enron 4.57 -> 4.45, with the
-# smaller last batches; docs/benchmarks.md, stop 27). Each costs a batch's raw bytes.
+# waits for it; with 2 (one item to work on, one waiting) a worker sat idle at the end of
+# a train, when the last batches are small (``pipeline.learning_batches``), and with 4 it
+# did not (docs/design/counting-and-scoring.md#the-pool-and-its-batches). Each costs a
+# batch's raw bytes.
 IN_FLIGHT_PER_JOB = 4
 
 _task: tuple[Callable, Any] | None = None  # per worker process: (task, state)
@@ -59,11 +58,10 @@ class QuietPool(multiprocessing.pool.Pool):
     While a result is in that pipe and the result handler has not read all of it, the
     pipe stays readable, so the worker handler loops: it wakes, polls every worker
     (a ``waitpid`` each), waits, and wakes again at once, taking the GIL from the
-    threads doing the work. A map of 16 results of 8 MB on two workers woke it 5,056
-    to 5,150 times; this pool's, once (its first pass). In a default ``train`` of
-    Enron 1-3, whose workers send back a batch's counts (a few MB), it spent 0.13-0.20
-    CPU-s (read per thread from ``/proc``), and none here (docs/benchmarks.md, "stop
-    32"). The model files are the same.
+    threads doing the work: thousands of times for a map of a few large results, where
+    this pool's wakes once. Workers that send back a batch's counts (a few MB) are such
+    a map (docs/design/counting-and-scoring.md#the-pool-and-its-batches). The model
+    files are the same.
 
     It still wakes for all it acts on: a worker's exit (the workers' sentinels), and
     ``close``, ``terminate`` and the cache of pending tasks emptied (the change
@@ -85,14 +83,10 @@ def start_pool(context, processes: int, initializer: Callable, initargs: tuple):
     collection writes into the header of every object it traverses (a count it keeps
     there for the pass), so in a worker the collector's passes copied the inherited
     pages that hold objects: spaCy's and whatever else the calling process held. Frozen
-    before the fork, those objects are never traversed there. A default ``train`` of
-    SpamAssassin: the workers' proportional memory at its peak 212-220 -> 193-199 MB,
-    the process tree's 357-373 -> 337-343 (3 rounds interleaved; 100,000 perturbed
-    messages: 1,037-1,078 -> 1,023-1,028), in the same time; a default ``classify``,
-    which forks with the model loaded, 5-8% faster (SpamAssassin's medians 1.46 -> 1.33 s,
-    Enron 1-3's 1.59 -> 1.53, 4-5 rounds; docs/benchmarks.md, "Memory at scale"). The
-    calling process takes its objects back at once (``gc.unfreeze``) and keeps
-    collecting them.
+    before the fork, those objects are never traversed there, which lowers the workers'
+    memory and speeds a ``classify`` that forks with the model loaded
+    (docs/design/memory.md#the-workers-memory). The calling process takes its objects
+    back at once (``gc.unfreeze``) and keeps collecting them.
 
     A program that froze objects itself (a pre-forking server does) keeps its collector
     as it was: ``gc.unfreeze`` would take back its objects too, so nothing is frozen
@@ -111,15 +105,10 @@ def start_pool(context, processes: int, initializer: Callable, initargs: tuple):
 # (``collecting_less``), runs its youngest generation after this many more container
 # objects are allocated than freed (CPython's default: 700). Batch work parses and
 # tokenises message after message, and most of what that allocates is freed with its message, while
-# what stays (the tokenizer's cache entries) is young at every pass: counting SpamAssassin's
-# training split in one process, the collector took 0.16-0.21 CPU-s of 2.9-3.5 (378 passes
-# of the youngest generation, 34 of the middle one), Enron 1-3's 0.09-0.12 of 2.1-2.5; at
-# 50,000, 0.07 and 0.006, with the same peak memory (193 and 181-184 MB). In a default
-# ``train`` the two workers' collections took 0.14-0.16 -> 0.07-0.08 CPU-s on SpamAssassin,
-# 0.08 -> 0.01 on Enron; in ``train --jobs 1`` the process's 0.25 -> 0.10 and 0.16 -> 0.07,
-# most of what is left being the imports' (timed by ``gc.callbacks``, 2 runs each;
-# docs/benchmarks.md, "stop 32"). Cyclic garbage, which only the collector frees, is rare
-# in this work.
+# what stays (the tokenizer's cache entries) is young at every pass, so the passes at the
+# default threshold are work with little to free: at 50,000 they take a fraction of that CPU,
+# with the same peak memory (docs/design/counting-and-scoring.md#the-pool-and-its-batches).
+# Cyclic garbage, which only the collector frees, is rare in this work.
 BATCH_GC_THRESHOLD = 50_000
 
 
