@@ -3,7 +3,7 @@
 Spam is written by adversaries: a filter that crashes, hangs or balloons on a crafted
 message lets it through, or loses mail. Every case here goes through parse ->
 tokenise -> classify in tests/test_hostile.py (and, one subprocess per case, through
-bench/hostile.py for the time and memory table in docs/benchmarks.md, "Hostile mail"). A case says:
+bench/hostile.py for the time and memory figures in docs/performance.md, "Hostile mail"). A case says:
 
 - ``build``: a function returning the bytes (called when needed: some are 50 MB);
 - ``expect``: in words, what the filter must do with it;

@@ -191,7 +191,7 @@ def test_broken_boundary_reads_body_as_text(content_type):
     assert "hidden words" in " ".join(texts(parsed))
 
 
-# Found by the fuzzer (fuzz/fuzz_parse.py, stop 30): an RFC 2231 parameter given both
+# Found by the fuzzer (fuzz/fuzz_parse.py): an RFC 2231 parameter given both
 # unnumbered and numbered makes the stdlib's decode_params compare None with an int.
 def test_a_multiparts_parameters_the_stdlib_cannot_decode_are_read_as_none():
     raw = msg("Content-Type: multipart/mixed; boundary=x; name*=utf-8''a; name*1=b",

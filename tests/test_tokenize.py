@@ -149,7 +149,7 @@ def test_spacys_vocabulary_is_bounded_and_a_fresh_one_tokenises_the_same(monkeyp
                                       {"min_token_length": 3, "max_token_length": 6}])
 def test_a_plain_ascii_word_maps_as_the_full_rules_map_it(settings):
     """``_new_word`` maps a plain ASCII word (ASCII, no digit, ".", "@", ":" or "$") by
-    its length alone (the short cut of stop 29 for letters, stop 32 for the rest); every
+    its length alone (the C loop over new chunks does the same); every
     other rule of ``_map_word`` leaves such a word as it is: number words, roman
     numerals, currency and URL rules included. Words with those characters take the
     full rules, and get the same tokens both ways."""
@@ -161,7 +161,7 @@ def test_a_plain_ascii_word_maps_as_the_full_rules_map_it(settings):
     rng = random.Random(5)
     words = ["a", "I", "free", "FREE", "Twenty", "millionth", "III", "http", "www", "com",
              "x" * 40, "y" * 41, "Supercalifragilisticexpialidocious" * 2,
-             # plain ASCII words that are not letters alone (stop 32)
+             # plain ASCII words that are not letters alone
              "don't", "re-send", "!!!", "-", "'", "#", "%", "a&b", "x_y", "(c)", "\x01a",
              "http//", "www-com", "e-mail", "USD", "C++", "---" * 20, "a/b", "~user",
              "$", "$5", "5", "a.b", "a@b", "a:b", "https://x", "www.x", "un@known.com"]
