@@ -56,6 +56,7 @@ from . import __version__
 from .config import FilterConfig, config_from_dict
 from .errors import ConfigError, ModelFormatError
 from .ledger import DIGEST_SIZE, LABELS, Ledger
+from .model_checks import InvalidModelError, check_model, loads_json
 from .pipeline import SpamFilter
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "DumpFormatError", "escape", "unescape",
@@ -286,9 +287,9 @@ class _Reader:
             raise self.error(n, f"setting name {dotted[:40]!r} is not SECTION.KEY (e.g. "
                              "model.alpha)")
         try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            raise self.error(n, f"the value of {dotted}, {value[:40]!r}, is not JSON",
+            parsed = loads_json(value, f"the value of {dotted}")
+        except json.JSONDecodeError as exc:
+            raise self.error(n, f"the value of {dotted}, {value[:40]!r}, is not JSON ({exc.msg})",
                              "write strings in double quotes, lists as [..], true/false/null "
                              "in lower case") from None
         try:  # names and types, one setting at a time, so an error names its line
@@ -438,7 +439,6 @@ class _Reader:
         config = self._config()
         class_count = np.array([self._required(self.classes, "class", c)[1] for c in LABELS])
         feature_count = np.array([self.ham, self.spam], dtype=np.float64).reshape(2, -1)
-        self._check_totals(config, class_count, feature_count)
         threshold = self._json(self.once.get("threshold"), "threshold", (float, int))
         calibration = self._json(self.once.get("calibration"), "calibration", (dict,))
         numeric = None
@@ -455,10 +455,29 @@ class _Reader:
             except (KeyError, ValueError) as exc:
                 raise self.error(first, f"the numeric arrays do not make a "
                                  f"{config.model.numeric_model} model ({exc})") from None
-        return SpamFilter.from_counts(
+        spam_filter = SpamFilter.from_counts(
             config, self.tokens, class_count, feature_count, np.array(self.docs, dtype=np.float64),
             n_learned={c: self._required(self.messages, "messages", c)[1] for c in LABELS},
             ledger=self.ledger, threshold=threshold, calibration=calibration, numeric=numeric)
+        source = f"text dump '{self.name}'"
+        try:
+            return check_model(spam_filter, source)
+        except InvalidModelError as exc:  # the same rules as every reader's, by line here
+            line = self._line_of(exc)
+            where = f"{source} line {line}" if line else source
+            raise DumpFormatError(str(exc).replace(source, where, 1)) from None
+
+    def _line_of(self, exc: InvalidModelError) -> int | None:
+        """The line holding what ``exc`` (from textnb.model_checks) found wrong."""
+        if exc.column is not None:
+            return self.token_line[self.tokens[exc.column]]
+        if exc.field in self.settings:
+            return self.settings[exc.field][0]
+        if exc.field in ("threshold", "calibration"):
+            return self.once[exc.field][0]
+        table = {"class_count": self.classes, "ledger": self.classes,
+                 "n_learned": self.messages}.get(exc.field)
+        return min(line for line, _ in table.values()) if table else None
 
     def _required(self, table: dict, kind: str, label: str):
         if label not in table:
@@ -471,9 +490,9 @@ class _Reader:
             raise self.error(None, f"no '{kind}' line", f"add '{kind}<TAB>null' (untuned)")
         n, (text,) = entry
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            raise self.error(n, f"the {kind} {text[:40]!r} is not JSON") from None
+            value = loads_json(text, f"the {kind}")
+        except json.JSONDecodeError as exc:
+            raise self.error(n, f"the {kind} {text[:40]!r} is not JSON ({exc.msg})") from None
         if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
             raise self.error(n, f"the {kind} {text[:40]!r} is not "
                              + ("a number" if float in types else "a JSON object") + " or null")
@@ -503,36 +522,6 @@ class _Reader:
             line = next((n for d, (n, _) in self.settings.items()
                          if text.startswith(f"{d}=")), None)
             raise self.error(line, text) from None
-
-    def _check_totals(self, config: FilterConfig, class_count, feature_count) -> None:
-        """Counts that no training could have produced are an edit gone wrong."""
-        per_message = (config.features.features == "binary"
-                       or config.model.event_model == "bernoulli")
-        docs = np.array(self.docs, dtype=np.float64)
-        for code, label in enumerate(LABELS):
-            if per_message:  # a token counts once per message: never more than the class
-                over = np.flatnonzero(feature_count[code] > class_count[code])
-                if over.size:
-                    token = self.tokens[over[0]]
-                    raise self.error(self.token_line[token], f"token {escape(token)[:60]!r} is "
-                                     f"in {_number(feature_count[code, over[0]])} {label} "
-                                     f"messages, but class {label} has only "
-                                     f"{_number(class_count[code])} (line "
-                                     f"{self.classes[label][0]})")
-            held = self.ledger.counts()[label]
-            if held > class_count[code]:
-                raise self.error(self.classes[label][0], f"the ledger holds {held} {label} "
-                                 f"messages, but class {label} counts only "
-                                 f"{_number(class_count[code])}")
-        if per_message:
-            off = np.flatnonzero(docs != feature_count.sum(axis=0))
-            if off.size:
-                token = self.tokens[off[0]]
-                raise self.error(self.token_line[token], f"token {escape(token)[:60]!r} is in "
-                                 f"{_number(docs[off[0]])} messages but counted "
-                                 f"{_number(feature_count[:, off[0]].sum())} times; with "
-                                 "features.features = \"binary\" (or a Bernoulli model) the "
-                                 "two are equal", "make the message count ham + spam")
 
 
 def _read(lines: Iterable[bytes], name: str) -> SpamFilter:

@@ -43,9 +43,9 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, speedups
-from .config import config_from_dict
 from .errors import ModelFormatError, WriteError, write_fix
 from .ledger import Ledger
+from .model_checks import check_model, loads_json, model_config
 from .pipeline import SpamFilter
 from .token_store import TokenStore
 from .vectorize import Vocabulary
@@ -63,6 +63,17 @@ ZLIB_LEVEL = 1
 # smaller (docs/benchmarks.md, stop 31).
 ISAL_LEVEL = 1
 _ARRAYS = ("class_count", "feature_count", "doc_freq")
+# The most a model file's members may inflate to: MAX_INFLATION times the file's size,
+# plus INFLATION_ALLOWANCE for the smallest files. textnb's own files inflate about 7
+# times (SpamAssassin's model: 33 MB of members in a 5.0 MB file; the sample corpus's:
+# 0.43 MB in 0.06 MB); the ledger's column history, zeros until the model is pruned,
+# inflates 940 times, but it is a small share of any file. Checked on the sizes the
+# archive declares, before anything is inflated (a 2 MB file declaring 2 GiB is refused
+# at once), and each member's inflate then stops one byte past its declared size,
+# whatever its bytes would give (``_bounded``): reading a file of n bytes never holds
+# more than about 100 n bytes of members.
+MAX_INFLATION = 100
+INFLATION_ALLOWANCE = 1 << 20
 
 
 def default_model_path() -> Path:
@@ -232,7 +243,7 @@ def _read_json_list(data: bytes) -> TokenStore:
     scratch = np.empty(a.size, dtype=bool)
     cut = _json_strings(data, a, scratch)
     if cut is None:
-        return TokenStore(json.loads(data))
+        return TokenStore(loads_json(data, "vocabulary.json"))
     opens, closes = cut  # each string's opening and closing quote
     backslashes = np.flatnonzero(np.equal(a, 0x5C, out=scratch))
     keep = scratch  # the strings' bytes: not the brackets, quotes, ", "
@@ -514,6 +525,8 @@ def _read(path: str | Path, index: bool):
     except OSError as exc:
         raise ModelFormatError(f"cannot read the journal '{journal_path(path)}': "
                                f"{(exc.strerror or str(exc)).lower()}") from None
+    if state.records:  # the journal's patches hold to the same rules as the file
+        check_model(spam_filter, f"model file '{path}' with its journal '{journal_path(path)}'")
     return spam_filter, state
 
 
@@ -527,18 +540,25 @@ def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
             f"model file '{name}' is damaged or not a model file ("
             + ("it is empty" if not data else "it is not a ZIP archive")
             + "); check the --model path, restore it from a backup or train it again")
+    source = f"model file '{name}'"
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             if _META not in zf.namelist():
                 raise ModelFormatError(f"'{name}' is a ZIP archive but not a textnb model file "
                                        f"(it has no {_META}); check the --model path")
-            meta = json.loads(zf.read(_META))
+            declared = sum(info.file_size for info in zf.infolist())
+            if declared > MAX_INFLATION * len(data) + INFLATION_ALLOWANCE:
+                raise ModelFormatError(
+                    damaged + f" (its {len(data):,} bytes declare {declared:,} bytes of "
+                    f"members, more than {MAX_INFLATION} times their size: a zip bomb, or "
+                    "damage)")
+            inflate = _inflater()
+            meta = loads_json(_member_bytes(zf, data, _META, inflate), _META)
             if not isinstance(meta, dict):
                 raise ModelFormatError(damaged + f" ({_META} is not a JSON object)")
             _check_format(meta, name)
             if not isinstance(meta.get("sha256"), dict):
                 raise ModelFormatError(damaged + f" ({_META} lists no checksums)")
-            inflate = _inflater()
             members = {n: _member_bytes(zf, data, n, inflate) for n in meta["sha256"]}
     except ModelFormatError:
         raise
@@ -553,7 +573,7 @@ def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
             raise ModelFormatError(damaged + f" (checksum mismatch in {member})")
     try:
         n_learned = {str(k): int(v) for k, v in meta.get("n_learned", {}).items()}
-        config = config_from_dict(with_saved_defaults(meta["config"]))
+        config = model_config(with_saved_defaults(meta["config"]), source)
         # Taken over, not copied again (``Vocabulary(tokens)`` would copy the store).
         tokens = Vocabulary.of_store(_read_json_list(members["vocabulary.json"]))
         arrays = {a: _npy(members[f"{a}.npy"]) for a in _ARRAYS}
@@ -583,7 +603,7 @@ def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
             spam_filter.vocabulary.check()  # a repeated token raises ValueError
     except ValueError as exc:  # shapes that disagree with the vocabulary, a repeated token
         raise ModelFormatError(damaged + f" ({exc})") from None
-    return spam_filter
+    return check_model(spam_filter, source)
 
 
 def _npy(data: bytes) -> np.ndarray:
@@ -606,7 +626,8 @@ def _npy(data: bytes) -> np.ndarray:
 
 
 def _inflater():
-    """``(decompress, crc32)`` of ISA-L (python-isal) where installed, else of zlib.
+    """``(inflate, crc32)`` of ISA-L (python-isal) where installed, else of zlib;
+    ``inflate(raw, wbits, size)`` stops one byte past ``size`` (``_bounded``).
 
     ``ZipFile.read`` took 0.134 s for Enron 1-3's model's members (best of 5): it reads
     through a file object, in pieces, copying each, with the CRC taken on the side.
@@ -616,8 +637,21 @@ def _inflater():
     try:
         from isal import isal_zlib
     except ImportError:
-        return zlib.decompress, zlib.crc32
-    return isal_zlib.decompress, isal_zlib.crc32
+        return _bounded(zlib), zlib.crc32
+    return _bounded(isal_zlib), isal_zlib.crc32
+
+
+def _bounded(module) -> Callable[[memoryview, int, int], bytes]:
+    """``module.decompress(raw, wbits, size)`` (zlib's or ISA-L's) that stops at ``size
+    + 1`` bytes of output whatever the stream holds, so a member whose bytes inflate
+    past its declared size costs no more memory than the size it declared (its length
+    check then fails). ISA-L's bounded inflate is as quick as its one-call one; zlib's
+    grows its output in blocks and is slower (SpamAssassin's model's members: 0.03 s
+    with ISA-L, 0.11 s with zlib), which is paid only where ISA-L is not installed."""
+    def inflate(raw: memoryview, wbits: int, size: int) -> bytes:
+        return module.decompressobj(wbits).decompress(raw, size + 1)
+
+    return inflate
 
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature; file name and extra field lengths
@@ -625,13 +659,15 @@ _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature; file name and extra fiel
 
 def _member_bytes(zf: zipfile.ZipFile, data: bytes, name: str, inflate) -> bytes:
     """Member ``name`` of the archive ``zf`` reads from ``data``, inflated in one call
-    (``inflate``: ``_inflater()``) from where it lies, its size and CRC-32 checked as
-    zipfile checks them; zipfile.BadZipFile when they do not hold. A member neither
-    stored nor deflated (no textnb writes one) is read by zipfile."""
+    (``inflate``: ``_inflater()``, bounded by the member's declared size) from where it
+    lies, its size and CRC-32 checked as zipfile checks them; zipfile.BadZipFile when
+    they do not hold, and for a member neither stored nor deflated, or encrypted (no
+    textnb writes one, and zipfile's bzip2 and LZMA readers inflate without a bound)."""
     decompress, crc32 = inflate
     info = zf.getinfo(name)
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 1:
-        return zf.read(name)  # encrypted or another method: zipfile says what it cannot do
+        raise zipfile.BadZipFile(f"member {name!r} is encrypted or compressed with method "
+                                 f"{info.compress_type}, which textnb never writes")
     at = info.header_offset
     if at < 0 or at + _LOCAL_HEADER.size > len(data):
         raise zipfile.BadZipFile(f"member {name!r} lies outside the file")

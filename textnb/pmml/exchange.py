@@ -56,10 +56,10 @@ from xml.sax.saxutils import escape, quoteattr
 import numpy as np
 
 from .. import __version__, store
-from ..config import config_from_dict
 from ..errors import NotFittedError, PMMLError
 from ..evidence import selection_text
 from ..labels import LABELS
+from ..model_checks import check_model, loads_json, model_config
 from ..pipeline import SpamFilter
 
 __all__ = ["export_pmml", "import_pmml", "with_max_features", "field_name", "token_of"]
@@ -322,8 +322,11 @@ def import_file(pmml_path: Path, model_path: Path) -> dict:
 # -- import ---------------------------------------------------------------------------
 
 def import_pmml(source: str | Path | bytes) -> SpamFilter:
-    """A filter from a document :func:`export_pmml` wrote; PMMLError for anything else."""
+    """A filter from a document :func:`export_pmml` wrote; PMMLError for anything else,
+    and textnb.model_checks' InvalidModelError (a ModelFormatError) for a model that
+    breaks the rules every model file and text dump is held to."""
     name = "<bytes>" if isinstance(source, bytes) else str(source)
+    where = f"PMML document '{name}'"
     stream = io.BytesIO(source) if isinstance(source, bytes) else source
     try:
         with open(source, "rb") if not isinstance(source, bytes) else io.BytesIO(source) as fh:
@@ -337,8 +340,9 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
         raise PMMLError(f"no PMML document at '{name}'; check the path") from None
     meta = doc["meta"]
     try:
-        config = config_from_dict(meta["config"])
-    except (KeyError, TypeError, ValueError) as exc:
+        config = model_config(meta["config"], where)
+        class_count = np.asarray(meta["class_count"], dtype=np.float64)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PMMLError(f"'{name}': textnb's Extension is damaged ({exc})") from None
     m = config.model
     bernoulli = m.event_model == "bernoulli"
@@ -346,7 +350,6 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
         raise PMMLError(f"'{name}': a {doc['kind']} cannot hold a {m.event_model} model")
     terms = doc["terms"]
     n = len(terms)
-    class_count = np.asarray(meta["class_count"], dtype=np.float64)
     if bernoulli:
         present = np.array([doc["pairs"][t]["1"] for t in terms]).T.reshape(2, n)
         absent = np.array([doc["pairs"][t]["0"] for t in terms]).T.reshape(2, n)
@@ -359,7 +362,10 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
             raise PMMLError(f"'{name}': PairCounts disagree with the class counts and "
                             f"alpha={m.alpha} in textnb's Extension; was the document edited?")
     else:
-        counts = np.asarray(meta["feature_count"], dtype=np.float64).reshape(2, n)
+        try:
+            counts = np.asarray(meta["feature_count"], dtype=np.float64).reshape(2, n)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PMMLError(f"'{name}': textnb's Extension is damaged ({exc})") from None
     doc_freq = meta["doc_freq"] if "doc_freq" in meta else counts.sum(axis=0)
     try:
         spam_filter = SpamFilter.from_counts(
@@ -367,6 +373,12 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
             threshold=meta.get("threshold"), calibration=meta.get("calibration"))
     except ValueError as exc:
         raise PMMLError(f"'{name}': textnb's Extension is damaged ({exc})") from None
+    spam_filter.n_learned = {k: int(v) for k, v in meta.get("n_learned", {}).items()}
+    if "numeric" in meta:
+        from ..numeric import from_json
+
+        spam_filter.numeric = from_json(meta["numeric"])
+    check_model(spam_filter, where)  # before the coefficients: logs of bad counts say less
     if not bernoulli:
         model = spam_filter.model
         weights = model.feature_log_prob_[1] - model.feature_log_prob_[0]
@@ -374,11 +386,6 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
         if not np.allclose(weights, stored, rtol=0, atol=1e-9):
             raise PMMLError(f"'{name}': the coefficients disagree with the counts in textnb's "
                             "Extension; was the document edited?")
-    spam_filter.n_learned = {k: int(v) for k, v in meta.get("n_learned", {}).items()}
-    if "numeric" in meta:
-        from ..numeric import from_json
-
-        spam_filter.numeric = from_json(meta["numeric"])
     return spam_filter
 
 
@@ -399,10 +406,10 @@ def _read_export(stream, name: str) -> dict:
             continue
         if tag == "Extension" and elem.get("extender") == "textnb":
             try:
-                doc["meta"] = json.loads(elem.text or "")
+                doc["meta"] = loads_json(elem.text or "", "textnb's Extension")
             except json.JSONDecodeError as exc:
                 raise PMMLError(f"'{name}': textnb's Extension is not JSON ({exc})") from None
-            if doc["meta"].get("format") != FORMAT_NAME:
+            if not isinstance(doc["meta"], dict) or doc["meta"].get("format") != FORMAT_NAME:
                 raise PMMLError(not_ours)
             _check_version(doc["meta"], name)
             numeric_fields = set(doc["meta"].get("numeric", {}).get("fields", []))
