@@ -22,6 +22,15 @@ Layout: ``DIR/_shared/model.tnb`` (or ``--model PATH``) is the shared model;
 - **Names.** 1-64 characters of ``A-Z a-z 0-9 . _ @ + -``, starting with a letter or
   digit: no ``/``, no ``..`` path, no ``_shared``; anything else is refused with an
   ERROR naming the rule (:func:`check_user`).
+- **Bounds.** A user's model in memory is a whole copy of the shared model, so at most
+  ``max_resident`` of them stay loaded: past that the least recently used is written
+  to its file (its journal then holds nothing the file lacks) and dropped, and its
+  next request loads it again, scoring as before. A first learn creates a user's model
+  only while the folder holds fewer than ``max_users`` users' folders, since any
+  client can make up names and each model costs the shared model's size on disk;
+  past that the learn is refused with an ERROR naming the bound (the admin raises it,
+  or removes the folders of users who left). Both bounds and the memory a resident
+  user costs are in docs/learning.md#bounds.
 
 What stops one user's client reading or training another user's model: by default,
 nothing but the socket. The scorer's Unix socket is mode 0600, so only the scorer's
@@ -41,22 +50,39 @@ checks all of this with real OS users (docs/learning.md#isolation).
 from __future__ import annotations
 
 import copy
+import os
 import re
 import threading
+from collections import OrderedDict
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import TextnbError
 from .learning import journal_path
+from .server import FLUSH_SECONDS, ResidentModel
 
-__all__ = ["RECIPIENT_MODES", "SHARED", "ModelSet", "UserNameError", "check_user",
-           "user_from_recipients"]
+__all__ = ["MAX_RESIDENT_USERS", "MAX_USERS", "RECIPIENT_MODES", "SHARED", "ModelSet",
+           "TooManyUsersError", "UserNameError", "check_user", "user_from_recipients"]
 
 SHARED = "_shared"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
+# Users' models kept loaded at once (``textnb serve --max-resident-users``). Each costs
+# the shared model's memory again: 59 MB for SpamAssassin's (632,398 tokens, a 5.0 MB
+# file), so 16 of them about 0.9 GB (bench/resident_users.py, docs/learning.md#bounds);
+# a dropped one costs a model load on its next request (0.4 s for that model).
+MAX_RESIDENT_USERS = 16
+# Users' models that first learns may create in one folder (``textnb serve
+# --max-users``): each is the shared model's size on disk (5 MB for SpamAssassin's),
+# and its name is whatever a client sends.
+MAX_USERS = 1000
 
 
 class UserNameError(TextnbError):
     """A user name that could leave the models folder or is not a plain name."""
+
+
+class TooManyUsersError(TextnbError):
+    """A first learn would create a user's model beyond the folder's bound."""
 
 
 def check_user(name: str) -> str:
@@ -102,43 +128,99 @@ class ModelSet:
     folder (Path): DIR of ``--models DIR``.
     shared (Path | None): the shared model; None: ``DIR/_shared/model.tnb``.
     flush_seconds (float): as ResidentModel's.
+    max_resident (int): users' models kept loaded; past it the least recently used is
+        written and dropped (module docstring, "Bounds").
+    max_users (int): users' folders a first learn may bring the folder to.
     """
 
-    def __init__(self, folder, shared=None, flush_seconds: float | None = None, load=None):
-        from .server import FLUSH_SECONDS, ResidentModel
-
-        self._resident = ResidentModel
+    def __init__(self, folder, shared=None, flush_seconds: float | None = None, load=None,
+                 max_resident: int = MAX_RESIDENT_USERS, max_users: int = MAX_USERS):
+        if max_resident < 1 or max_users < 0:
+            raise TextnbError(f"max_resident={max_resident} and max_users={max_users}: keep "
+                              "at least one user's model loaded, and allow 0 or more users")
         self.folder = Path(folder)
         self.flush_seconds = FLUSH_SECONDS if flush_seconds is None else flush_seconds
+        self.max_resident, self.max_users = max_resident, max_users
         self.lock = threading.Lock()  # one scorer lock: scoring holds the GIL anyway
         self._load = load
         self.shared = ResidentModel(Path(shared) if shared else self.folder / SHARED / "model.tnb",
                                     load, lock=self.lock, flush_seconds=self.flush_seconds)
-        self._users: dict[str, ResidentModel] = {}
+        self._users: OrderedDict[str, _UserModel] = OrderedDict()  # least recent first
+        self._pins: dict[str, int] = {}  # users with a learn in progress: never dropped
+        self._names: set[str] | None = None  # users' folders, listed on first need
         self._registry = threading.Lock()
 
     def _path(self, user: str) -> Path:
         return self.folder / check_user(user) / "model.tnb"
 
     def user_model(self, user: str, create: bool = False):
-        """The user's ResidentModel; None when they have none and ``create`` is False."""
-        path = self._path(user)
+        """The user's ResidentModel; None when they have none and ``create`` is False.
+        TooManyUsersError when ``create`` would make a model past ``max_users``."""
         with self._registry:
-            model = self._users.get(user)
-            if model is not None:
-                return model
-            if not (create or path.exists() or journal_path(path).exists()):
-                return None
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            model = self._resident(path, self._load, lock=self.lock,
-                                   flush_seconds=self.flush_seconds, tokenizer_of=self.shared,
-                                   new_config=self.shared.spam_filter.config)
-            if not path.exists():
-                with self.lock:  # start from the shared counts (module docstring)
-                    model.spam_filter = _copy_filter(self.shared.spam_filter)
-                    model._replay(model.spam_filter)
-            self._users[user] = model
+            return self._resident(user, create)
+
+    def _resident(self, user: str, create: bool):
+        path = self._path(user)
+        model = self._users.get(user)
+        if model is not None:
+            self._users.move_to_end(user)
             return model
+        exists = _has_model(path)
+        if not (create or exists):
+            return None
+        if not exists:
+            self._make_room(user)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        model = _UserModel(path, self._load, lock=self.lock, flush_seconds=self.flush_seconds,
+                           tokenizer_of=self.shared, new_config=self.shared.spam_filter.config)
+        if not path.exists():
+            with self.lock:  # start from the shared counts (module docstring)
+                model.spam_filter = _copy_filter(self.shared.spam_filter)
+                model._replay(model.spam_filter)
+        self._users[user] = model
+        self._drop_least_recent()
+        return model
+
+    def _make_room(self, user: str, reserve: bool = True) -> None:
+        """Refuse a new user's folder past ``max_users`` (listed again when the bound
+        seems reached: the admin may have removed some); ``reserve``: count it now."""
+        if self._names is None or (user not in self._names
+                                   and len(self._names) >= self.max_users):
+            self._names = {entry.name for entry in os.scandir(self.folder)
+                           if entry.is_dir(follow_symlinks=False) and entry.name != SHARED
+                           and _NAME.fullmatch(entry.name)}
+        if user not in self._names and len(self._names) >= self.max_users:
+            raise TooManyUsersError(
+                f"user {user!r} has no model, and '{self.folder}' already holds "
+                f"{len(self._names)} users' models, the most a first learn may create "
+                f"(--max-users {self.max_users}); raise --max-users, or remove the folders "
+                "of users who no longer need a model")
+        if reserve:
+            self._names.add(user)
+
+    def _drop_least_recent(self) -> None:
+        """Write and drop the least recently used users' models past ``max_resident``;
+        one with a learn in progress stays (it goes when that learn is done)."""
+        while len(self._users) > self.max_resident:
+            user = next((u for u in self._users if u not in self._pins), None)
+            if user is None:
+                return
+            self._users.pop(user).retire()
+
+    @contextmanager
+    def _pinned(self, user: str):
+        """The user's model, created if need be, kept loaded for the body of the ``with``."""
+        with self._registry:
+            model = self._resident(user, create=True)
+            self._pins[user] = self._pins.get(user, 0) + 1
+        try:
+            yield model
+        finally:
+            with self._registry:
+                self._pins[user] -= 1
+                if not self._pins[user]:
+                    del self._pins[user]
+                self._drop_least_recent()
 
     # -- the interface ScorerServer uses (ResidentModel has the same) --------------
     def for_scoring(self, user: str | None):
@@ -152,7 +234,12 @@ class ModelSet:
     def for_learning(self, user: str | None):
         if user is None:
             return self.shared
-        return self.user_model(user, create=True)
+        user = check_user(user)
+        with self._registry:  # refused before the message is read into a journal: an
+            # ERROR reply, not a failed learn (whose traceback a client could repeat)
+            if user not in self._users and not _has_model(self._path(user)):
+                self._make_room(user, reserve=False)
+        return _Learner(self, user)
 
     def loaded(self) -> list:
         with self._registry:
@@ -166,6 +253,53 @@ class ModelSet:
     @property
     def loads(self) -> int:
         return self.shared.loads
+
+
+class _Learner:
+    """What ``ModelSet.for_learning`` gives for a user: ``update`` finds the user's model
+    (loading or creating it) and keeps it loaded until the update is applied, so the
+    update never lands in a model that was dropped meanwhile (whose journal a newer
+    copy of the model might already have read)."""
+
+    def __init__(self, models: ModelSet, user: str):
+        self.models, self.user = models, user
+
+    def update(self, kind: str, raw: bytes, label: str | None = None, **options) -> str:
+        with self.models._pinned(self.user) as model:
+            return model.update(kind, raw, label, **options)
+
+
+class _UserModel(ResidentModel):
+    """A user's ResidentModel, which ``retire`` writes and then makes inert: the
+    watcher may still hold it in its list, and a dropped model must neither reload
+    nor write the file over the copy that replaced it."""
+
+    def __init__(self, *args, **kwargs):
+        self._alive = threading.RLock()  # retire against check and flush
+        self.retired = False
+        super().__init__(*args, **kwargs)
+
+    def check(self) -> bool:
+        with self._alive:
+            return False if self.retired else super().check()
+
+    def flush(self, force: bool = False) -> bool:
+        with self._alive:
+            return False if self.retired else super().flush(force)
+
+    def retire(self) -> None:
+        """Write the updates the file lacks (each is in the journal already, so a write
+        that fails loses nothing: the next load replays them), then go inert."""
+        with self._alive:
+            if self.unwritten:
+                super().flush(force=True)
+            self.retired = True
+            self.journal.close()
+
+
+def _has_model(path: Path) -> bool:
+    """A user's model exists: its file, or a journal of updates not yet written to one."""
+    return path.exists() or journal_path(path).exists()
 
 
 def _copy_filter(spam_filter):
