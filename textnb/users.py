@@ -178,7 +178,7 @@ class ModelSet:
                 model.spam_filter = _copy_filter(self.shared.spam_filter)
                 model._replay(model.spam_filter)
         self._users[user] = model
-        self._drop_least_recent()
+        self._drop_least_recent(keep=user)  # not the model just loaded: it is to be used
         return model
 
     def _make_room(self, user: str, reserve: bool = True) -> None:
@@ -198,11 +198,13 @@ class ModelSet:
         if reserve:
             self._names.add(user)
 
-    def _drop_least_recent(self) -> None:
-        """Write and drop the least recently used users' models past ``max_resident``;
-        one with a learn in progress stays (it goes when that learn is done)."""
+    def _drop_least_recent(self, keep: str | None = None) -> None:
+        """Write and drop the least recently used users' models past ``max_resident``,
+        but not ``keep``'s; one with a learn in progress stays (it goes when that learn
+        is done: a learn must never reach a dropped model, whose journal a newer copy
+        may have read already)."""
         while len(self._users) > self.max_resident:
-            user = next((u for u in self._users if u not in self._pins), None)
+            user = next((u for u in self._users if u not in self._pins and u != keep), None)
             if user is None:
                 return
             self._users.pop(user).retire()
