@@ -248,7 +248,7 @@ def test_zip_bomb_member_refused_with_bounded_memory(tmp_path, declared):
 NESTED = "[" * DEEP + "]" * DEEP
 
 
-def test_deeply_nested_json_is_damaged_not_recursion():
+def test_deeply_nested_json_is_damaged_not_recursion(tmp_path):
     data = dump.dumps(_toy())
     for line in (b"threshold\tnull", b"setting\tmodel.alpha\t0.1"):
         head = line.rpartition(b"\t")[0]
@@ -267,6 +267,15 @@ def test_deeply_nested_json_is_damaged_not_recursion():
     assert pmml.count(b'"threshold":null') == 1
     with pytest.raises(PMMLError, match="damaged"):
         import_pmml(pmml.replace(b'"threshold":null', b'"threshold":' + NESTED.encode()))
+    # A journal record (textnb.delta) that is not JSON is read as one cut short: the
+    # model loads as its file and the records before it say.
+    from textnb import delta
+
+    path = tmp_path / "model.tnb"
+    store.save(_toy(), path)
+    _, state = store.load_for_update(path)
+    delta.Journal(path).append(state, zlib.compress(NESTED.encode()))
+    assert store.load(path).n_learned == _toy().n_learned
 
 
 # -- F2: bounded per-user state ------------------------------------------------------

@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from .ledger import LABELS
+from .model_checks import loads_json
 
 __all__ = ["COMPACT_FRACTION", "Journal", "JournalState", "Snapshot", "apply", "diff",
            "journal_path", "replay"]
@@ -231,7 +232,7 @@ class Journal:
                     or hashlib.sha256(payload).hexdigest().encode() != fields[2]):
                 break
             try:
-                patches.append(json.loads(zlib.decompress(payload)))
+                patches.append(loads_json(zlib.decompress(payload), "a journal record"))
             except (zlib.error, ValueError):
                 break
             at = end
