@@ -459,13 +459,10 @@ class _Reader:
             config, self.tokens, class_count, feature_count, np.array(self.docs, dtype=np.float64),
             n_learned={c: self._required(self.messages, "messages", c)[1] for c in LABELS},
             ledger=self.ledger, threshold=threshold, calibration=calibration, numeric=numeric)
-        source = f"text dump '{self.name}'"
         try:
-            return check_model(spam_filter, source)
+            return check_model(spam_filter, f"text dump '{self.name}'")
         except InvalidModelError as exc:  # the same rules as every reader's, by line here
-            line = self._line_of(exc)
-            where = f"{source} line {line}" if line else source
-            raise DumpFormatError(str(exc).replace(source, where, 1)) from None
+            raise self.error(self._line_of(exc), exc.problem) from None
 
     def _line_of(self, exc: InvalidModelError) -> int | None:
         """The line holding what ``exc`` (from textnb.model_checks) found wrong."""

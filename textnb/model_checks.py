@@ -63,14 +63,17 @@ class InvalidModelError(ModelFormatError):
     """A model no training could have made: a count, total, threshold or setting out of
     bounds.
 
-    field (str): what is wrong ('threshold', 'class_count', 'mail.max_bytes', ...).
-    column (int | None): the vocabulary column, when one token's counts are wrong (a
-        text dump turns it into the token's line).
+    The message is "SOURCE: PROBLEM; FIX".
+    problem (str): what is wrong, without where or the fix (a text dump adds its line
+        and its own fix).
+    field (str): the part that is wrong ('threshold', 'class_count', 'mail.max_bytes', ...).
+    column (int | None): the vocabulary column, when one token's counts are wrong.
     """
 
-    def __init__(self, message: str, field: str, column: int | None = None):
-        super().__init__(message)
-        self.field, self.column = field, column
+    def __init__(self, source: str, problem: str, fix: str, field: str,
+                 column: int | None = None):
+        super().__init__(f"{source}: {problem}; {fix}")
+        self.problem, self.field, self.column = problem, field, column
 
 
 def loads_json(data: str | bytes, what: str = "JSON") -> Any:
@@ -96,7 +99,8 @@ def model_config(nested: dict, source: str) -> FilterConfig:
     try:
         config = config_from_dict(nested).validate()
     except ConfigError as exc:
-        raise InvalidModelError(f"{source} holds a setting textnb does not accept: {exc}",
+        raise InvalidModelError(source, f"a setting textnb does not accept: {exc}",
+                                "export or train it again with settings textnb accepts",
                                 field=str(exc).partition("=")[0]) from None
     check_settings(config, source)
     return config
@@ -112,9 +116,9 @@ def check_settings(config: FilterConfig, source: str) -> None:
         value, ceiling = getattr(part, key), BOUND_CEILING * default
         if value > ceiling:
             raise InvalidModelError(
-                f"{source} sets {section}.{key}={value:_}, above its ceiling of {ceiling:_} "
+                source, f"{section}.{key}={value:_} is above its ceiling of {ceiling:_} "
                 f"({BOUND_CEILING} times the default, {default:_}): a model may not lift the "
-                "bounds on hostile mail that far; export it with the setting lowered, or "
+                "bounds on hostile mail that far", "export it with the setting lowered, or "
                 f"train it again with --set {section}.{key}=N", field=f"{section}.{key}")
 
 
@@ -130,21 +134,21 @@ def check_model(spam_filter, source: str):
         _check_calibration(spam_filter.calibration, source)
     for label, n in spam_filter.n_learned.items():
         if not (isinstance(n, int) and 0 <= n <= COUNT_LIMIT):
-            raise InvalidModelError(f"{source} says it learned {n!r} {label} messages, not a "
-                                    f"whole number from 0 to 2**53; {_RETRAIN}", "n_learned")
+            raise InvalidModelError(source, f"it says it learned {n!r} {label} messages, not "
+                                    "a whole number from 0 to 2**53", _RETRAIN, "n_learned")
     held = spam_filter.ledger.counts()
     for code, label in enumerate(LABELS):
         if held[label] > counts["class_count"][code]:
-            raise InvalidModelError(f"{source}: its ledger holds {held[label]} {label} messages, "
-                                    f"but class {label} counts only "
-                                    f"{_number(counts['class_count'][code])}; {_RETRAIN}",
+            raise InvalidModelError(source, f"its ledger holds {held[label]} {label} "
+                                    f"messages, but class {label} counts only "
+                                    f"{_number(counts['class_count'][code])}", _RETRAIN,
                                     "ledger")
     numeric = getattr(spam_filter, "numeric", None)
     if hasattr(numeric, "class_count_"):  # a numeric model that learned something
         for name, array in numeric.to_arrays().items():
             if not np.isfinite(np.asarray(array, dtype=np.float64)).all():
-                raise InvalidModelError(f"{source}: numeric array {name!r} holds a value that "
-                                        f"is not a finite number; {_RETRAIN}", f"numeric.{name}")
+                raise InvalidModelError(source, f"numeric array {name!r} holds a value that is "
+                                        "not a finite number", _RETRAIN, f"numeric.{name}")
     return spam_filter
 
 
@@ -168,7 +172,7 @@ def check_counts(class_count: np.ndarray, feature_count: np.ndarray, doc_freq: n
     """
     def fail(problem: str, field: str, column: int | None = None):
         where = f" (token {tokens[column]!r})" if column is not None and tokens is not None else ""
-        raise InvalidModelError(f"{source}: {problem}{where}; {_RETRAIN}", field, column)
+        raise InvalidModelError(source, problem + where, _RETRAIN, field, column)
 
     if not ((class_count >= 0).all() and (class_count <= COUNT_LIMIT).all()):
         fail(f"class counts {class_count.tolist()} are not numbers from 0 to 2**53",
@@ -213,8 +217,8 @@ def _check_threshold(threshold, source: str) -> None:
         return
     if not (isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
             and math.isfinite(threshold)):
-        raise InvalidModelError(f"{source}: its threshold is {str(threshold)[:40]!r}, not a "
-                                "finite number or null; restore the file from a backup, or run "
+        raise InvalidModelError(source, f"its threshold is {str(threshold)[:40]!r}, not a "
+                                "finite number or null", "restore the file from a backup, or run "
                                 "'textnb tune --write' to learn the threshold again", "threshold")
 
 
@@ -226,9 +230,9 @@ def _check_calibration(calibration, source: str) -> None:
     method = calibration.get("method") if isinstance(calibration, dict) else None
     version = calibration.get("format", FORMAT) if isinstance(calibration, dict) else None
     if method not in METHODS or not isinstance(version, int) or version > FORMAT:
-        raise InvalidModelError(f"{source}: its calibration (method {str(method)[:40]!r}, "
+        raise InvalidModelError(source, f"its calibration (method {str(method)[:40]!r}, "
                                 f"format {str(version)[:20]}) is not a calibration map this "
-                                "textnb reads; run 'textnb tune --write' again (or upgrade "
+                                "textnb reads", "run 'textnb tune --write' again (or upgrade "
                                 "textnb, if a newer one wrote it)", "calibration")
     keys = ("x", "p") if method == "isotonic" else ("a", "b")
     try:
@@ -243,11 +247,11 @@ def _check_calibration(calibration, source: str) -> None:
     else:
         ok = values is not None and all(v.ndim == 0 and np.isfinite(v) for v in values)
     if not ok:
-        raise InvalidModelError(f"{source}: its {method} calibration map is not one (its "
+        raise InvalidModelError(source, f"its {method} calibration map is not one (its "
                                 f"{' and '.join(keys)} must be finite numbers"
                                 + (", the knots non-decreasing and p within [0, 1]"
-                                   if method == "isotonic" else "")
-                                + "); run 'textnb tune --write' again", "calibration")
+                                   if method == "isotonic" else "") + ")",
+                                "run 'textnb tune --write' again", "calibration")
 
 
 def _first(mask: np.ndarray) -> int:
