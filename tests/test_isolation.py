@@ -114,7 +114,7 @@ def test_another_users_socket_in_a_folder_others_can_write_to_is_refused(public,
     shared.mkdir()
     shared.chmod(0o1777)  # sticky, as /tmp: anyone could have put a socket here
     sock = shared / "scorer.sock"
-    with Running(folder, str(sock), socket_mode=0o666):
+    with Running(folder, str(sock), socket_mode=0o666, user_from_peer=True):
         ping = as_user("nobody", [client, "--server", sock, "--ping"])
     assert ping.returncode == 1
     assert b"belongs to uid 0, not to this user, in a folder others can write to" in ping.stderr

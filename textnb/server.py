@@ -9,14 +9,20 @@ message costs milliseconds. ``textnb serve`` pays the first cost once and answer
   as /tmp), so none can swap in a socket of their own; or TCP on a loopback
   address. A non-loopback address is refused unless asked for explicitly: the
   protocol has no authentication.
-- **Bounds.** A message longer than ``max_bytes`` is refused (the client then scores
-  in process); at most ``max_clients`` connections are served at once, later ones
-  wait in the listen backlog (as long as the kernel allows); a client has
-  ``timeout`` seconds to send its request, however slowly it trickles in. A request
-  that is not the protocol, a length that is not a number, or a cost ratio that is
-  not a finite number > 0 gets an ERROR reply. Scoring runs one message at a time
-  under a lock (it holds the GIL anyway, and the tokenizer's caches are not meant
-  for threads).
+- **Who may teach.** Per-user models need to know who connects: a Unix socket with
+  ``user_from_peer``, or a socket only the scorer's user (and group) can open. Over
+  TCP, or a socket every user can open, they are refused at start, and a single
+  model learns nothing there (LEARN and FORGET get ERROR), unless
+  ``allow_any_user_to_teach`` says every local user may teach every model.
+- **Bounds.** Connections are read by :mod:`textnb.request_reader`: a request must
+  be complete within ``timeout`` seconds of its accept, however slowly it trickles
+  in, and only complete requests reach the ``max_clients`` worker threads, so slow
+  clients hold no worker. A message longer than ``max_bytes`` is refused (the client
+  then scores in process); a request that is not the protocol, a length that is not
+  a number, or a cost ratio that is not a finite number > 0 gets an ERROR reply.
+  Scoring runs one message at a time under a lock (it holds the GIL anyway, and the
+  tokenizer's caches are not meant for threads). Out of descriptors or threads, the
+  scorer sheds connections and keeps serving (docs/security.md has every limit).
 - **Reloads.** A watcher thread stats the model file every ``reload_interval``
   seconds; when its inode, size or mtime changes (``textnb train`` renames a new
   file into place) the new model is loaded and warmed up beside the old one and
@@ -25,8 +31,9 @@ message costs milliseconds. ``textnb serve`` pays the first cost once and answer
   The same reload renews the tokenizer when spaCy's vocabulary has grown past
   ``MAX_STRINGS`` (it keeps every string it has seen).
 - **Shutdown.** When ``stop`` is set (the CLI sets it on SIGTERM or SIGINT) the
-  server stops accepting, lets the requests in flight finish (up to ``timeout``),
-  removes its socket file and returns.
+  server stops accepting, reads the requests begun and lets those in hand finish
+  (each up to its deadline), removes its socket file, writes every model with
+  updates not yet in its file, and returns; the write happens whatever failed before.
 """
 
 from __future__ import annotations
@@ -40,13 +47,14 @@ import threading
 import time
 from pathlib import Path
 
-from .client import MAX_LINE, MAX_MESSAGE_BYTES, PROTOCOL, reply_line
+from .client import MAX_MESSAGE_BYTES, reply_line
 from .errors import TextnbError
 from .filter import describe_error, score_with
 from .health import training_health
 from .lazy_import import import_now
 from .learning import Journal, Record, apply, journal_path, snapshot_bytes
 from .lock import ModelLockedError, model_lock
+from .request_reader import POLL_SECONDS, Request, RequestReader, Throttle, WorkerPool
 from .store import atomic_write
 
 log = logging.getLogger("textnb.server")
@@ -54,9 +62,14 @@ log = logging.getLogger("textnb.server")
 # Scoring's SciPy modules, imported before any handler thread scores (lazy_import).
 import_now("scipy.sparse", "scipy.special")
 
-# How often the accept loop and the reload watcher wake up to look at ``stop``: the
-# longest a SIGTERM waits before the server begins to shut down.
-POLL_SECONDS = 0.2
+# Connections open at once (being read or answered); more wait in the listen backlog.
+# Each holds a descriptor, so never more than half the process's descriptor limit: the
+# other half is for model files, journals, the metrics port and a user's model loading.
+MAX_CONNECTIONS = 512
+# A learn is applied only if this much of its --timeout is left (at most a quarter of
+# it): a journal append and an apply take 10-40 ms, and a client waits --timeout for
+# the answer, so it is never told "not learned" for an update that is then made.
+LEARN_MARGIN = 1.0
 # Scored once on every (re)load, so that spaCy's tokenizer and the vocabulary's first
 # lookups are built before the model serves a request, not during one.
 WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http://example.com/ $10\n"
@@ -174,14 +187,21 @@ class ResidentModel:
         return True
 
     # -- learning ----------------------------------------------------------------
-    def update(self, kind: str, raw: bytes, label: str | None = None) -> str:
+    def update(self, kind: str, raw: bytes, label: str | None = None,
+               apply_by: float | None = None) -> str:
         """Learn (kind 'LEARN', label 'spam'/'ham') or forget ('FORGET') one message.
 
         Journaled (fsync'd), then applied in memory; the caller may acknowledge once
         this returns (textnb.learning). RETURNS learning.apply's outcome.
+        apply_by (float | None): a time.monotonic() past which the update is not made
+        (TimeoutError), checked once the model's lock is held: the client would have
+        stopped waiting for the answer.
         """
         record = Record(kind, label, bytes(raw))
         with self.lock:
+            if apply_by is not None and time.monotonic() > apply_by:
+                raise TimeoutError("it waited too long for the model (--timeout); send it "
+                                   "again")
             self.journal.append(record)
             outcome = apply(self.spam_filter, record)
             self.learned += 1
@@ -247,23 +267,31 @@ class ResidentModel:
 class ScorerServer:
     """Serve verdicts from a ResidentModel on a Unix socket or a loopback TCP port.
 
-    model (ResidentModel): what scores.
+    model (ResidentModel | ModelSet): what scores (a ModelSet: a model per user).
     address (str | tuple[str, int]): a socket path, or (host, port).
     max_bytes (int): the longest message accepted.
-    max_clients (int): connections served at once.
-    timeout (float): seconds a client has to send its request and read the reply.
+    max_clients (int): requests answered at once (worker threads); connections being
+        read do not count.
+    timeout (float): seconds from a connection's accept to its last request byte.
     reload_interval (float): seconds between checks of the model file (0: never).
     allow_remote (bool): permit a TCP address that is not loopback.
     socket_mode (int): the Unix socket's mode (0600: only this OS user may connect).
     user_from_peer (bool): the user is the connecting process's login name
         (SO_PEERCRED), and a request naming another user is refused (textnb.users).
+    allow_any_user_to_teach (bool): serve per-user models, and learn, where any local
+        user can connect and name any user (TCP, or a socket mode with o+w).
+    max_connections (int | None): connections open at once; None: MAX_CONNECTIONS, at
+        most half the descriptor limit.
+    max_buffered (int | None): request bytes held at once; None: max_clients * max_bytes.
     telemetry (Telemetry | None): counts each reply and its latency (textnb.telemetry).
     """
 
     def __init__(self, model: ResidentModel, address, *, max_bytes: int = MAX_MESSAGE_BYTES,
                  max_clients: int = 8, timeout: float = 10.0, reload_interval: float = 1.0,
                  allow_remote: bool = False, socket_mode: int = 0o600,
-                 user_from_peer: bool = False, telemetry=None):
+                 user_from_peer: bool = False, allow_any_user_to_teach: bool = False,
+                 max_connections: int | None = None, max_buffered: int | None = None,
+                 telemetry=None):
         if max_bytes < 1 or max_clients < 1 or not timeout > 0 or reload_interval < 0:
             raise ServerError(f"max_bytes={max_bytes}, max_clients={max_clients}, "
                               f"timeout={timeout}, reload_interval={reload_interval}: the "
@@ -277,11 +305,18 @@ class ScorerServer:
         if user_from_peer and isinstance(address, tuple):
             raise ServerError("--user-from-peer needs a Unix socket: over TCP the scorer "
                               "cannot see which user connects")
+        check_who_may_teach(hasattr(model, "shared"), address, socket_mode, user_from_peer,
+                            allow_any_user_to_teach)
+        self.learning_refused = (_anyone_connects(address, socket_mode) and not user_from_peer
+                                 and not allow_any_user_to_teach)
+        self.max_connections = max_connections or _connection_limit()
+        self.max_buffered = max_buffered or max_clients * max_bytes
         self.requests = 0
         self.telemetry = telemetry
-        self._slots = threading.BoundedSemaphore(max_clients)
-        self._handlers: set[threading.Thread] = set()
+        self.reader: RequestReader | None = None
+        self.pool = WorkerPool(max_clients, self._answer)
         self._listener: socket.socket | None = None
+        self._throttle = Throttle()
 
     # -- listening -------------------------------------------------------------
     def bind(self) -> "ScorerServer":
@@ -290,13 +325,16 @@ class ScorerServer:
             self._listener = self._bind_tcp(*self.address)
         else:
             self._listener = self._bind_unix(Path(self.address))
-        # Clients beyond max_clients wait in this queue, not in a thread. It is as long as
-        # the kernel allows: a full queue makes a Unix socket's connect() fail at once
+        # Clients beyond max_connections wait in this queue. It is as long as the
+        # kernel allows: a full queue makes a Unix socket's connect() fail at once
         # (EAGAIN). With the former max(16, 2 * max_clients), 200 clients connecting
         # together (bench/server_load.py, 3 rounds) saw 525 of 600 requests fail that
         # way, over to in-process scoring; with SOMAXCONN (4096 here), none.
         self._listener.listen(socket.SOMAXCONN)
-        self._listener.settimeout(POLL_SECONDS)
+        self.reader = RequestReader(
+            self._listener, self._dispatch, max_bytes=self.max_bytes, timeout=self.timeout,
+            max_connections=self.max_connections, max_buffered=self.max_buffered,
+            observe=self.telemetry.observe_reply if self.telemetry is not None else None)
         return self
 
     @property
@@ -385,101 +423,106 @@ class ScorerServer:
         """Accept and answer until ``stop`` is set; then shut down cleanly."""
         if self._listener is None:
             self.bind()
-        watcher = threading.Thread(target=self._watch, args=(stop,), name="textnb-reload",
-                                   daemon=True)
-        watcher.start()
+        watcher = None
         try:
-            while not stop.is_set():
-                if not self._slots.acquire(timeout=POLL_SECONDS):
-                    continue  # every slot busy: new clients wait in the backlog
-                try:
-                    conn, _ = self._listener.accept()
-                except (TimeoutError, InterruptedError):
-                    self._slots.release()
-                    continue
-                except OSError:
-                    self._slots.release()
-                    if stop.is_set():
-                        break
-                    raise
-                handler = threading.Thread(target=self._handle, args=(conn,), daemon=True)
-                self._handlers.add(handler)
-                handler.start()
+            watcher = threading.Thread(target=self._watch, args=(stop,), name="textnb-reload",
+                                       daemon=True)
+            try:
+                watcher.start()
+            except RuntimeError as exc:  # at the process's thread limit from the start
+                watcher = None
+                raise ServerError(f"cannot start the reload thread ({exc}): the process is "
+                                  "at its thread limit (systemd's TasksMax, ulimit -u)") from None
+            if self.learning_refused:
+                log.warning("learning is off: any local user can connect to %s; LEARN and "
+                            "FORGET get ERROR (serve on a Unix socket of mode 0600, or pass "
+                            "--allow-any-user-to-teach)", _where(self.address, self.socket_mode))
+            self.reader.run(stop)
         finally:
             self._shutdown(watcher)
 
     def _shutdown(self, watcher: threading.Thread | None) -> None:
+        """Stop listening, let the requests in hand finish, and always write the updates
+        not yet in a model file: each step's failure is logged, none skips the write."""
+        steps = [("close the socket", self._close_listener),
+                 ("finish the requests in hand", lambda: self.pool.stop(self.timeout))]
+        if watcher is not None:
+            steps.append(("stop the reload thread",
+                          lambda: watcher.join(POLL_SECONDS + self.timeout)))
+        for model in self.model.loaded():
+            steps.append((f"write {model.path}", lambda m=model: m.unwritten and m.flush(force=True)))
+            steps.append((f"close {model.journal.path}", model.journal.close))
+        for what, step in steps:
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - the next steps (the writes) must run
+                log.error("at shutdown, cannot %s (%s)", what, describe_error(exc))
+        log.info("scorer stopped after %d requests", self.requests)
+
+    def _close_listener(self) -> None:
         self._listener.close()
         if not isinstance(self.address, tuple):
             Path(self.address).unlink(missing_ok=True)
-        deadline = time.monotonic() + self.timeout
-        for handler in list(self._handlers):
-            handler.join(max(0.0, deadline - time.monotonic()))
-        if watcher is not None:
-            watcher.join(POLL_SECONDS + self.timeout)
-        for model in self.model.loaded():  # the updates not yet in a model file
-            if model.unwritten:
-                model.flush(force=True)
-            model.journal.close()
-        log.info("scorer stopped after %d requests", self.requests)
 
     def _watch(self, stop: threading.Event) -> None:
         """Reload changed model files (every reload_interval) and write due updates."""
         next_check = time.monotonic() + self.reload_interval
         while not stop.wait(min(POLL_SECONDS, self.reload_interval or POLL_SECONDS)):
-            models = self.model.loaded()
-            if self.reload_interval and time.monotonic() >= next_check:
-                next_check = time.monotonic() + self.reload_interval
+            try:
+                models = self.model.loaded()
+                if self.reload_interval and time.monotonic() >= next_check:
+                    next_check = time.monotonic() + self.reload_interval
+                    for model in models:
+                        model.check()
                 for model in models:
-                    model.check()
-            for model in models:
-                model.flush()
+                    model.flush()
+            except Exception:  # noqa: BLE001 - a stopped watcher would write nothing more
+                self._throttle.log(logging.ERROR, "reload or write failed", exc_info=True)
 
-    # -- one connection ----------------------------------------------------------
-    def _handle(self, conn: socket.socket) -> None:
+    # -- one request -------------------------------------------------------------
+    def _dispatch(self, request: Request) -> None:
+        """A complete request (the reader's thread): to a worker, or shed with ERROR."""
+        if self.pool.submit(request):
+            return
+        self._send(request, reply_line("ERROR", "scorer out of threads; try again"))
+
+    def _answer(self, request: Request) -> None:
+        """Answer one complete request (a worker thread)."""
         try:
-            with conn:
-                started = time.monotonic()
-                deadline = started + self.timeout
-                reply = self._respond(conn, deadline)
-                conn.settimeout(max(0.05, deadline - time.monotonic()))
-                conn.sendall(reply)
-                if self.telemetry is not None:
-                    self.telemetry.observe_reply(reply, time.monotonic() - started)
-        except OSError as exc:  # the client left, or was too slow
-            log.info("client dropped: %s", exc.strerror or exc)
-        except Exception:  # noqa: BLE001 - one bad request must not stop the server
-            log.exception("unexpected error while answering a client")
-        finally:
-            self._handlers.discard(threading.current_thread())
-            self._slots.release()
+            reply = self._reply_to(request)
+        except Exception as exc:  # noqa: BLE001 - one bad request must not stop the server
+            self._throttle.log(logging.ERROR, "unexpected error while answering a client",
+                               exc_info=True)
+            reply = reply_line("ERROR", describe_error(exc))
+        self._send(request, reply)
 
-    def _respond(self, conn: socket.socket, deadline: float) -> bytes:
-        buffer = _recv_until(conn, b"\n", MAX_LINE, deadline)
-        line, newline, rest = buffer.partition(b"\n")
-        if not newline:
-            return reply_line("ERROR", f"no request line within {MAX_LINE} bytes")
-        words = line.split()
-        user = None
-        if len(words) > 2 and words[-1].startswith(b"user="):
-            user = words.pop()[len(b"user="):].decode("utf-8", "replace")
-        if len(words) < 2 or words[0] != PROTOCOL:
-            return reply_line("ERROR", f"expected '{PROTOCOL.decode()} SCORE <length>' or "
-                                       f"'{PROTOCOL.decode()} PING'")
+    def _send(self, request: Request, reply: bytes) -> None:
+        conn = request.conn
+        try:
+            # The reply is one line, which the socket's buffer takes at once; the bound is
+            # for a client that stopped reading with its buffer full.
+            conn.settimeout(max(1.0, request.deadline - time.monotonic()))
+            conn.sendall(reply)
+            if self.telemetry is not None:
+                self.telemetry.observe_reply(reply, time.monotonic() - request.started)
+        except OSError as exc:  # the client left, or was too slow
+            self._throttle.log(logging.INFO, "client dropped: %s", exc.strerror or exc)
+        finally:
+            conn.close()
+            self.reader.release(request.held)
+
+    def _reply_to(self, request: Request) -> bytes:
+        user = request.user
         try:
             if self.user_from_peer:
-                user = _peer_user(conn, user)
-            if words[1] == b"PING":
+                user = _peer_user(request.conn, user)
+            if request.verb == b"PING":
                 return self._pong(user)
-            if words[1] == b"SCORE" and len(words) in (3, 4) and words[2].isdigit():
-                return self._score(conn, words, rest, user, deadline)
-            if (words[1] == b"LEARN" and len(words) == 4 and words[2] in (b"spam", b"ham")
-                    and words[3].isdigit()) or (words[1] == b"FORGET" and len(words) == 3
-                                                and words[2].isdigit()):
-                return self._learn(conn, words, rest, user, deadline)
+            if request.verb == b"SCORE":
+                return self._score(request, user)
+            return self._learn(request, user)
         except TextnbError as exc:  # a bad user name, one model and a user, a model that will not load
             return reply_line("ERROR", describe_error(exc))
-        return reply_line("ERROR", f"bad request {line[:60]!r}")
 
     def _pong(self, user: str | None) -> bytes:
         model, source = self.model.for_scoring(user)
@@ -493,55 +536,37 @@ class ScorerServer:
         fields.append(f"health={'ok' if health.ok else 'low'}")
         return reply_line("PONG", *fields)
 
-    def _message(self, conn, length: int, rest: bytes, deadline: float) -> bytes:
-        raw = rest[:length]
-        if length > len(raw):
-            raw += _recv_exactly(conn, length - len(raw), deadline)
-        return raw
-
-    def _too_long(self, length: int) -> bytes | None:
-        if length > self.max_bytes:
-            return reply_line("ERROR", f"message of {length} bytes exceeds the scorer's "
-                                       f"limit of {self.max_bytes} (--max-bytes)")
-        return None
-
-    def _score(self, conn, words, rest, user, deadline) -> bytes:
-        length = int(words[2])
-        if (refusal := self._too_long(length)) is not None:
-            return refusal
-        try:
-            cost_ratio = float(words[3]) if len(words) == 4 else None
-        except ValueError:
-            cost_ratio = float("nan")  # refused below, by name
-        if cost_ratio is not None and not 0 < cost_ratio < float("inf"):
-            return reply_line("ERROR", f"cost ratio {words[3][:40]!r} must be a number > 0 "
-                                       "and finite")
+    def _score(self, request: Request, user: str | None) -> bytes:
+        cost_ratio = float(request.words[3]) if len(request.words) == 4 else None
         model, _ = self.model.for_scoring(user)
-        raw = self._message(conn, length, rest, deadline)
         spam_filter = model.spam_filter  # this request's model, whatever reloads
         with model.lock:
             try:
-                v = score_with(spam_filter, raw, cost_ratio)
+                v = score_with(spam_filter, request.message, cost_ratio)
             except Exception as exc:  # noqa: BLE001 - reported to the client, which falls back
-                log.exception("scoring failed")
+                self._throttle.log(logging.ERROR, "scoring failed", exc_info=True)
                 return reply_line("ERROR", describe_error(exc))
             self.requests += 1
         return reply_line("OK", v.label, v.log_odds, v.p_spam, v.threshold)
 
-    def _learn(self, conn, words, rest, user, deadline) -> bytes:
-        kind = words[1].decode()
-        label = words[2].decode() if kind == "LEARN" else None
-        length = int(words[-1])
-        if (refusal := self._too_long(length)) is not None:
-            return refusal
-        raw = self._message(conn, length, rest, deadline)
+    def _learn(self, request: Request, user: str | None) -> bytes:
+        kind = request.verb.decode()
+        label = request.words[2].decode() if kind == "LEARN" else None
+        not_done = f"not {'learned' if label else 'forgotten'}: "
+        if self.learning_refused:
+            return reply_line("ERROR", not_done + _LEARNING_REFUSED.format(
+                where=_where(self.address, self.socket_mode)))
         model = self.model.for_learning(user)
+        margin = min(LEARN_MARGIN, self.timeout / 4)
         try:
-            outcome = model.update(kind, raw, label)
+            outcome = model.update(kind, request.message, label,
+                                   apply_by=request.deadline - margin)
         except Exception as exc:  # noqa: BLE001 - the client is told: not learned
-            log.exception("%s failed", kind.lower())
-            return reply_line("ERROR", f"not {'learned' if label else 'forgotten'}: "
-                                       + describe_error(exc))
+            # A full disk or a journal that cannot be written: this update fails, the
+            # scorer serves on (the journal keeps every update acknowledged before).
+            self._throttle.log(logging.ERROR, "%s failed: %s", kind.lower(),
+                               describe_error(exc), exc_info=not isinstance(exc, OSError))
+            return reply_line("ERROR", not_done + describe_error(exc))
         if label is not None:
             return reply_line("LEARNED", label, outcome)
         return reply_line("FORGOTTEN", outcome)
@@ -565,31 +590,43 @@ def _peer_user(conn: socket.socket, asked: str | None) -> str:
     return name
 
 
-def _recv(conn: socket.socket, size: int, deadline: float) -> bytes:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError("request not complete within the timeout")
-    conn.settimeout(remaining)
-    return conn.recv(size)
+def check_who_may_teach(per_user: bool, address, socket_mode: int, user_from_peer: bool,
+                        allow_any_user_to_teach: bool) -> None:
+    """Refuse per-user models where the scorer cannot tell who connects (ServerError).
+
+    Any local user can connect to a TCP port, or to a socket whose mode has o+w, and
+    name any user; a group-writable socket trusts its group as the owner is trusted.
+    """
+    if (per_user and _anyone_connects(address, socket_mode) and not user_from_peer
+            and not allow_any_user_to_teach):
+        raise ServerError(_ANY_USER_REFUSED.format(where=_where(address, socket_mode)))
 
 
-def _recv_until(conn: socket.socket, marker: bytes, limit: int, deadline: float) -> bytes:
-    """Bytes up to and past ``marker`` (what one recv gave), or at most ``limit`` bytes."""
-    data = b""
-    while marker not in data and len(data) <= limit:
-        chunk = _recv(conn, 65536, deadline)
-        if not chunk:
-            break
-        data += chunk
-    return data
+def _anyone_connects(address, socket_mode: int) -> bool:
+    return isinstance(address, tuple) or bool(socket_mode & 0o002)
 
 
-def _recv_exactly(conn: socket.socket, size: int, deadline: float) -> bytes:
-    chunks, missing = [], size
-    while missing > 0:
-        chunk = _recv(conn, min(missing, 1 << 20), deadline)
-        if not chunk:
-            raise ConnectionError(f"client closed the connection {missing} bytes short")
-        chunks.append(chunk)
-        missing -= len(chunk)
-    return b"".join(chunks)
+def _where(address, socket_mode: int) -> str:
+    if isinstance(address, tuple):
+        return f"TCP port {address[1]}"
+    return f"socket {address} (mode {socket_mode:04o})"
+
+
+def _connection_limit() -> int:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(1, min(MAX_CONNECTIONS, soft // 2))
+
+
+_ANY_USER_REFUSED = (
+    "per-user models on {where} would let every local user read and teach every "
+    "user's model: the scorer cannot tell who connects. Serve them on a Unix socket "
+    "with --user-from-peer (e.g. --socket /run/textnb/scorer.sock --socket-mode 0666 "
+    "--user-from-peer), or keep the socket 0600 for one system user (the MDA's); or, "
+    "if every local user may teach every model, pass --allow-any-user-to-teach")
+_LEARNING_REFUSED = (
+    "any local user can connect to {where}, so this scorer learns only with "
+    "--allow-any-user-to-teach (or serve on a Unix socket of mode 0600)")

@@ -23,19 +23,20 @@ def serve_cli(
     tcp: Optional[str] = typer.Option(None, "--tcp", help="Listen on TCP [HOST:]PORT instead (HOST default 127.0.0.1; loopback only unless --allow-remote)."),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="Permit a non-loopback --tcp address. The protocol has no authentication: firewall it."),
     max_bytes: int = typer.Option(10_000_001, "--max-bytes", help="Largest message accepted; larger ones are refused and the client scores in process."),
-    max_clients: int = typer.Option(8, "--max-clients", help="Connections served at once; more wait in the listen backlog."),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds a client has to send its message and read the verdict."),
+    max_clients: int = typer.Option(8, "--max-clients", help="Complete requests answered at once (worker threads); connections still sending hold none."),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds a client has from connecting to the last byte of its request, however slowly it sends."),
     reload_interval: float = typer.Option(1.0, "--reload-interval", help="Seconds between checks of the model file for a retrained model (0: never reload)."),
     models: Optional[Path] = typer.Option(None, "--models", help="Serve a model per user: DIR/<user>/model.tnb, and DIR/_shared/model.tnb (or --model) for users without one; clients pass --user."),
     flush_seconds: float = typer.Option(1.0, "--flush-seconds", help="Longest time a learned update (textnb-client --learn) waits in the journal before the model file is rewritten."),
     socket_mode: str = typer.Option("0600", "--socket-mode", help="Octal mode of the Unix socket; 0666 lets other users' clients connect (with --user-from-peer)."),
     user_from_peer: bool = typer.Option(False, "--user-from-peer", help="With --models: the user is the connecting process's login name (SO_PEERCRED); a client naming another user is refused."),
+    allow_any_user_to_teach: bool = typer.Option(False, "--allow-any-user-to-teach", help="Serve --models, and learn, over TCP or a socket mode with o+w, where any local user can connect and name any user. Default: refused (docs/security.md)."),
     metrics: Optional[str] = MetricsOpt,
 ):
     # fmt: on
     """Keep the model loaded and answer 'textnb filter --server' / 'textnb-client' until SIGTERM."""
     from ..client import default_socket, parse_address, show_address
-    from ..server import ResidentModel, ScorerServer
+    from ..server import ResidentModel, ScorerServer, check_who_may_teach
     from ..health import training_health
     from ..users import ModelSet
 
@@ -62,6 +63,9 @@ def serve_cli(
     logging.basicConfig(level=logging.INFO, format="textnb serve: %(message)s")
     stop = threading.Event()
     with operator_errors():
+        # before any model loads: the refusal names the safe recipe at once
+        check_who_may_teach(models is not None, address, mode, user_from_peer,
+                            allow_any_user_to_teach)
         if models is not None:
             resident = ModelSet(models, model, flush_seconds=flush_seconds)
             path = f"{models}/<user>/model.tnb, shared {resident.shared.path}"
@@ -73,6 +77,7 @@ def serve_cli(
                               max_clients=max_clients, timeout=timeout,
                               reload_interval=reload_interval, allow_remote=allow_remote,
                               socket_mode=mode, user_from_peer=user_from_peer,
+                              allow_any_user_to_teach=allow_any_user_to_teach,
                               telemetry=telemetry).bind()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
