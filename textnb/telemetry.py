@@ -3,6 +3,9 @@
 ``textnb serve --metrics [HOST:]PORT`` and ``textnb milter --metrics [HOST:]PORT``
 answer ``GET /metrics`` on that loopback port (off by default; a non-loopback host is
 refused: the numbers say how much mail each label gets, which is nobody else's business).
+A loopback port has no owner, so every local user can read it; it holds counts, never
+a message or a user name. At most ``MAX_SCRAPES`` connections at once, each closed
+``SCRAPE_SECONDS`` after its accept.
 
 What is counted (docs/monitoring.md has a sample and the PromQL that reads it):
 
@@ -25,6 +28,7 @@ grow with the mail system's user list.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import os
@@ -46,6 +50,15 @@ log = logging.getLogger("textnb.telemetry")
 # those, the coarse ones show queueing and the 10 s default timeout.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Scrapes served at once, and the longest one connection may stay open. Prometheus
+# scrapes every 15 s and reads the few KB at once; a connection that sends nothing, or
+# trickles, would otherwise hold a thread and a descriptor of the daemon for ever (and
+# with them the scorer's own accept: docs/security.md). Beyond the cap a connection is
+# closed at once.
+MAX_SCRAPES = 4
+SCRAPE_SECONDS = 5.0
+# accept() errors that mean "out of a resource for now": wait before trying again.
+_RESOURCE_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
 class MetricsError(TextnbError):
@@ -167,11 +180,80 @@ def _family(out: list[str], name: str, kind: str, help_text: str, samples) -> No
 
 # -- the port -----------------------------------------------------------------------------
 
-def serve_metrics(telemetry: Telemetry, host: str, port: int) -> ThreadingHTTPServer:
+class _BoundedHTTPServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with at most ``max_scrapes`` connections, each closed
+    ``scrape_seconds`` after its accept, and accept errors that never spin or stop it."""
+
+    daemon_threads = True
+    # socketserver's 5 would leave a flood's connects to the kernel's SYN retries (seconds);
+    # accepted, those past the cap are closed at once.
+    request_queue_size = 64
+    max_scrapes = MAX_SCRAPES
+    scrape_seconds = SCRAPE_SECONDS
+
+    def __init__(self, *args, **kwargs):
+        from .request_reader import Throttle
+
+        self._open: dict[socket.socket, float] = {}  # connection -> its deadline
+        self._open_lock = threading.Lock()
+        self._throttle = Throttle(logger=log)
+        super().__init__(*args, **kwargs)
+
+    def get_request(self):
+        try:
+            return super().get_request()
+        except OSError as exc:
+            if exc.errno in _RESOURCE_ERRORS:  # the loop would retry at once: pause
+                self._throttle.log(logging.ERROR, "metrics port: cannot accept (%s)",
+                                   exc.strerror)
+                time.sleep(0.1)
+            raise  # socketserver drops this attempt and serves on
+
+    def process_request(self, request, client_address):
+        with self._open_lock:
+            full = len(self._open) >= self.max_scrapes
+            if not full:
+                self._open[request] = time.monotonic() + self.scrape_seconds
+        if full:
+            self._throttle.log(logging.INFO, "metrics port: %d scrapes open; connection "
+                               "closed", self.max_scrapes)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except RuntimeError as exc:  # "can't start new thread"
+            self._throttle.log(logging.ERROR, "metrics port: %s; connection closed", exc)
+            self.shutdown_request(request)
+
+    def shutdown_request(self, request):
+        with self._open_lock:
+            self._open.pop(request, None)
+        super().shutdown_request(request)
+
+    def service_actions(self):
+        """Between polls (every 0.2 s): cut the connections past their deadline; the
+        handler's read then ends and its thread with it."""
+        now = time.monotonic()
+        with self._open_lock:
+            late = [conn for conn, deadline in self._open.items() if deadline <= now]
+        for conn in late:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
+
+    def handle_error(self, request, client_address):
+        self._throttle.log(logging.INFO, "metrics port: a scrape failed", exc_info=True)
+
+
+def serve_metrics(telemetry: Telemetry, host: str, port: int, *,
+                  max_scrapes: int = MAX_SCRAPES,
+                  scrape_seconds: float = SCRAPE_SECONDS) -> ThreadingHTTPServer:
     """Answer GET /metrics on host:port (loopback only) from a daemon thread.
 
-    RETURNS the server (``.server_address`` has the port chosen for 0; ``shutdown()``
-    and ``server_close()`` stop it).
+    At most ``max_scrapes`` connections at once, each closed ``scrape_seconds`` after
+    it was accepted. RETURNS the server (``.server_address`` has the port chosen for
+    0; ``shutdown()`` and ``server_close()`` stop it).
     """
     try:
         address = ipaddress.ip_address(host)
@@ -204,16 +286,16 @@ def serve_metrics(telemetry: Telemetry, host: str, port: int) -> ThreadingHTTPSe
         def log_message(self, *args):  # scrapes every 15 s would flood the daemon's log
             pass
 
-    server_class = ThreadingHTTPServer
+    Handler.timeout = scrape_seconds  # each read; service_actions bounds the whole
+    attributes = {"max_scrapes": max_scrapes, "scrape_seconds": scrape_seconds}
     if address.version == 6:
-        server_class = type("ThreadingHTTPServer6", (ThreadingHTTPServer,),
-                            {"address_family": socket.AF_INET6})
+        attributes["address_family"] = socket.AF_INET6
+    server_class = type("MetricsServer", (_BoundedHTTPServer,), attributes)
     try:
         server = server_class((host, port), Handler)
     except OSError as exc:
         raise MetricsError(f"cannot open the metrics port {host}:{port}: "
                            f"{exc.strerror or exc}") from None
-    server.daemon_threads = True
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
                      name="textnb-metrics", daemon=True).start()
     return server

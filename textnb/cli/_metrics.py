@@ -23,7 +23,9 @@ def start_metrics(spec, models):
     port = serve_metrics(telemetry, *parse_metrics_address(spec))
     host, number = port.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(f"textnb: metrics on http://{shown}:{number}/metrics", err=True)
+    # A loopback port has no owner: every local uid can scrape it (docs/security.md).
+    typer.echo(f"textnb: metrics on http://{shown}:{number}/metrics (readable by every "
+               "local user: counts of verdicts and learns, no message content)", err=True)
     return telemetry, port
 
 
