@@ -8,20 +8,21 @@ import numpy as np
 
 from textnb import metrics
 from textnb.evaluate import fit_rows, score_rows
-from textnb.evidence import PAIR_PREFIX, pair_columns
+from textnb.evidence import PAIR_PREFIX, header_columns, pair_columns
 from textnb.pipeline import SpamFilter
 from textnb.vectorize import Vocabulary, binarize
 
 
 def test_scores(tokens, y, n_train: int, cfg):
     """Train on the first ``n_train`` token lists, score the rest as a filter with
-    ``cfg`` would: (their log-odds, the term-count matrix of all, its pair columns)."""
+    ``cfg`` would: (their log-odds, the term-count matrix of all, its pair columns, its
+    header columns)."""
     vocab = Vocabulary()
     X = vocab.transform(tokens, grow=True)
     model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
-    pairs = pair_columns(vocab.tokens_)
-    return score_rows(model, Xf[n_train:], cfg.model, pairs), X, pairs
+    pairs, headers = pair_columns(vocab.tokens_), header_columns(vocab.tokens_)
+    return score_rows(model, Xf[n_train:], cfg.model, pairs, headers), X, pairs, headers
 
 
 def tokenised(examples, spam_filter: SpamFilter) -> list[tuple[str, list[str]]]:

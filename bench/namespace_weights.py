@@ -63,13 +63,14 @@ def group_of(token: str) -> int:
     return 3
 
 
-def group_sums(model, X, cfg, pairs, groups) -> tuple[np.ndarray, float]:
+def group_sums(model, X, cfg, pairs, groups, headers=None) -> tuple[np.ndarray, float]:
     """Per message, the selected clues' LLRs summed per (group, side): shape (n, 2 G)."""
     m = cfg.model
     C, baseline = model.log_odds_contributions(X)
     C.sort_indices()
     keep = strongest(C, m.max_discriminators, pairs, m.max_pair_discriminators,
-                     m.evidence == "each-side", m.min_strength)
+                     m.evidence == "each-side", m.min_strength, header=headers,
+                     header_places=m.header_places)
     rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))[keep]
     values = C.data[keep]
     index = groups[C.indices[keep]] * 2 + (values > 0)
@@ -80,7 +81,7 @@ def group_sums(model, X, cfg, pairs, groups) -> tuple[np.ndarray, float]:
     return F, baseline
 
 
-def oof_sums(X, y, rows, cfg, pairs, groups, folds=5):
+def oof_sums(X, y, rows, cfg, pairs, groups, folds=5, headers=None):
     F = np.zeros((len(rows), 2 * len(GROUPS) + len(CLIPS)))
     base = np.zeros(len(rows))
     Xf = binarize(X) if cfg.features.features == "binary" else X
@@ -88,7 +89,7 @@ def oof_sums(X, y, rows, cfg, pairs, groups, folds=5):
     for test in stratified_folds(yy, folds):
         train = np.setdiff1d(np.arange(len(rows)), test)
         model = fit_rows(X, y, rows[train], cfg.model, cfg.features)
-        F[test], base[test] = group_sums(model, Xf[rows[test]], cfg, pairs, groups)
+        F[test], base[test] = group_sums(model, Xf[rows[test]], cfg, pairs, groups, headers)
     return F, base
 
 
@@ -152,19 +153,20 @@ def cells(y, F, base, Ftrain=None, ytrain=None, folds=None):
 
 def evaluate(corpus: Corpus, cfg) -> dict:
     X, pairs, _ = corpus.matrix(cfg)
+    headers = corpus.header_columns(cfg)
     groups = np.fromiter((group_of(t) for t in corpus.tokens_), dtype=np.int64,
                          count=len(corpus.tokens_))
     out = {}
     rows = corpus.hash_train
     y = corpus.y[rows]
-    F, base = oof_sums(X, corpus.y, rows, cfg, pairs, groups)
+    F, base = oof_sums(X, corpus.y, rows, cfg, pairs, groups, headers=headers)
     out["hash_cv"], _ = cells(y, F, base, folds=stratified_folds(y, 5, seed=1))
     if corpus.chrono is not None:
         fit, valid = corpus.chrono
-        Ffit, _ = oof_sums(X, corpus.y, fit, cfg, pairs, groups)
+        Ffit, _ = oof_sums(X, corpus.y, fit, cfg, pairs, groups, headers=headers)
         model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features)
         Xf = binarize(X) if cfg.features.features == "binary" else X
-        Fv, bv = group_sums(model, Xf[valid], cfg, pairs, groups)
+        Fv, bv = group_sums(model, Xf[valid], cfg, pairs, groups, headers)
         out["chrono_val"], out["chrono_weights"] = cells(corpus.y[valid], Fv, bv, Ffit,
                                                           corpus.y[fit])
     return out

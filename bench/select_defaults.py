@@ -34,7 +34,7 @@ from textnb.config import load_config, parse_override_value
 from textnb.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
                             is_test, iter_corpus)
 from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds
-from textnb.evidence import pair_columns
+from textnb.evidence import header_columns, pair_columns
 from textnb.metrics import one_minus_auc_pct, sm_at_hm
 from textnb.pipeline import SpamFilter
 from textnb.vectorize import Vocabulary, binarize
@@ -70,6 +70,7 @@ class Corpus:
             self.chrono = (np.array([row[e.relpath] for e in fit]),
                            np.array([row[e.relpath] for e in valid]))
         self._tokens: dict[str, tuple] = {}
+        self._headers: dict[str, object] = {}
 
     def matrix(self, cfg):
         key = repr(cfg.tokenizer)  # a frozen dataclass: its repr is every setting
@@ -83,7 +84,13 @@ class Corpus:
             if self.keep_tokens:
                 self.tokens_ = vocab.tokens_
             self._tokens[key] = (X, pair_columns(vocab.tokens_), seconds)
+            self._headers[key] = header_columns(vocab.tokens_)
         return self._tokens[key]
+
+    def header_columns(self, cfg):
+        """Which columns of ``matrix(cfg)`` come from header fields."""
+        self.matrix(cfg)
+        return self._headers[repr(cfg.tokenizer)]
 
 
 def cell(y, scores) -> dict:
@@ -93,17 +100,19 @@ def cell(y, scores) -> dict:
 
 def evaluate(corpus: Corpus, cfg, folds: int = 5) -> dict:
     X, pairs, _ = corpus.matrix(cfg)
+    headers = corpus.header_columns(cfg)
     out = {}
     rows = corpus.hash_train
     y = corpus.y[rows]
     oof = out_of_fold_log_odds(X[rows], y, cfg.model, cfg.features, stratified_folds(y, folds),
-                               pairs)
+                               pairs, headers)
     out["hash_cv"] = cell(y, oof)
     if corpus.chrono is not None:
         fit, valid = corpus.chrono
         model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features)
         Xf = binarize(X) if cfg.features.features == "binary" else X
-        out["chrono_val"] = cell(corpus.y[valid], score_rows(model, Xf[valid], cfg.model, pairs))
+        out["chrono_val"] = cell(corpus.y[valid], score_rows(model, Xf[valid], cfg.model, pairs,
+                                                                   headers))
     return out
 
 

@@ -40,7 +40,7 @@ from textnb import metrics
 from textnb.config import load_config, parse_override_value
 from textnb.corpora import CORPORA, corpora_root
 from textnb.evaluate import fit_rows, score_rows
-from textnb.evidence import pair_columns
+from textnb.evidence import header_columns, pair_columns
 from textnb.pipeline import SpamFilter
 from textnb.vectorize import Vocabulary, binarize
 
@@ -57,7 +57,7 @@ def textnb_folds(cfg, part, raw, y) -> tuple[np.ndarray, np.ndarray]:
     spam_filter = SpamFilter(cfg)
     vocabulary = Vocabulary()
     X = vocabulary.transform([spam_filter.tokens(r) for r in raw], grow=True)
-    pairs = pair_columns(vocabulary.tokens_)
+    pairs, headers = pair_columns(vocabulary.tokens_), header_columns(vocabulary.tokens_)
     Xf = binarize(X) if cfg.features.features == "binary" else X
     part = np.asarray(part)
     scores = np.zeros(len(raw))
@@ -65,7 +65,7 @@ def textnb_folds(cfg, part, raw, y) -> tuple[np.ndarray, np.ndarray]:
         test = np.flatnonzero(part == name)
         model = fit_rows(X, y.astype(np.int64), np.flatnonzero(part != name), cfg.model,
                          cfg.features)
-        scores[test] = score_rows(model, Xf[test], cfg.model, pairs)
+        scores[test] = score_rows(model, Xf[test], cfg.model, pairs, headers)
     return scores, scores > np.log(cfg.decision.cost_ratio)
 
 

@@ -37,7 +37,7 @@ from textnb import calibration as cal
 from textnb.config import load_config
 from textnb.corpora import corpora_root
 from textnb.evaluate import fit_rows, score_rows
-from textnb.evidence import pair_columns
+from textnb.evidence import header_columns, pair_columns
 from textnb.pipeline import SpamFilter
 from textnb.tune import DEFAULT_COST_RATIOS, describe, make_folds, tune_matrix
 from textnb.vectorize import Vocabulary, binarize
@@ -56,7 +56,7 @@ def run(corpus: str, cfg, lambdas=DEFAULT_COST_RATIOS, do_search: bool = False,
     spam_filter = SpamFilter(cfg)
     vocab = Vocabulary()
     X = vocab.transform([spam_filter.tokens(r) for r in raw], grow=True)
-    pairs = pair_columns(vocab.tokens_)
+    pairs, headers = pair_columns(vocab.tokens_), header_columns(vocab.tokens_)
     yi = y.astype(np.int64)
     with tempfile.TemporaryDirectory(prefix=f"textnb-tune-folds-{corpus}-") as tmp:
         _, bogo_spam, _ = peer_folds(peers.run_bogofilter, part, raw, y, Path(tmp), corpus)
@@ -64,11 +64,12 @@ def run(corpus: str, cfg, lambdas=DEFAULT_COST_RATIOS, do_search: bool = False,
     for name in sorted(set(part) - {"past"}):  # the past is only trained on
         test, train = np.flatnonzero(part == name), np.flatnonzero(part != name)
         tuned = tune_matrix(X[train], yi[train], cfg, lambdas, make_folds(yi[train], 5),
-                            do_search=do_search, pair_columns=pairs)
+                            do_search=do_search, pair_columns=pairs,
+                            header_columns=headers)
         chosen = tuned.config
         model = fit_rows(X, yi, train, chosen.model, chosen.features)
         Xc = binarize(X) if chosen.features.features == "binary" else X
-        scores = score_rows(model, Xc[test], chosen.model, pairs)
+        scores = score_rows(model, Xc[test], chosen.model, pairs, headers)
         row = {"fold": name, "settings": describe(chosen),
                "n_ham": int((~y[test]).sum()), "n_spam": int(y[test].sum()),
                "top_test_hams": np.sort(scores[~y[test]])[::-1][:3].round(1).tolist(),

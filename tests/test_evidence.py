@@ -148,7 +148,8 @@ def test_one_ranking_serves_every_k_and_cap():
 def test_the_filter_caps_pairs_when_the_tokenizer_makes_them(sample_index):
     sample_messages = list(iter_index(sample_index))
     cfg = FilterConfig(tokenizer=TokenizerConfig(bigrams=True),
-                       model=ModelConfig(max_discriminators=12, max_pair_discriminators=3))
+                       model=ModelConfig(max_discriminators=12, max_pair_discriminators=3,
+                                         header_places=0))
     f = SpamFilter(cfg).fit(sample_messages)
     msg = sample_messages[0]
     explained = f.explain(msg, k=50)
@@ -161,7 +162,8 @@ def test_the_filter_caps_pairs_when_the_tokenizer_makes_them(sample_index):
     # Without a cap the same model lets more pairs in (the sample mail is full of them).
     loose = SpamFilter(FilterConfig(tokenizer=TokenizerConfig(bigrams=True),
                                     model=ModelConfig(max_discriminators=12,
-                                                      max_pair_discriminators=12)))
+                                                      max_pair_discriminators=12,
+                                                      header_places=0)))
     loose.fit(sample_messages)
     assert sum(c[0].startswith("bi:") for c in loose.explain(msg, k=50).clues) > 3
 
@@ -175,3 +177,99 @@ def test_strongest_first_is_lexsorts_order_ties_included(n_rows):
     key = -np.abs(rng.integers(-4, 5, size=rows.size).astype(np.float64))
     assert np.array_equal(evidence._strongest_first(key, rows), np.lexsort((key, rows)))
     assert evidence._strongest_first(np.zeros(0), np.zeros(0, np.int64)).size == 0
+
+
+# -- places for header evidence (model.header_places) -------------------------------
+HEADERS = np.zeros(30, bool)
+HEADERS[1::4] = True  # every fourth column, from the second, "comes from a header field"
+
+
+def header_places_by_hand(m, x_row, k, cap, places):
+    """Each side spelled out: its `places` (at most k // 2) strongest header clues, then its
+    strongest other clues (pairs capped) up to the side's places."""
+    w = m.feature_log_prob_[1] - m.feature_log_prob_[0]
+    cols, contrib = x_row.indices, x_row.data * w[x_row.indices]
+    (k_spam, cap_spam), (k_ham, cap_ham) = evidence.split_places(k, cap)
+    total = 0.0
+    for positive, k_side, cap_side in ((True, k_spam, cap_spam), (False, k_ham, cap_ham)):
+        side = [i for i in range(len(cols)) if (contrib[i] > 0) == positive and contrib[i] != 0]
+        side.sort(key=lambda i: (-abs(contrib[i]), cols[i]))
+        head = [i for i in side if HEADERS[cols[i]]][:min(places, k // 2)]
+        left, pairs = k_side - len(head), 0
+        body = []
+        for i in side:
+            if HEADERS[cols[i]] or len(body) >= left:
+                continue
+            if PAIRS[cols[i]]:
+                if pairs >= cap_side:
+                    continue
+                pairs += 1
+            body.append(i)
+        total += sum(contrib[i] for i in head + body)
+    return m.class_log_prior_[1] - m.class_log_prior_[0] + total
+
+
+@pytest.mark.parametrize("k,cap,places", [(8, 2, 1), (8, 6, 2), (12, 4, 3), (6, 2, 3), (4, 0, 5)])
+def test_header_places_match_a_hand_written_loop(k, cap, places):
+    m = model()
+    want = [header_places_by_hand(m, X_TEST[i], k, cap, places) for i in range(X_TEST.shape[0])]
+    got = m.selected_log_odds(X_TEST, k, PAIRS, cap, each_side=True, header=HEADERS,
+                              header_places=places)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+    # The tuner's one-sort selection gives the same sums.
+    C, base = m.log_odds_contributions(X_TEST)
+    ranked = evidence.RankedEvidence(sp.csr_matrix(C), PAIRS, HEADERS)
+    np.testing.assert_allclose(base + ranked.sums(k, cap, each_side=True, header_places=places),
+                               want, rtol=0, atol=1e-9)
+
+
+def test_header_places_give_the_route_a_say_against_a_wordy_advertisement():
+    # One message: six strong spam words, one weaker spam header clue, and two header
+    # clues on the ham side (a mailing list the owner reads).
+    values = np.array([9.0, 8.5, 8.0, 7.5, 7.0, 6.5, 2.0, -4.0, -3.5])
+    columns = np.arange(9)
+    C = sp.csr_matrix((values, columns, [0, 9]), shape=(1, 9))
+    header = np.zeros(9, bool)
+    header[[6, 7, 8]] = True
+    one_ranking = evidence.strongest(C, 8, each_side=True)
+    assert sorted(values[one_ranking]) == [-4.0, -3.5, 7.5, 8.0, 8.5, 9.0]
+    kept = evidence.strongest(C, 8, each_side=True, header=header, header_places=1)
+    # The spam side: its header clue, then the three strongest words. The ham side: its
+    # stronger header clue; the other is beyond its one header place. Strongest first.
+    assert values[kept].tolist() == [9.0, 8.5, 8.0, -4.0, 2.0]
+    # Without the mask (or with places 0, or with one ranking) nothing changes.
+    for kwargs in ({"header_places": 1}, {"header": header}):
+        assert np.array_equal(evidence.strongest(C, 8, each_side=True, **kwargs), one_ranking)
+    assert np.array_equal(evidence.strongest(C, 8, header=header, header_places=1),
+                          evidence.strongest(C, 8))
+
+
+def test_header_places_keep_the_selection_in_row_and_strength_order():
+    rng = np.random.default_rng(3)
+    C = sp.random(200, 40, density=0.4, format="csr", random_state=4)
+    C.data = rng.normal(0, 3, C.data.size)
+    header = rng.random(40) < 0.3
+    pairs = (rng.random(40) < 0.3) & ~header  # word pairs are content, never header fields
+    kept = evidence.strongest(C, 10, pairs, 4, True, header=header, header_places=2)
+    rows = np.repeat(np.arange(200), np.diff(C.indptr))[kept]
+    assert np.all(np.diff(rows) >= 0)
+    for r in range(200):
+        mine = kept[rows == r]
+        strength = np.abs(C.data[mine])
+        assert np.all(np.diff(strength) <= 0)
+        for positive in (True, False):
+            side = mine[(C.data[mine] > 0) == positive]
+            assert side.size <= 5 and header[C.indices[side]].sum() <= 2
+            assert pairs[C.indices[side]].sum() <= 2
+    np.testing.assert_array_equal(
+        kept, evidence.RankedEvidence(C, pairs, header).positions(10, 4, True, header_places=2))
+
+
+def test_header_columns_are_the_fields_other_than_subject():
+    tokens = ["viagra", "bi:cheap pills", "subject:free", "header:subject", "url:example.com",
+              "href-path:buy", "control:bad-base64", "num:dd", "email:domain:x.org",
+              "attachment:ext:exe", "content:html", "script:han", "skip:h 50", ":",
+              "from:domain:example.com", "received:mail.example.org", "list-id:users",
+              "header:list-id", "x-mailer:outlook", "header-control:nul", "date:zone:+0100"]
+    mask = evidence.header_columns(tokens)
+    assert [t for t, h in zip(tokens, mask) if h] == tokens[14:]

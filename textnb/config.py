@@ -54,6 +54,7 @@ class ModelConfig:
     max_discriminators: int = 16
     max_pair_discriminators: int = 6
     evidence: str = "each-side"
+    header_places: int = 3
     min_strength: float = 0.0
     combine: str = "sum"
     numeric_model: str = "none"
@@ -102,6 +103,9 @@ class FilterConfig:
         _check(m.evidence in ("strongest", "each-side"), "model.evidence", m.evidence,
                "use 'strongest' (the k strongest clues) or 'each-side' (k/2 spam clues and "
                "k/2 ham clues)")
+        _check(isinstance(m.header_places, int) and m.header_places >= 0, "model.header_places",
+               m.header_places, "use 0 (header clues compete with the rest) or a whole "
+               "number of places a side")
         _check(m.min_strength >= 0 and math.isfinite(m.min_strength), "model.min_strength",
                m.min_strength, "use 0 (every token can be a clue) or a positive |log-likelihood "
                "ratio| a clue must exceed")

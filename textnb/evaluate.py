@@ -56,23 +56,29 @@ def fit_rows(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, model_cfg: Model
     return model
 
 
-def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None = None
-               ) -> np.ndarray:
+def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None = None,
+               header_columns: np.ndarray | None = None) -> np.ndarray:
     """Log-odds of rows of X (features as the model was fit on) with the configured
-    evidence selection: what a filter with ``model_cfg`` would score."""
+    evidence selection: what a filter with ``model_cfg`` would score.
+
+    pair_columns, header_columns: which columns of X are word pairs and which come from
+        header fields (:func:`textnb.evidence.pair_columns`, ``header_columns``); None
+        when the tokens hold none.
+    """
     return model.selected_log_odds(X, model_cfg.max_discriminators, pair_columns,
                                    model_cfg.max_pair_discriminators,
                                    model_cfg.evidence == "each-side", model_cfg.min_strength,
-                                   model_cfg.combine)
+                                   model_cfg.combine, header=header_columns,
+                                   header_places=model_cfg.header_places)
 
 
 def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig,
                          feature_cfg: FeatureConfig, folds: Sequence[np.ndarray],
-                         pair_columns: np.ndarray | None = None) -> np.ndarray:
+                         pair_columns: np.ndarray | None = None,
+                         header_columns: np.ndarray | None = None) -> np.ndarray:
     """Log-odds of every document from the model trained on the other folds.
 
-    pair_columns: which columns of X are word pairs (capped in the evidence selection,
-        see :mod:`textnb.evidence`); None when the tokens hold none.
+    pair_columns, header_columns: as :func:`score_rows`'s.
     """
     X = sp.csr_matrix(X)
     y = np.asarray(y, dtype=np.int64)
@@ -82,5 +88,5 @@ def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig
     for test in folds:
         train = np.setdiff1d(all_rows, test, assume_unique=True)
         model = fit_rows(X, y, train, model_cfg, feature_cfg)
-        scores[test] = score_rows(model, Xf[test], model_cfg, pair_columns)
+        scores[test] = score_rows(model, Xf[test], model_cfg, pair_columns, header_columns)
     return scores

@@ -23,6 +23,7 @@ from .labels import LABEL_CODES, LABELS, require_both_classes
 from .lazy_import import lazy_module
 from .ledger import Ledger
 from .mail import MailLimits, parse_message
+from .namespaces import is_header_token
 from .naive_bayes import make_model
 from .tokenize import EmailTokenizer
 from .vectorize import Vocabulary, feature_mask
@@ -381,7 +382,34 @@ class SpamFilter:
         return self.model.selected_log_odds(X, m.max_discriminators, self.pair_columns(),
                                             m.max_pair_discriminators,
                                             m.evidence == "each-side", m.min_strength,
-                                            m.combine)
+                                            m.combine, header=self.header_columns(X),
+                                            header_places=m.header_places)
+
+    def header_columns(self, X=None) -> np.ndarray | None:
+        """Which vocabulary columns come from header fields other than Subject (None when the
+        selection keeps no places for them: model.header_places).
+
+        X (matrix | None): the columns to make sure of; None: every column. A column is
+        classified when scoring first meets it, by its token's namespace: a model may
+        hold millions of tokens and a batch of messages a few thousand.
+        """
+        if not self.config.model.header_places:
+            return None
+        vocabulary, known, header = getattr(self, "_headers", (None, None, None))
+        n = len(self.vocabulary)
+        if vocabulary is not self.vocabulary:  # a new or loaded model: start again
+            known, header = np.zeros(0, bool), np.zeros(0, bool)
+        if known.size < n:  # a vocabulary only grows
+            grown = np.zeros(n - known.size, bool)
+            known, header = np.concatenate([known, grown]), np.concatenate([header, grown])
+            self._headers = (self.vocabulary, known, header)
+        columns = np.arange(n) if X is None else np.unique(X.indices)
+        new = columns[~known[columns]]
+        if new.size:
+            tokens = self.vocabulary.tokens_
+            header[new] = [is_header_token(tokens[int(c)]) for c in new]
+            known[new] = True
+        return header
 
     def pair_columns(self) -> np.ndarray | None:
         """Which vocabulary columns are word pairs (None when the tokenizer makes none)."""
@@ -456,7 +484,8 @@ class SpamFilter:
         m = self.config.model
         order = evidence.strongest(C, m.max_discriminators, self.pair_columns(),
                                    m.max_pair_discriminators, m.evidence == "each-side",
-                                   m.min_strength)
+                                   m.min_strength, header=self.header_columns(X),
+                                   header_places=m.header_places)
         used = len(order)
         correction = 0.0
         if m.combine == "chi-square":

@@ -265,7 +265,8 @@ def describe(config: FilterConfig) -> str:
 
 
 def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarray],
-                   pair_columns: np.ndarray | None) -> list[np.ndarray]:
+                   pair_columns: np.ndarray | None, header_columns: np.ndarray | None = None
+                   ) -> list[np.ndarray]:
     """Out-of-fold log-odds of every setting (what `out_of_fold_log_odds` gives each).
 
     Settings that share the model (event model, features, alpha) share its fits: per
@@ -288,20 +289,22 @@ def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarra
             train = np.setdiff1d(all_rows, test, assume_unique=True)
             model = fit_rows(X, y, train, first.model, first.features)
             C, baseline = model.log_odds_contributions(Xf[test])
-            ranked = RankedEvidence(C, pair_columns)
+            ranked = RankedEvidence(C, pair_columns, header_columns)
             for i in members:
                 m = settings[i].model
                 scores[i][test] = baseline + ranked.sums(m.max_discriminators,
                                                          m.max_pair_discriminators,
                                                          m.evidence == "each-side",
-                                                         m.min_strength, m.combine)
+                                                         m.min_strength, m.combine,
+                                                         m.header_places)
     return scores
 
 
 def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
            cost_ratios: Sequence[float], grid: dict | None = None, method: str = "isotonic",
            progress: Callable[[int], None] | None = None,
-           pair_columns: np.ndarray | None = None) -> list[dict]:
+           pair_columns: np.ndarray | None = None,
+           header_columns: np.ndarray | None = None) -> list[dict]:
     """Every setting of the grid, judged by its held-out cost; best first.
 
     The criterion is the mean over λ of ln(1 + held-out cost): a 10% saving counts
@@ -312,7 +315,8 @@ def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
     """
     settings = _settings(base, grid or SEARCH_GRID)
     rows = []
-    for config, scores in zip(settings, _search_scores(X, y, settings, folds, pair_columns)):
+    for config, scores in zip(settings, _search_scores(X, y, settings, folds, pair_columns,
+                                                             header_columns)):
         _, flagged = cross_fitted(y, scores, folds, cost_ratios, method)
         costs = _held_out_costs(y, flagged)
         rows.append({
@@ -344,16 +348,18 @@ def tune(config: FilterConfig, messages: Iterable, cost_ratios: Sequence[float] 
     X, y = tokenise(spam_filter, messages, progress)
     return tune_matrix(X, y, config, cost_ratios, make_folds(y, n_folds, chronological),
                        chronological=chronological, do_search=do_search, method=method,
-                       grid=grid, pair_columns=spam_filter.pair_columns())
+                       grid=grid, pair_columns=spam_filter.pair_columns(),
+                       header_columns=spam_filter.header_columns())
 
 
 def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
                 folds: Sequence[np.ndarray], chronological: bool = False,
                 do_search: bool = False, method: str = "isotonic",
-                grid: dict | None = None, pair_columns: np.ndarray | None = None
-                ) -> TuneResult:
-    """`tune` on messages already counted (X raw term counts, y 1 = spam; pair_columns:
-    which columns are word pairs, see :mod:`textnb.evidence`)."""
+                grid: dict | None = None, pair_columns: np.ndarray | None = None,
+                header_columns: np.ndarray | None = None) -> TuneResult:
+    """`tune` on messages already counted (X raw term counts, y 1 = spam; pair_columns,
+    header_columns: which columns are word pairs and which come from header fields, see
+    :mod:`textnb.evidence`)."""
     cost_ratios = tuple(float(r) for r in cost_ratios)
     if not cost_ratios or min(cost_ratios) <= 0:
         raise ValueError(f"cost ratios {cost_ratios} must be positive (e.g. 1, 9, 999)")
@@ -361,9 +367,10 @@ def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
     search_rows = []
     if do_search:
         search_rows = search(X, y, config, folds, cost_ratios, grid, method,
-                             pair_columns=pair_columns)
+                             pair_columns=pair_columns, header_columns=header_columns)
         config = search_rows[0]["config"]
-    scores = out_of_fold_log_odds(X, y, config.model, config.features, folds, pair_columns)
+    scores = out_of_fold_log_odds(X, y, config.model, config.features, folds, pair_columns,
+                                  header_columns)
     calibration = cal.fit(scores, y, method)
     p_cf, flagged = cross_fitted(y, scores, folds, cost_ratios, method)
     held_out = _held_out_costs(y, flagged)

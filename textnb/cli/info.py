@@ -42,7 +42,8 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
     typer.echo("evidence:    " + selection_text(m["max_discriminators"],
                                                  m["max_pair_discriminators"],
                                                  m.get("evidence", "strongest"),
-                                                 cfg["tokenizer"]["bigrams"]))
+                                                 cfg["tokenizer"]["bigrams"],
+                                                 m.get("header_places", 0)))
     typer.echo(f"decision:    cost ratio {cfg['decision']['cost_ratio']}, threshold "
                + (f"{threshold:.3f} (tuned)" if threshold is not None else "ln(cost ratio)"))
     limits = summary["health"]
