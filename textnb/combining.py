@@ -30,7 +30,7 @@ counts (eight ham clues of -0.5 take 4 off a sum of +48, but 1.3 off the combine
 score), and when both totals are well above ``n`` the score is pulled toward 0 by
 about ``(n - 1) ln(S / H)``.
 
-Why it is not the default: it was the issue-15 candidate for "strong evidence both
+Why it is not the default: it was tried for "strong evidence both
 ways" (SpamBayes and bogofilter combine this way, and on the chronological validation
 splits, with the pair cap lifted, it lowered sm% at hm 0.1% on SpamAssassin from 7.9 to
 4.3 and on Enron from 13.8 to 10.8), but over hash cross-validation of all four corpora plus chronological

@@ -95,8 +95,8 @@ class CostModel:
     def decide_many(self, log_odds: np.ndarray, p_spam: np.ndarray | None = None
                     ) -> list[Decision]:
         """``decide`` of each value, labelled in one pass: the scoring commands decide a
-        batch at a time (``decide`` builds an array per value: 0.03 CPU-s of a default
-        ``classify`` of Enron 1-3's 3,281 test messages; docs/benchmarks.md, stop 34)."""
+        batch at a time, where ``decide`` builds an array per value
+        (docs/design/counting-and-scoring.md#scoring-a-batch)."""
         log_odds = np.asarray(log_odds, dtype=np.float64).ravel()
         p = expit(log_odds) if p_spam is None else np.asarray(p_spam, dtype=np.float64).ravel()
         if p.shape != log_odds.shape:

@@ -104,9 +104,8 @@ def message_digest(raw: bytes) -> bytes:
 #   version 2, 2**64 + h (new entries): order-free, the sum (mod 2**64) of each token's
 #     64-bit hash (``TokenStore.hashes``: of its UTF-8 bytes, vectorised), plus the
 #     number of tokens, mixed. A batch's hashes are then one gather and one cumulative
-#     sum over its distinct tokens' hashes: counting Enron 1-3's training split
-#     (``engines.counting.count_tokens``) 4.4-5.1 -> 2.0-2.4 CPU-s, SpamAssassin's
-#     2.4-2.7 -> 1.0-1.2 (with the one-pass column map; docs/benchmarks.md, "stop 25").
+#     sum over its distinct tokens' hashes, where version 1 made every batch sort its
+#     strings (docs/design/counting-and-scoring.md#the-order-free-tokens-hash).
 # Neither definition may ever change: tests/test_tokens_hash.py pins both on fixed tokens.
 VERSION_2 = 1 << 64
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from . import scripts
 from .config import TokenizerConfig
 from .ledger import added_after_delivery
+from .namespaces import OWN_NAMESPACES
 from .spacy_import import import_spacy
 from .speedups import (ChunkRules, PlainWords, chunk_cache, count_words, find_hostnames,
                        find_ipv4, join_chunks, map_chunks, plain_word_tokens_python)
@@ -82,14 +83,8 @@ _INFIX_CHARS = "/=&"
 _INFIX = re.compile(f"(?<=[A-Za-z])[{re.escape(_INFIX_CHARS)}](?=[A-Za-z])")
 # A chunk with none of these (a prefix, a suffix, an infix) is one spaCy word as it is.
 _AFFIX = re.compile(f"{_PREFIX.pattern}|{_SUFFIX.pattern}|{_INFIX.pattern}")
-# URLs and e-mail addresses stay whole so they can be turned into host tokens.
-# Namespaces textnb writes itself (besides the header fields it tokenises): with
-# header_mode = "all" every field becomes a namespace, and a field named after one of
-# these is renamed so a sender cannot forge, say, control:nul-bytes with a header.
-_OWN_NAMESPACES = frozenset({"header", "url", "url-path", "href", "href-path", "email",
-                             "money", "num", "skip", "content", "attachment", "control", "bi",
-                             "script"})
-# (URLs and addresses.) The C loop over new chunks asks this pattern only of strings that
+# URLs and e-mail addresses stay whole so they can be turned into host tokens. The C
+# loop over new chunks asks this pattern only of strings that
 # start with one of its schemes or "www." (in any case) or hold an "@" (_speedups.c,
 # may_token_match): a branch that can match other strings must be added there too
 # (tests/test_tokenize_fast_paths.py checks that no other string matches).
@@ -275,7 +270,7 @@ class EmailTokenizer:
         that map to nothing, so splitting with ``str.split`` (the same notion of
         whitespace) loses nothing. The output is that of one spaCy call per text
         (tests/test_speed_invariance.py checks it on the sample corpus and slices
-        of SpamAssassin and Enron); the speed is in docs/benchmarks.md.
+        of SpamAssassin and Enron; why: docs/design/tokenizer-speed.md#chunks-cached).
         """
         if not text:
             return []
@@ -371,11 +366,9 @@ class EmailTokenizer:
         """The tokens of a word not in the namespace's word cache (``words``), cached."""
         # A plain ASCII word: no rule of _map_plain but the length ones can apply (no ".",
         # "@", ":", "$" or digit; not a space, a currency or a script to segment;
-        # tests/test_tokenize.py checks it against the full rules). Mapping the new chunks
-        # of Enron 1-3's training split: 0.71-0.78 -> 0.57-0.61 CPU-s; SpamAssassin's,
-        # 1.69-1.75 -> 1.63-1.70 (3 rounds; docs/benchmarks.md, stop 29), when these were
-        # words of ASCII letters alone. Since stop 31 the C loop (speedups.map_chunks)
-        # maps them itself, without this call; since stop 32 any plain ASCII word.
+        # tests/test_tokenize.py checks it against the full rules). The C loop
+        # (speedups.map_chunks with PlainWords) maps such words itself; this is the path
+        # without it (docs/design/tokenizer-speed.md#plain-words-without-spacy).
         word = plain_word_tokens_python(text, plain)
         if word is None:
             word = () if lex.is_space(text) else self._map_word(text, lex)
@@ -475,7 +468,7 @@ class EmailTokenizer:
             # corpus X-Keywords marks 31% of the spam and 0.6% of the ham.
             return []
         tokens = [f"header:{name}"]
-        if name in _OWN_NAMESPACES:  # "Control:" must not pose as textnb's control tokens
+        if name in OWN_NAMESPACES:  # "Control:" must not pose as textnb's control tokens
             name = f"header-{name}"
         value = value[:10_000]  # a 10 MB header line gives no more evidence than its start
         if name == "subject":
@@ -592,9 +585,8 @@ def _words_without_spacy(chunk: str) -> tuple[str, ...] | None:
     address (``_TOKEN_MATCH``) or no prefix or suffix is left, strip one prefix and
     one suffix; the core is then one word when ``_TOKEN_MATCH`` keeps it whole or
     ``_INFIX`` finds nothing in it. spaCy spent about 15 us on a chunk with affixes (a
-    Doc, lexemes, our rules called from its loop): tokenising SpamAssassin's training
-    split cold, 2.27-2.31 -> 2.11-2.19 CPU-s; Enron 1-3's, which has few such chunks,
-    the same (3 rounds; docs/benchmarks.md, stop 30). tests/test_tokenize_fast_paths.py
+    Doc, lexemes, our rules called from its loop), and most new chunks of mail have one
+    (docs/design/tokenizer-speed.md#plain-words-without-spacy). tests/test_tokenize_fast_paths.py
     checks it against spaCy; on SpamAssassin's 155,198 distinct training chunks it
     agrees on every one."""
     if chunk.isalpha() or _AFFIX.search(chunk) is None:  # (no affix is a letter)
