@@ -542,6 +542,11 @@ static int connect_scorer(const struct address *a, double timeout, char *err)
 
 /* Send head and body within timeout (in all, as Python's sendall), then read the
  * reply's first line (each read within timeout). RETURNS 0 with the line in reply. */
+/* exchange()'s result when the request was sent and no reply came: it may have been acted on. */
+#define NO_ANSWER (-2)
+/* textnb/client.py's NO_ANSWER_NOTE, word for word */
+#define NO_ANSWER_NOTE " (sent, not answered; sending it again is safe: a message learned twice counts once)"
+
 static int exchange(const struct address *a, const char *head, size_t head_len,
                     const char *body, size_t body_len, double timeout, char *reply,
                     size_t reply_size, char *err)
@@ -582,12 +587,14 @@ static int exchange(const struct address *a, const char *head, size_t head_len,
             iov[2 - n_iov].iov_len -= (size_t)put;
         }
     }
+    /* From here the request is sent: a failure is NO_ANSWER, the scorer may have acted on it. */
     for (;;) {
         ssize_t chunk;
         if (wait_fd(fd, POLLIN, now_seconds() + timeout) != 0) {
             int saved = errno;
             close(fd);
-            return fail(err, a, reason_of(saved));
+            fail(err, a, reason_of(saved));
+            return NO_ANSWER;
         }
         chunk = read(fd, reply + got, reply_size - 1 - got);
         if (chunk < 0) {
@@ -595,7 +602,8 @@ static int exchange(const struct address *a, const char *head, size_t head_len,
             if (saved == EINTR || saved == EAGAIN || saved == EWOULDBLOCK)
                 continue;
             close(fd);
-            return fail(err, a, reason_of(saved));
+            fail(err, a, reason_of(saved));
+            return NO_ANSWER;
         }
         if (chunk == 0)
             break;
@@ -1160,8 +1168,15 @@ static int learn(const struct options *o, const struct address *a)
     else
         head_len = snprintf(head, sizeof head, PROTOCOL " FORGET %lu%s%s\n", (unsigned long)sent,
                             USER_FIELD(o));
-    if (exchange(a, head, (size_t)head_len, raw.data, sent, o->timeout, reply, sizeof reply,
-                 err) != 0) {
+    switch (exchange(a, head, (size_t)head_len, raw.data, sent, o->timeout, reply, sizeof reply,
+                     err)) {
+    case 0:
+        break;
+    case NO_ANSWER:
+        fprintf(stderr, "textnb-client: error: message perhaps not %s: %s%s\n", what, err,
+                NO_ANSWER_NOTE);
+        return EXIT_ERROR;
+    default:
         fprintf(stderr, "textnb-client: error: message not %s: %s\n", what, err);
         return EXIT_ERROR;
     }

@@ -29,6 +29,7 @@ from textnb.telemetry import Telemetry, serve_metrics
 from textnb.users import ModelSet
 
 from conftest import PROJECT, SAMPLE
+from test_c_client import c_client  # noqa: F401
 from test_server_learn import variant
 
 MESSAGES = [p.read_bytes() for p in sorted((SAMPLE / "unlabelled").iterdir())]
@@ -256,6 +257,39 @@ def test_a_learn_past_its_deadline_is_never_applied(tmp_path, model_file):
         assert model.spam_filter.n_learned["spam"] == before
         assert model.journal.read() == []
     assert store.load(model_file).n_learned["spam"] == before
+
+
+def test_a_learn_sent_and_not_answered_is_perhaps_not_learned(tmp_path, c_client):  # noqa: F811
+    """A client that gave up waiting cannot know whether the update was made: both
+    clients say so, and that sending it again is safe (the ledger counts it once)."""
+    sock = tmp_path / "silent.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(sock))
+    listener.listen(8)
+    held = []
+
+    def silent():  # reads every request, answers none
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    thread = threading.Thread(target=silent, daemon=True)
+    thread.start()
+    runs = [subprocess.run([*command, "--server", str(sock), "--timeout", "0.5", "--learn",
+                            "spam"], input=variant(50), capture_output=True, timeout=60,
+                           env={**os.environ, "PYTHONPATH": str(PROJECT)})
+            for command in ([str(c_client)], [sys.executable, "-m", "textnb.client"])]
+    listener.close()
+    for conn in held:
+        conn.close()
+    assert runs[0].returncode == runs[1].returncode == 3
+    assert runs[0].stderr == runs[1].stderr
+    assert runs[0].stderr.startswith(b"textnb-client: error: message perhaps not learned as "
+                                     b"spam: ")
+    assert b"sending it again is safe" in runs[0].stderr
 
 
 # -- F5: out of descriptors ---------------------------------------------------------------------

@@ -67,6 +67,15 @@ class ScorerUnavailable(Exception):
     """The resident scorer cannot be reached, is too slow, or answered with an error."""
 
 
+class NoAnswer(ScorerUnavailable):
+    """The request was sent and no reply came: the scorer may have acted on it."""
+
+
+# Why a learn without an answer is "perhaps" not learned (the compiled client says the same).
+NO_ANSWER_NOTE = (" (sent, not answered; sending it again is safe: a message learned twice "
+                  "counts once)")
+
+
 # -- addresses -------------------------------------------------------------------
 
 
@@ -145,15 +154,18 @@ def _read_reply(sock: _socket.socket) -> bytes:
 
 
 def _exchange(address, request: bytes, timeout: float) -> bytes:
+    sent = False
     try:
         sock = _connect(address, timeout)
         try:
             sock.sendall(request)
+            sent = True
             return _read_reply(sock)
         finally:
             sock.close()
     except OSError as exc:  # refused, no such socket, timeout, reset, unknown host
-        raise ScorerUnavailable(f"{show_address(address)}: {exc.strerror or exc}") from None
+        kind = NoAnswer if sent else ScorerUnavailable
+        raise kind(f"{show_address(address)}: {exc.strerror or exc}") from None
 
 
 def score_remote(address, raw: bytes, cost_ratio: float | None = None,
@@ -393,6 +405,10 @@ def run_learn(stdin, stdout, stderr, address, label: str | None, user: str | Non
     try:
         raw = stdin.read()
         done = learn_remote(address, raw, label, user, timeout)
+    except NoAnswer as exc:
+        stderr.write(f"textnb-client: error: message perhaps not {what}: {exc}"
+                     f"{NO_ANSWER_NOTE}\n")
+        return EXIT_ERROR
     except (OSError, ScorerUnavailable) as exc:
         stderr.write(f"textnb-client: error: message not {what}: {exc}\n")
         return EXIT_ERROR

@@ -450,7 +450,8 @@ class ScorerServer:
             steps.append(("stop the reload thread",
                           lambda: watcher.join(POLL_SECONDS + self.timeout)))
         for model in self.model.loaded():
-            steps.append((f"write {model.path}", lambda m=model: m.unwritten and m.flush(force=True)))
+            steps.append((f"write {model.path}",
+                          lambda m=model: m.unwritten and m.flush(force=True)))
             steps.append((f"close {model.journal.path}", model.journal.close))
         for what, step in steps:
             try:
