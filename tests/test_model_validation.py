@@ -244,6 +244,28 @@ def test_zip_bomb_member_refused_with_bounded_memory(tmp_path, declared):
     assert report["peak_growth_mb"] < 64
 
 
+_JOURNAL_PEAK = _PEAK.replace("store.loads(data)", "store.load(sys.argv[1])")
+
+
+def test_zip_bomb_journal_record_refused_with_bounded_memory(tmp_path):
+    """A journal record (``textnb.delta``) of 0.26 MB that inflates to 256 MiB is read
+    as damage (a record cut short) once it passes 100 times its size: the model loads
+    as its file says, the reader's memory bounded by the record's size."""
+    from textnb import delta
+
+    path = tmp_path / "model.tnb"
+    store.save(_toy(), path)
+    _, state = store.load_for_update(path)
+    # zlib's header, 256 MiB of deflated zeros, and a checksum never reached
+    delta.Journal(path).append(state, b"\x78\x9c" + _deflated_zeros(16) + bytes(4))
+    cap = "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+    result = subprocess.run([sys.executable, "-c", cap + _JOURNAL_PEAK, str(path)],
+                            capture_output=True, text=True, timeout=120)
+    report = json.loads(result.stdout)
+    assert report["outcome"] == "loaded"
+    assert report["seconds"] < 2 and report["peak_growth_mb"] < 64
+
+
 # -- F10: JSON nested too deep ------------------------------------------------------
 NESTED = "[" * DEEP + "]" * DEEP
 

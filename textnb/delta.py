@@ -210,7 +210,8 @@ class Journal:
     def read(self, base_sha256: str) -> tuple[list[dict], JournalState]:
         """The complete patches made for the model file with this SHA-256, in order.
         A journal made for another file (stale) gives none; reading stops at the first
-        record cut short or failing its checksum (a run that never reported success)."""
+        record cut short or failing its checksum (a run that never reported success), or
+        inflating past the model file's bound (``_inflated``)."""
         state = JournalState(base_sha256)
         try:
             data = self.path.read_bytes()
@@ -232,7 +233,7 @@ class Journal:
                     or hashlib.sha256(payload).hexdigest().encode() != fields[2]):
                 break
             try:
-                patches.append(loads_json(zlib.decompress(payload), "a journal record"))
+                patches.append(loads_json(_inflated(payload), "a journal record"))
             except (zlib.error, ValueError):
                 break
             at = end
@@ -282,6 +283,19 @@ class Journal:
         except FileNotFoundError:
             return
         _fsync_folder(self.path.parent)
+
+
+def _inflated(payload: bytes) -> bytes:
+    """A record's payload inflated, within the model file's bound on inflating
+    (``store.MAX_INFLATION`` times its size, plus ``store.INFLATION_ALLOWANCE``);
+    zlib.error when it is cut short or would inflate past that (a crafted record)."""
+    from .store import INFLATION_ALLOWANCE, MAX_INFLATION
+
+    inflater = zlib.decompressobj()
+    data = inflater.decompress(payload, MAX_INFLATION * len(payload) + INFLATION_ALLOWANCE)
+    if not inflater.eof:
+        raise zlib.error("the record is cut short or inflates past its bound")
+    return data
 
 
 def _touch(model_path: Path) -> None:
