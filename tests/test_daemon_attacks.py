@@ -2,7 +2,7 @@
 
 docs/security.md lists the attacks and what each now meets. Servers bind only to a Unix
 socket in tmp_path or to 127.0.0.1; every wait has a bound. The load test at the end
-runs for LOAD_SECONDS (bench/server_attack.py runs the same load for longer).
+runs for LOAD_SECONDS; ``python -m bench.server_attack`` runs the same load for 60 s.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
+from bench.server_attack import Tricklers, load_run, percentile
 from textnb import store
 from textnb.cli import app
 from textnb.client import PROTOCOL, ScorerUnavailable, learn_remote, ping, score_remote
@@ -190,54 +191,10 @@ def test_bad_client_log_lines_are_bounded(tmp_path, model_file, caplog):
 # -- F4: slow clients -------------------------------------------------------------------------
 
 
-class Tricklers:
-    """``n`` connections sending a request one byte every ``every`` seconds from one thread,
-    reconnecting when the scorer drops them (as a slowloris would)."""
-
-    def __init__(self, address, n: int, every: float = 0.1):
-        self.address, self.n, self.every = address, n, every
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run)
-        self.connects = 0
-
-    def _run(self):
-        request = PROTOCOL + b" SCORE 100000\n" + b"x" * 100000
-        conns = {}
-        while not self.stop.is_set():
-            for k in range(self.n):
-                if k not in conns:
-                    try:
-                        conns[k] = [_connect(self.address, timeout=1), 0]
-                        self.connects += 1
-                    except OSError:
-                        continue
-                conn, sent = conns[k]
-                try:
-                    conn.setblocking(False)
-                    conn.send(request[sent:sent + 1])
-                    conns[k][1] += 1
-                except BlockingIOError:
-                    pass
-                except OSError:
-                    conn.close()
-                    del conns[k]
-            self.stop.wait(self.every)
-        for conn, _ in conns.values():
-            conn.close()
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(timeout=30)
-
-
 def test_trickling_clients_do_not_starve_ping(tmp_path, model_file):
     with Serving(ResidentModel(model_file), str(tmp_path / "s.sock"), max_clients=8,
                  timeout=5.0) as on:
-        with Tricklers(on.address, 16):
+        with Tricklers(on.address, 16, every=0.1):
             assert _wait_for(lambda: len(on.server.reader.connections) >= 16)
             for k in range(3):
                 start = time.monotonic()
@@ -461,42 +418,6 @@ def test_full_disk_while_journalling_gets_error_and_keeps_serving(tmp_path, mode
 # -- bounded load: tricklers and well-behaved clients together ------------------------------------
 
 
-def load_run(address, seconds: float, tricklers: int, clients: int, messages, expected):
-    """``clients`` threads scoring in a loop beside ``tricklers`` slow connections for
-    ``seconds``; RETURNS (latencies of the well-behaved requests, their failures)."""
-    latencies, failures = [], []
-    stop = threading.Event()
-
-    def client(k: int) -> None:
-        i = k
-        while not stop.is_set():
-            raw = messages[i % len(messages)]
-            start = time.monotonic()
-            try:
-                verdict = score_remote(address, raw, timeout=10)
-                latencies.append(time.monotonic() - start)
-                if verdict != expected[i % len(messages)]:
-                    failures.append(f"verdict {verdict} for message {i % len(messages)}")
-            except ScorerUnavailable as exc:
-                failures.append(str(exc))
-            i += clients
-
-    with Tricklers(address, tricklers, every=0.2):
-        threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
-        for t in threads:
-            t.start()
-        stop.wait(seconds)
-        stop.set()
-        for t in threads:
-            t.join(timeout=30)
-    return latencies, failures
-
-
-def percentile(values, q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
-
-
 def test_200_tricklers_and_50_clients_no_well_behaved_request_fails(tmp_path, model_file):
     local = store.load(model_file)
     expected = [score_with(local, raw) for raw in MESSAGES]
@@ -506,7 +427,7 @@ def test_200_tricklers_and_50_clients_no_well_behaved_request_fails(tmp_path, mo
                               stderr=subprocess.DEVNULL)
     try:
         assert _wait_for(lambda: os.path.exists(sock), 120), "the scorer did not start"
-        latencies, failures = load_run(sock, LOAD_SECONDS, 200, 50, MESSAGES, expected)
+        latencies, failures, _ = load_run(sock, LOAD_SECONDS, 200, 50, MESSAGES, expected)
     finally:
         scorer.terminate()
         scorer.wait(timeout=30)
