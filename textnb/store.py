@@ -448,6 +448,7 @@ def write_error(path: Path, exc: OSError) -> WriteError:
 # was scored with: a file that lacks the key keeps scoring as it did when it was saved,
 # whatever the built-in default has become since.
 _SAVED_BEFORE_THE_KEY_EXISTED = {("model", "evidence"): "strongest",
+                                  ("model", "header_places"): 0,
                                   ("model", "min_strength"): 0.0,
                                   ("model", "combine"): "sum",
                                   ("mail", "html_renderer"): "stdlib"}
