@@ -38,6 +38,17 @@ class TokenizerConfig:
     max_tokens: int = 50_000
 
 
+# The settings that bound the work one message may cost (docs/hostile-mail.md), and how
+# far a configuration or a model may lift them. A model carries its settings, so without
+# a ceiling an imported model could lift them (mail.max_bytes = 10**12) for everyone who
+# scores with it. Each default comes with its measured cost (configs/default.toml); ten
+# times it keeps the worst message within seconds.
+HOSTILE_MAIL_BOUNDS = (("mail", "max_bytes"), ("mail", "max_parts"), ("mail", "max_depth"),
+                       ("mail", "max_headers"), ("mail", "max_html_chars"),
+                       ("tokenizer", "max_tokens"), ("tokenizer", "max_header_tokens"))
+BOUND_CEILING = 10
+
+
 @dataclass(frozen=True)
 class FeatureConfig:
     features: str = "binary"
@@ -135,6 +146,14 @@ class FilterConfig:
                    f"mail.{bound.name}", value,
                    f"use a whole number >= 1 (default {bound.default:_}); a bound cannot be off, "
                    "since hostile mail is what it bounds")
+        for section, key in HOSTILE_MAIL_BOUNDS:
+            part = getattr(self, section)
+            default = next(f.default for f in fields(part) if f.name == key)
+            value = getattr(part, key)
+            _check(not isinstance(value, (int, float)) or value <= BOUND_CEILING * default,
+                   f"{section}.{key}", value,
+                   f"use at most {BOUND_CEILING * default:_} ({BOUND_CEILING} times the default, "
+                   f"{default:_}): the bounds on hostile mail cannot be lifted further")
         return self
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import FilterConfig, config_from_dict
+from .config import BOUND_CEILING, HOSTILE_MAIL_BOUNDS, FilterConfig, config_from_dict
 from .errors import ConfigError, ModelFormatError
 from .ledger import LABELS
 
@@ -45,16 +45,8 @@ __all__ = ["BOUND_CEILING", "COUNT_LIMIT", "HOSTILE_MAIL_BOUNDS", "InvalidModelE
 # crafted file (class counts of 1e308 overflow the priors' sum to inf).
 COUNT_LIMIT = float(2 ** 53)
 
-# The settings that bound the work one message may cost (docs/hostile-mail.md). A
-# model carries its settings, so without a ceiling an imported model could lift them
-# (mail.max_bytes = 10**12) for everyone who scores with it. Each default comes with
-# its measured cost (configs/default.toml); ten times it keeps the worst message
-# within ten times the measured worst case, and leaves room for sites that raise a
-# bound on purpose (an MTA that accepts 50 MB messages).
-HOSTILE_MAIL_BOUNDS = (("mail", "max_bytes"), ("mail", "max_parts"), ("mail", "max_depth"),
-                       ("mail", "max_headers"), ("mail", "max_html_chars"),
-                       ("tokenizer", "max_tokens"), ("tokenizer", "max_header_tokens"))
-BOUND_CEILING = 10
+# The bounds on hostile mail and their ceiling are FilterConfig's (textnb/config.py):
+# `--set` and every model reader refuse the same values.
 
 _RETRAIN = "restore the file from a backup, or train the model again"
 
