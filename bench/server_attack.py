@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -162,7 +163,8 @@ def run(args, workdir: Path) -> dict:
             "requests": len(ms), "failures": len(failures), "failure_examples": failures[:5],
             "latency_ms": {"p50": round(statistics.median(ms), 1),
                            "p99": round(percentile(ms, 99), 1), "max": round(max(ms), 1)},
-            "trickler_connections": connects, "scorer_alive_at_end": alive}
+            "trickler_connections": connects, "scorer_alive_at_end": alive,
+            "cpus": os.cpu_count(), "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
 
 
 def main(argv=None) -> int:
@@ -172,7 +174,7 @@ def main(argv=None) -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--model", type=Path, help="a model file (default: the sample's)")
     parser.add_argument("--json", type=Path,
-                        default=ROOT / "bench" / "results" / "server-attack.json")
+                        default=ROOT / "docs" / "results" / "server-attack.json")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="textnb-attack-") as tmp:
         r = run(args, Path(tmp))

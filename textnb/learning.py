@@ -21,7 +21,8 @@ every later verdict of this scorer includes it; the model *file* holds it within
 ``flush_seconds`` plus one write, or after the next start of ``textnb serve`` if the
 scorer was killed first. ``kill -9`` at any moment leaves the old file or the new one
 (the rename is atomic) and a journal whose complete records are exactly the
-acknowledged updates the file may lack, plus at most one whose client got no reply.
+acknowledged updates the file may lack, plus at most one whose client got no reply
+for each client that was learning at that moment (the scorer's workers learn in turn).
 Replaying is safe when the file already holds some of the records (a kill between
 the rename and the journal's trim): each record sets the state of one message
 (learned as spam, as ham, or absent), so applying it again changes nothing.
