@@ -372,6 +372,54 @@ def test_thread_start_failure_keeps_serving(tmp_path, model_file, monkeypatch):
     assert store.load(model_file).n_learned["spam"] == before + 1  # the final write happened
 
 
+_THREAD_LIMIT = """
+import sys, threading
+from textnb.cli import main
+start = threading.Thread.start
+
+def limited(self):  # a TasksMax of 3: the main thread, the reload thread and one more
+    if threading.active_count() >= 3:
+        raise RuntimeError("can't start new thread")
+    start(self)
+
+threading.Thread.start = limited
+sys.argv = ["textnb", "serve", *sys.argv[1:]]
+main()
+"""
+
+
+def test_scorer_under_a_thread_limit_keeps_answering(tmp_path, model_file):
+    """`textnb serve` where at most one thread beyond its own two can start: 30 clients
+    at once are all answered, by the one worker that started."""
+    sock = str(tmp_path / "s.sock")
+    local = store.load(model_file)
+    scorer = subprocess.Popen([sys.executable, "-c", _THREAD_LIMIT, "--model", str(model_file),
+                               "--socket", sock], cwd=PROJECT, stderr=subprocess.PIPE)
+    try:
+        assert _wait_for(lambda: os.path.exists(sock), 120), "the scorer did not start"
+        verdicts = [None] * 30
+
+        def client(k):
+            try:
+                verdicts[k] = score_remote(sock, MESSAGES[k % len(MESSAGES)], timeout=30)
+            except ScorerUnavailable as exc:
+                verdicts[k] = exc
+
+        clients = [threading.Thread(target=client, args=(k,)) for k in range(30)]
+        for t in clients:
+            t.start()
+        for t in clients:
+            t.join(timeout=60)
+        assert verdicts == [score_with(local, MESSAGES[k % len(MESSAGES)]) for k in range(30)]
+        assert learn_remote(sock, variant(60), "spam") == "spam new"
+    finally:
+        scorer.terminate()
+        assert scorer.wait(timeout=30) == 0
+    log = scorer.stderr.read()
+    assert b"Traceback" not in log and b"scorer stopped after 30 requests" in log
+    assert store.load(model_file).n_learned["spam"] == local.n_learned["spam"] + 1
+
+
 # -- F7: the metrics port ------------------------------------------------------------------------
 
 
