@@ -26,7 +26,8 @@ import zipfile
 from pathlib import Path
 
 from textnb import commands
-from textnb import distributed as dd
+from textnb.engines import dask as dd
+from textnb.engines.dask import DaskEngine
 from textnb.config import FilterConfig
 from textnb.corpora import corpora_root
 from textnb.pipeline import SpamFilter
@@ -140,11 +141,12 @@ def main(argv=None) -> int:
     for workers in args.workers:
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           dashboard_address=":0") as cluster, Client(cluster) as client:
-            dd.train(out / "warm.tnb", config, index=[str(SAMPLE_INDEX)], scheduler=client)
+            commands.train(out / "warm.tnb", config, index=[str(SAMPLE_INDEX)],
+                           engine=DaskEngine(client))
             path = out / f"dask{workers}.tnb"
             cpu = sum(client.run(cpu_seconds).values())
             start = time.perf_counter()
-            summary = dd.train(path, config, spam, ham, scheduler=client)
+            summary = commands.train(path, config, spam, ham, engine=DaskEngine(client))
             seconds = time.perf_counter() - start
             cpu = sum(client.run(cpu_seconds).values()) - cpu
             identical = members(path) == members(out / "local.tnb")
@@ -159,7 +161,7 @@ def main(argv=None) -> int:
                   f"{n / cpu:.0f} msg per worker CPU-s, identical={identical}", flush=True)
             cpu = sum(client.run(cpu_seconds).values())
             start = time.perf_counter()
-            evaluation = dd.evaluate(path, spam=spam, ham=ham, scheduler=client)
+            evaluation = commands.evaluate(path, spam=spam, ham=ham, engine=DaskEngine(client))
             seconds = time.perf_counter() - start
             cpu = sum(client.run(cpu_seconds).values()) - cpu
             row["evaluate_seconds"] = round(seconds, 2)

@@ -17,10 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from textnb import commands, retrain, store
-from textnb import distributed as dd
+from textnb.engines import dask as dd
+from textnb.engines.dask import DaskEngine
 from textnb.cli import app
 from textnb.config import FilterConfig, apply_overrides
-from textnb.errors import SourceError
+from textnb.errors import EngineError, SourceError
 from textnb.pipeline import SpamFilter
 from textnb.sources import iter_labelled
 
@@ -129,7 +130,7 @@ def test_added_counts_equal_learning_and_removing_them_restores_the_filter():
 
 def test_without_dask_the_option_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` fail
-    with pytest.raises(dd.EngineError, match=r"pip install 'textnb\[dask\]'"), dd.connect():
+    with pytest.raises(EngineError, match=r"pip install 'textnb\[dask\]'"), dd.connect():
         pass
     result = runner.invoke(app, ["train", "--engine", "dask", "--model", str(tmp_path / "m.tnb"),
                                  "--index", str(SAMPLE_INDEX)])
@@ -143,13 +144,13 @@ def test_an_unreachable_scheduler_is_named():
 
     unreachable = "cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'"
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}), \
-            pytest.raises(dd.EngineError, match=unreachable), dd.connect("tcp://127.0.0.1:9"):
+            pytest.raises(EngineError, match=unreachable), dd.connect("tcp://127.0.0.1:9"):
         pass
 
 
 def test_parquet_without_pyarrow_names_it(monkeypatch, local_sample_model, tmp_path):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    with pytest.raises(dd.EngineError, match="pip install pyarrow"):
+    with pytest.raises(EngineError, match="pip install pyarrow"):
         dd.classify_to_files(local_sample_model, tmp_path / "out", [str(SAMPLE / "unlabelled")],
                              output_format="parquet")
 
@@ -177,8 +178,8 @@ def test_engine_options_are_checked_before_any_work(args, message, tmp_path):
 def test_sample_model_is_identical_to_the_single_process_one(cluster, local_sample_model,
                                                              tmp_path, n_partitions):
     path = tmp_path / "dask.tnb"
-    summary = dd.train(path, FilterConfig(), index=[str(SAMPLE_INDEX)], scheduler=cluster,
-                       n_partitions=n_partitions)
+    summary = commands.train(path, FilterConfig(), index=[str(SAMPLE_INDEX)],
+                             engine=DaskEngine(cluster, n_partitions))
     assert summary["partitions"] == min(n_partitions, 100)
     assert summary["messages"] == {"ham": 60, "spam": 40}
     assert members(path) == members(local_sample_model)
@@ -189,8 +190,8 @@ def test_duplicates_relabels_and_every_source_form_as_in_one_process(cluster, me
                                               "features.features": "tf"})
     local = commands.train(tmp_path / "local.tnb", config, messy["spam"], messy["ham"],
                            tsv=messy["tsv"])
-    remote = dd.train(tmp_path / "dask.tnb", config, messy["spam"], messy["ham"],
-                      tsv=messy["tsv"], scheduler=cluster, n_partitions=7)
+    remote = commands.train(tmp_path / "dask.tnb", config, messy["spam"], messy["ham"],
+                            tsv=messy["tsv"], engine=DaskEngine(cluster, 7))
     assert members(tmp_path / "dask.tnb") == members(tmp_path / "local.tnb")
     assert remote["duplicates"] == local["duplicates"] == 3
     assert remote["messages"] == local["messages"]
@@ -203,8 +204,8 @@ def test_retrain_with_moves_is_identical_to_the_single_process_retrain(cluster, 
     # The messy folders repeat the sample's messages (known), relabel spam/001 (a move)
     # and bring new ones (the Maildir's and TSV texts are new to the model).
     local = retrain.retrain(first, messy["spam"], messy["ham"], tsv=messy["tsv"])
-    remote = dd.retrain(tmp_path / "dask.tnb", messy["spam"], messy["ham"], tsv=messy["tsv"],
-                        scheduler=cluster, n_partitions=5)
+    remote = retrain.retrain(tmp_path / "dask.tnb", messy["spam"], messy["ham"],
+                             tsv=messy["tsv"], engine=DaskEngine(cluster, 5))
     dask_members, local_members = members(tmp_path / "dask.tnb"), members(first)
     # The column history's "last" (the serial of the latest message holding a token,
     # for `compact --prune`) is kept per message only in process; the Dask engine
@@ -221,15 +222,15 @@ def test_retrain_with_moves_is_identical_to_the_single_process_retrain(cluster, 
     for key in ("read", "learned", "moved", "known", "messages", "ledger"):
         assert remote[key] == local[key], key
     assert remote["moved"] == {"spam": 0, "ham": 1}
-    with pytest.raises(dd.EngineError, match="--regime error scores each message"):
-        dd.retrain(first, messy["spam"], regime="error", scheduler=cluster)
+    with pytest.raises(EngineError, match="--regime error scores each message"):
+        retrain.retrain(first, messy["spam"], regime="error", engine=DaskEngine(cluster))
 
 
 def test_classify_and_evaluate_equal_the_single_process(cluster, local_sample_model, tmp_path):
     sources = [str(SAMPLE / "unlabelled"), str(SAMPLE / "mbox")]
     local = list(commands.classify(local_sample_model, sources, cost_ratio=9))
-    remote = list(dd.classify(local_sample_model, sources, cost_ratio=9, scheduler=cluster,
-                              n_partitions=3))
+    remote = list(commands.classify(local_sample_model, sources, cost_ratio=9,
+                                    engine=DaskEngine(cluster, 3)))
     assert remote == local and len(local) == 12
     out = tmp_path / "verdicts"
     written = dd.classify_to_files(local_sample_model, out, sources, cost_ratio=9,
@@ -238,8 +239,8 @@ def test_classify_and_evaluate_equal_the_single_process(cluster, local_sample_mo
     assert rows == [dd.decision_row(s) for s in local]
     with pytest.raises(SourceError, match="not an empty folder"):
         dd.classify_to_files(local_sample_model, out, sources, scheduler=cluster)
-    assert (dd.evaluate(local_sample_model, index=[str(SAMPLE_INDEX)], cost_ratio=9,
-                        scheduler=cluster, n_partitions=4)
+    assert (commands.evaluate(local_sample_model, index=[str(SAMPLE_INDEX)], cost_ratio=9,
+                              engine=DaskEngine(cluster, 4))
             == commands.evaluate(local_sample_model, index=[str(SAMPLE_INDEX)], cost_ratio=9))
 
 
@@ -282,7 +283,8 @@ def test_spamassassin_model_is_identical_to_the_single_process_one(cluster, shar
     spam = [str(base / f) for f in ("spam", "spam_2")]
     ham = [str(base / f) for f in ("easy_ham", "easy_ham_2", "hard_ham")]
     local = commands.train(tmp_path / "local.tnb", FilterConfig(), spam, ham)
-    remote = dd.train(tmp_path / "dask.tnb", FilterConfig(), spam, ham, scheduler=cluster)
+    remote = commands.train(tmp_path / "dask.tnb", FilterConfig(), spam, ham,
+                            engine=DaskEngine(cluster))
     assert remote["partitions"] >= 8
     assert members(tmp_path / "dask.tnb") == members(tmp_path / "local.tnb")
     assert remote["messages"] == local["messages"] and remote["duplicates"] == local["duplicates"]

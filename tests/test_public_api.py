@@ -14,7 +14,7 @@ from conftest import PROJECT, SAMPLE, SAMPLE_INDEX
 
 ERROR_CLASSES = ["TextnbError", "SourceError", "MailboxFormatError", "NotFittedError",
                  "EmptyTrainingSetError", "EmptyVocabularyError", "ModelFormatError",
-                 "WriteError", "ConfigError", "PMMLError"]
+                 "WriteError", "ConfigError", "PMMLError", "EngineError"]
 
 
 def test_the_names_are_the_modules_objects():

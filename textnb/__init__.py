@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 
 _ERRORS = ("TextnbError", "SourceError", "MailboxFormatError", "NotFittedError",
            "EmptyTrainingSetError", "EmptyVocabularyError", "ModelFormatError", "WriteError",
-           "ConfigError", "PMMLError")
+           "ConfigError", "PMMLError", "EngineError")
 
 # name -> the module that defines it, imported on first access.
 _LAZY = {
@@ -43,8 +43,8 @@ TYPE_CHECKING = False  # true for type checkers and IDEs; at run time __getattr_
 if TYPE_CHECKING:
     from .config import FilterConfig
     from .errors import (ConfigError, EmptyTrainingSetError, EmptyVocabularyError,
-                         MailboxFormatError, ModelFormatError, NotFittedError, PMMLError,
-                         SourceError, TextnbError, WriteError)
+                         EngineError, MailboxFormatError, ModelFormatError, NotFittedError,
+                         PMMLError, SourceError, TextnbError, WriteError)
     from .pipeline import SpamFilter
     from .store import load, save
 

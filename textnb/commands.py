@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .config import FilterConfig
-from .errors import EmptyTrainingSetError, SourceError
+from .errors import EmptyTrainingSetError, EngineError, SourceError
 from .labels import require_both_classes
 from .pipeline import ScoredMessage, SpamFilter
 from .sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
@@ -156,8 +156,8 @@ def classify_to_folder(model_path: Path, output: Path, sources: Sequence[str] = 
                        cost_ratio: float | None = None, output_format: str = "jsonl",
                        engine=None) -> dict[str, Any]:
     """Verdicts written by the workers to part files in ``output`` (Dask engine only:
-    ``textnb.distributed.classify_to_files``)."""
-    from .distributed import EngineError, classify_to_files
+    ``textnb.engines.dask.classify_to_files``)."""
+    from .engines.dask import classify_to_files
 
     if engine is None or engine.name != "dask":
         raise EngineError("--output goes with --engine dask (the workers write the files)")

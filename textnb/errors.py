@@ -53,6 +53,11 @@ class ConfigError(TextnbError):
     """A configuration value is out of range or of the wrong type."""
 
 
+class EngineError(TextnbError):
+    """An engine is missing (Dask, an optional extra), unreachable, or asked for what it
+    cannot do (a regime that cannot be split across workers)."""
+
+
 class PMMLError(TextnbError):
     """A PMML document is malformed, uses an element textnb does not support, or a record
     holds an invalid value."""

@@ -292,7 +292,7 @@ class SpamFilter:
 
     def add_counts(self, tokens: Sequence[str], class_count, feature_count, doc_freq,
                    weight: float = 1.0, token_hashes: np.ndarray | None = None) -> None:
-        """Add counts made elsewhere (``textnb.distributed``: on other machines), as if the
+        """Add counts made elsewhere (``textnb.engines.dask``: on other machines), as if the
         messages they came from were learned here; weight -1 removes them.
 
         tokens (Sequence[str]): the counts' columns, distinct; unseen ones become new columns in

@@ -13,7 +13,7 @@ Every engine offers the same calls, so a third one is one module:
 
 Engines: ``local`` (``LocalEngine(jobs)``: processes on this machine, every core by
 default) and ``dask`` (``DaskEngine(scheduler, n_partitions)``: a Dask cluster,
-``textnb.distributed``). Results do not depend on the engine or on how many
+``textnb.engines.dask``). Results do not depend on the engine or on how many
 processes run it.
 """
 
@@ -32,7 +32,7 @@ def make_engine(name: str = "local", jobs: int | None = None, scheduler=None,
     """The engine called ``name``.
 
     jobs (int | None): local only: worker processes (None: every core).
-    scheduler, n_partitions: dask only (see ``textnb.distributed.connect``).
+    scheduler, n_partitions: dask only (see ``textnb.engines.dask.connect``).
     RAISES ValueError for an unknown engine or an option the engine does not take.
     """
     if name == "local":

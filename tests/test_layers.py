@@ -1,0 +1,127 @@
+"""textnb's own modules import one another without a circle.
+
+The graph is drawn from the source with ``ast``: every ``import`` and ``from ... import`` a
+module runs when it is loaded (at module level, including under ``if``/``try``). Two kinds
+are left out on purpose: imports inside functions and methods, which are how a module stays
+lazy (a heavy dependency, or a module reached only at run time) and run after both modules
+are loaded; and those under ``if TYPE_CHECKING:``, which never run. An edge goes to the deepest textnb module the import names, so
+``from textnb.engines import dask`` is an edge to ``textnb.engines.dask``, and
+``from textnb import errors`` to ``textnb.errors``; a package's ``__init__`` counts as a
+module of its own.
+"""
+
+import ast
+from pathlib import Path
+
+import textnb
+
+PACKAGE_DIR = Path(textnb.__file__).parent
+
+
+def _module_name(path):
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _is_type_checking(test):
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+            or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _module_level_imports(tree, all_imports=False):
+    """The import statements a module runs when it is loaded (not those inside defs)."""
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if all_imports:
+                pending.extend(ast.iter_child_nodes(node))
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            pending.extend(node.orelse)
+        else:
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def import_graph(all_imports=False):
+    """{module: set of textnb modules it imports at module level}; with ``all_imports``,
+    the imports inside functions too (to measure, not to assert)."""
+    paths = sorted(PACKAGE_DIR.rglob("*.py"))
+    modules = {_module_name(p): p for p in paths}
+    # compiled extensions (textnb._speedups) are modules that import nothing of ours
+    extensions = {_module_name(p.with_name(p.name.split(".")[0] + ".py"))
+                  for p in PACKAGE_DIR.rglob("*.so")}
+    graph = {name: set() for name in extensions - set(modules)}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for node in _module_level_imports(ast.parse(path.read_text(), str(path)),
+                                          all_imports):
+            if isinstance(node, ast.Import):
+                candidates = [alias.name for alias in node.names]
+            else:
+                if node.level:
+                    base = package.split(".")
+                    base = base[:len(base) - (node.level - 1)]
+                    base = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                candidates = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            for candidate in candidates:
+                # the deepest textnb module the import names
+                while candidate and candidate not in modules and candidate not in graph:
+                    candidate = candidate.rpartition(".")[0]
+                if candidate and candidate != name:
+                    targets.add(candidate)
+                    if not isinstance(node, ast.Import):
+                        break
+        graph[name] = targets
+    return graph
+
+
+def find_cycle(graph):
+    """One import circle as a list of modules (first == last), or None."""
+    state = {}
+    stack = []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == "open":
+                return stack[stack.index(target):] + [target]
+            if target not in state:
+                found = visit(target)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_textnb_modules_import_one_another_without_a_circle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_the_circle_finder_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    cycle = find_cycle(graph)
+    assert cycle[0] == cycle[-1] and set(cycle) == {"a", "b", "c"}
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_graph_sees_textnb_imports():
+    graph = import_graph()
+    assert "textnb.pipeline" in graph
+    assert graph["textnb.__main__"]
