@@ -1,0 +1,128 @@
+"""Conflicting labels: one mailing list's advertisements filed as spam in the past and as
+ham from now on, the way a real mailbox's owner changed their mind (issue 35).
+
+    python -m bench.conflicting_labels [--list fork.xent.com ...] [--variant NAME=k=v,k=v ...]
+        [--no-peer] [--json docs/results/conflicting-labels.json]
+
+Built from SpamAssassin's messages with the list reader's rule (bench/list_reader.py):
+every list the owner reads (one that delivered at least ``MIN_LIST_HAMS`` hams) has its
+advertisements relabelled ham, always -- except one list, L, whose advertisements keep
+their spam label in the past (the chronological split's training part) and are ham in
+the future (its test part). So the past teaches that L's advertisements are spam while
+every other list's structure (List-*, Mailman fields, the list hosts' Received lines)
+is ham, and the future asks for L's advertisements as ham: labels that contradict each
+other, which no filter can learn. What matters is what a filter says of them. The report
+gives, for the future's relabelled hams of L, the share of the future's spams each one
+outscores (the worst, and how many outscore more than 1%), and the field's metrics over
+the whole future, for textnb (defaults and each ``--variant``) and bogofilter 1.2.5 on
+the same files. ``--split chronological-validation`` builds the same inside the training
+part (its latest fifth is the future), for choosing settings without the test part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from bench import peers
+from bench.folds import peer_folds
+from bench.list_reader import MIN_LIST_HAMS, list_id
+from bench.tenfold_parts import textnb_folds
+from textnb import metrics
+from textnb.config import load_config, parse_override_value
+from textnb.corpora import chronological_split, corpora_root, iter_corpus
+
+LISTS = ("fork.xent.com", "ilug.linux.ie", "social.linux.ie")
+
+
+def parts(split: str):
+    """Past and future of SpamAssassin: (part per message, bytes, original spam labels)."""
+    past, future = chronological_split("spamassassin", iter_corpus("spamassassin"))
+    if split == "chronological-validation":
+        past, future = chronological_split("spamassassin", past)
+    examples = past + future
+    return (np.array(["past"] * len(past) + ["test"] * len(future)),
+            [e.raw for e in examples], np.array([e.label == "spam" for e in examples]))
+
+
+def conflicting(ids: list, part: np.ndarray, original: np.ndarray, changed: str
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, which future messages are the changed list's relabelled advertisements)."""
+    hams = Counter(i for i, spam in zip(ids, original) if i and not spam)
+    read = {i for i, n in hams.items() if n >= MIN_LIST_HAMS}
+    ads = np.array([bool(spam and i in read) for i, spam in zip(ids, original)])
+    of_changed = ads & np.array([i == changed for i in ids])
+    moved = of_changed & (part == "test")
+    return original & ~(ads & ~of_changed) & ~moved, moved
+
+
+def figures(y: np.ndarray, scores: np.ndarray, moved: np.ndarray) -> dict:
+    spam = np.sort(scores[y])
+    below = np.searchsorted(spam, scores[moved], side="left") / spam.size
+    return {"relabelled": int(moved.sum()),
+            "worst_spams_outscored_pct": round(100 * float(below.max()), 2),
+            "median_spams_outscored_pct": round(100 * float(np.median(below)), 2),
+            "over_1pct": int((below > 0.01).sum()),
+            "one_minus_auc_pct": metrics.one_minus_auc_pct(y, scores),
+            "sm_pct_at_hm_0.1pct": metrics.sm_at_hm(y, scores, 0.001)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("chronological", "chronological-validation"),
+                        default="chronological")
+    parser.add_argument("--list", action="append", dest="lists")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=k=v,k=v")
+    parser.add_argument("--no-peer", action="store_true", help="textnb only")
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    if corpora_root() is None:
+        print("error: public corpora not found; set TEXTNB_CORPORA or place them in "
+              "../shared/corpora", file=sys.stderr)
+        return 1
+    part, raw, original = parts(args.split)
+    ids = [list_id(r) for r in raw]
+    variants = {"textnb": {}}
+    for text in args.variant:
+        name, _, settings = text.partition("=")
+        variants[name] = {k: parse_override_value(v) for k, _, v in
+                          (s.partition("=") for s in settings.split(",") if s)}
+    future = part == "test"
+    results = {}
+    for changed in args.lists or LISTS:
+        y, moved = conflicting(ids, part, original, changed)
+        if not moved.any():
+            print(f"{changed}: no advertisement of it in the future; skipped")
+            continue
+        rows = {}
+        for name, overrides in variants.items():
+            scores, _ = textnb_folds(load_config(None, overrides), part, raw, y)
+            rows[name] = figures(y[future], scores[future], moved[future])
+        if not args.no_peer:
+            with tempfile.TemporaryDirectory(prefix="textnb-conflicting-") as tmp:
+                scores, _, _ = peer_folds(peers.run_bogofilter, part, raw, y, Path(tmp),
+                                          "spamassassin")
+            rows["bogofilter"] = figures(y[future], scores[future], moved[future])
+        results[changed] = rows
+        print(f"{changed}: {int(moved.sum())} of its advertisements relabelled ham in the future "
+              f"({int((y & future).sum())} spams, {int((~y & future).sum())} hams there)")
+        for name, r in rows.items():
+            print(f"  {name:<22} worst outscores {r['worst_spams_outscored_pct']:>6.2f}% of spams, "
+                  f"median {r['median_spams_outscored_pct']:>6.2f}%, {r['over_1pct']:>3} over 1%; "
+                  f"(1-AUC)% {r['one_minus_auc_pct']:.3f}, sm%@hm0.1% {r['sm_pct_at_hm_0.1pct']:.2f}",
+                  flush=True)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"split": args.split, "variants": variants,
+                                               "results": results}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
