@@ -2,7 +2,11 @@
 against bogofilter, on the same test messages.
 
     python -m bench.significance [--corpus enron ...] [--resamples 2000]
+        [--split hash|chronological] [--against SECTION.KEY=VALUE ...]
         [--json bench/results/significance.json]
+
+``--against`` compares the defaults with textnb under other settings (e.g.
+``--against model.header_places=0``) instead of bogofilter.
 
 For each corpus: textnb (the defaults, trained on the training split exactly as
 bench/accuracy.py does) and bogofilter (bench/peers.py: trained on the same files)
@@ -36,8 +40,8 @@ from bench.common import test_scores
 from bench.peers import run_bogofilter, write_split
 from bench.stats import paired_bootstrap
 from textnb import metrics
-from textnb.config import load_config
-from textnb.corpora import corpora_root
+from textnb.config import load_config, parse_override_value
+from textnb.corpora import CHRONOLOGICAL, corpora_root
 from textnb.pipeline import SpamFilter
 
 CORPORA = ("spamassassin", "enron", "lingspam", "sms")
@@ -57,17 +61,25 @@ def main(argv=None) -> int:
     parser.add_argument("--corpus", action="append", choices=CORPORA)
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "significance.json")
+    parser.add_argument("--split", choices=("hash", "chronological"), default="hash")
+    parser.add_argument("--against", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="compare with textnb under these settings instead of bogofilter "
+                             "(its columns are then headed 'bogofilter' in the JSON: the other)")
     args = parser.parse_args(argv)
     if corpora_root() is None:
         sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
     cfg = load_config(None, {})
+    other = load_config(None, {k: parse_override_value(v) for k, _, v in
+                               (s.partition("=") for s in args.against)}) if args.against else None
     results = []
-    for corpus in args.corpus or CORPORA:
+    corpora = args.corpus or (CORPORA if args.split == "hash" else CHRONOLOGICAL)
+    for corpus in corpora:
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix=f"textnb-significance-{corpus}-") as tmp:
-            split = write_split(corpus, Path(tmp))
+            split = write_split(corpus, Path(tmp), chronological=args.split == "chronological")
             ours = textnb_test_scores(split, cfg)
-            bogo = run_bogofilter(split).scores
+            bogo = (textnb_test_scores(split, other) if other is not None
+                    else run_bogofilter(split).scores)
         r = paired_bootstrap(split.y_test, ours, bogo, args.resamples)
         results.append({"corpus": corpus, "n_test_ham": int((~split.y_test).sum()),
                         "n_test_spam": int(split.y_test.sum()), "metrics": r})
@@ -79,6 +91,8 @@ def main(argv=None) -> int:
         print(f"  ({time.perf_counter() - start:.0f} s)", flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"resamples": args.resamples, "config": "defaults",
+                                     "split": args.split,
+                                     "against": args.against or "bogofilter",
                                      "results": results}, indent=2))
     return 0
 
