@@ -298,6 +298,19 @@ def test_accept_emfile_keeps_serving(tmp_path, model_file):
     assert log.count(b"cannot accept") <= 11 and b"Traceback" not in log
 
 
+def test_connections_past_the_cap_wait_in_the_backlog_without_spinning(tmp_path, model_file):
+    sock = str(tmp_path / "s.sock")
+    with Serving(ResidentModel(model_file), sock, max_connections=5, timeout=3.0) as on:
+        idle = _idle(sock, 8)
+        assert _wait_for(lambda: len(on.server.reader.connections) == 5)
+        cpu = time.process_time()
+        time.sleep(1.0)
+        assert time.process_time() - cpu < 0.3  # the reader sleeps until one closes
+        assert ping(sock, timeout=15)["loads"] == "1"  # after the idle ones' deadlines
+        for conn in idle:
+            conn.close()
+
+
 def test_scorer_under_64_descriptors_keeps_answering(tmp_path, model_file):
     """The CLI's own bounds under `prlimit --nofile=64`: scorer and metrics port flooded."""
     sock = str(tmp_path / "s.sock")

@@ -263,8 +263,8 @@ class RequestReader:
         wait = POLL_SECONDS
         if self.connections:
             wait = min(wait, next(iter(self.connections.values())).deadline - now)
-        if not self._accepting and self._resume_at:
-            wait = min(wait, self._resume_at - now)
+        if not self._accepting and len(self.connections) < self.max_connections:
+            wait = min(wait, self._resume_at - now)  # at the cap, a closing one resumes it
         return max(0.0, wait)
 
     # -- accepting ---------------------------------------------------------------------
