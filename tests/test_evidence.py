@@ -186,7 +186,7 @@ HEADERS[1::4] = True  # every fourth column, from the second, "comes from a head
 
 def header_places_by_hand(m, x_row, k, cap, places):
     """Each side spelled out: its `places` (at most k // 2) strongest header clues, then its
-    strongest other clues (pairs capped) up to the side's places."""
+    strongest remaining clues of any kind (pairs capped) up to the side's places."""
     w = m.feature_log_prob_[1] - m.feature_log_prob_[0]
     cols, contrib = x_row.indices, x_row.data * w[x_row.indices]
     (k_spam, cap_spam), (k_ham, cap_ham) = evidence.split_places(k, cap)
@@ -198,7 +198,7 @@ def header_places_by_hand(m, x_row, k, cap, places):
         left, pairs = k_side - len(head), 0
         body = []
         for i in side:
-            if HEADERS[cols[i]] or len(body) >= left:
+            if i in head or len(body) >= left:
                 continue
             if PAIRS[cols[i]]:
                 if pairs >= cap_side:
@@ -234,9 +234,9 @@ def test_header_places_give_the_route_a_say_against_a_wordy_advertisement():
     one_ranking = evidence.strongest(C, 8, each_side=True)
     assert sorted(values[one_ranking]) == [-4.0, -3.5, 7.5, 8.0, 8.5, 9.0]
     kept = evidence.strongest(C, 8, each_side=True, header=header, header_places=1)
-    # The spam side: its header clue, then the three strongest words. The ham side: its
-    # stronger header clue; the other is beyond its one header place. Strongest first.
-    assert values[kept].tolist() == [9.0, 8.5, 8.0, -4.0, 2.0]
+    # The spam side: its header clue, then the three strongest words; the ham side: its
+    # two clues (the second takes a place of any kind). Strongest first.
+    assert values[kept].tolist() == [9.0, 8.5, 8.0, -4.0, -3.5, 2.0]
     # Without the mask (or with places 0, or with one ranking) nothing changes.
     for kwargs in ({"header_places": 1}, {"header": header}):
         assert np.array_equal(evidence.strongest(C, 8, each_side=True, **kwargs), one_ranking)
@@ -259,8 +259,14 @@ def test_header_places_keep_the_selection_in_row_and_strength_order():
         assert np.all(np.diff(strength) <= 0)
         for positive in (True, False):
             side = mine[(C.data[mine] > 0) == positive]
-            assert side.size <= 5 and header[C.indices[side]].sum() <= 2
-            assert pairs[C.indices[side]].sum() <= 2
+            assert side.size <= 5 and pairs[C.indices[side]].sum() <= 2
+            # The side keeps its 2 strongest header clues, as far as it has them.
+            row_side = np.arange(C.indptr[r], C.indptr[r + 1])
+            row_side = row_side[(C.data[row_side] > 0) == positive]
+            row_header = row_side[header[C.indices[row_side]]]
+            strongest_header = row_header[np.argsort(-np.abs(C.data[row_header]),
+                                                     kind="stable")][:2]
+            assert set(strongest_header.tolist()) <= set(side.tolist())
     np.testing.assert_array_equal(
         kept, evidence.RankedEvidence(C, pairs, header).positions(10, 4, True, header_places=2))
 

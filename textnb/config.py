@@ -65,7 +65,7 @@ class ModelConfig:
     max_discriminators: int = 16
     max_pair_discriminators: int = 6
     evidence: str = "each-side"
-    header_places: int = 3
+    header_places: int = 2
     min_strength: float = 0.0
     combine: str = "sum"
     numeric_model: str = "none"

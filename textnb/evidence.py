@@ -20,6 +20,14 @@ ham that talks about a spammy subject -- a forwarded health scare full of
 its plain ham evidence ("original message", colleagues' names) never counts; it
 then outscores most spam. SpamBayes' chi-square combining keeps the two tails apart
 for the same reason. ``configs/default.toml`` has the cross-validation table.
+
+Places for the route (``model.header_places``): of each side's places, a few are kept
+for its strongest clues from header fields other than Subject (who sent the message and
+by which route: ``textnb.namespaces.is_header_token``), as far as it has them; the rest
+go to its strongest remaining clues of any kind, header clues included. With one ranking
+a long advertisement's words fill every spam place and a mailing list's own header
+fields, the evidence of how it came, may not get one on either side
+(docs/conflicting-evidence.md).
 """
 
 from __future__ import annotations
@@ -99,10 +107,9 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
         the negative (ham) entries, each side ranked on its own (:func:`split_places`).
     min_strength (float): entries with |value| <= this are not clues (0: all count).
     header (ndarray of bool | None): columns from header fields (:func:`header_columns`).
-    header_places (int): with ``each_side``, up to this many (at most ``k // 2``) of each
-        side's places go to the side's strongest ``header`` entries and the rest to its
-        strongest other entries; header entries beyond them are not clues (module
-        docstring).
+    header_places (int): with ``each_side``, this many (at most ``k // 2``) of each side's
+        places are kept for the side's strongest ``header`` entries, as far as it has them;
+        the rest go to its strongest remaining entries of any kind (module docstring).
     RETURNS (ndarray of int): positions, grouped by row, strongest (largest |value|) first
         within a row, ties in column order.
     """
@@ -112,13 +119,15 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     (k_spam, _), (k_ham, _) = split_places(k, max_limited)
     places = min(header_places, k_ham)
     head = _positions_among(C, is_header, 2 * places, None, None, min_strength)
-    body = _positions_among(C, ~is_header, k, limited, max_limited, min_strength)
+    others = np.ones(C.data.size, bool)
+    others[head] = False
+    body = _positions_among(C, others, k, limited, max_limited, min_strength)
     entry_row = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
     head_spam = C.data[head] > 0
     taken_spam = np.bincount(entry_row[head[head_spam]], minlength=C.shape[0])
     taken_ham = np.bincount(entry_row[head[~head_spam]], minlength=C.shape[0])
-    # The body's entries come each row's strongest first, a side's in the order its
-    # places are filled (pair cap included), so its first k_side - taken are the places left.
+    # The other entries come each row's strongest first, a side's in the order its places
+    # are filled (pair cap included), so its first k_side - taken fill the places left.
     rows, spam = entry_row[body], C.data[body] > 0
     left = np.where(spam, k_spam - taken_spam[rows], k_ham - taken_ham[rows])
     kept = np.concatenate([head, body[_rank_in_group(rows * 2 + spam) < left]])
@@ -231,8 +240,8 @@ class RankedEvidence:
         left_spam = k_spam - np.bincount(self.rows[head_spam], minlength=self.n_rows)
         left_ham = k_ham - np.bincount(self.rows[head_ham], minlength=self.n_rows)
         return (head_spam | head_ham
-                | self._kept_among(spam & ~header, left_spam[self.rows], cap_spam)
-                | self._kept_among(ham & ~header, left_ham[self.rows], cap_ham))
+                | self._kept_among(spam & ~head_spam, left_spam[self.rows], cap_spam)
+                | self._kept_among(ham & ~head_ham, left_ham[self.rows], cap_ham))
 
     def _kept_among(self, candidates: np.ndarray, k, max_limited: int | None
                     ) -> np.ndarray:
