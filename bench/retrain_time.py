@@ -17,7 +17,7 @@ neither model). Each run starts from a fresh copy of the model file (no journal)
 times the steps of ``retrain.retrain`` in process: load (``store.load_for_update``),
 tokenise (the new messages' tokens, with a warm tokenizer), count (the rest of
 ``learn_messages``), then the write: ``rewrite`` (the whole file, atomically: what
-every retrain did before the journal) or ``journal`` (``delta.commit``: one record
+every retrain did before the journal) or ``journal`` (``store.commit``: one record
 appended, whatever its size; the record's bytes are reported, so that the runs
 ``delta.COMPACT_FRACTION`` would send to a rewrite can be told). Start-up is timed apart: a fresh ``python -c`` that imports the CLI and
 builds the tokenizer (what every ``textnb retrain`` command pays first). Medians of
@@ -100,7 +100,7 @@ def _phases(model: Path, work: Path, new: list[RawMessage], write: str) -> dict[
         fraction, delta.COMPACT_FRACTION = delta.COMPACT_FRACTION, 1e9  # time the append
         try:
             t = time.perf_counter()
-            how = delta.commit(spam_filter, copy, before, state, rewrite=write == "rewrite")
+            how = store.commit(spam_filter, copy, before, state, rewrite=write == "rewrite")
             times["write"] = time.perf_counter() - t
         finally:
             delta.COMPACT_FRACTION = fraction

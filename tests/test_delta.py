@@ -145,7 +145,7 @@ def test_a_journal_that_does_not_fit_its_file_is_named(base, tmp_path):
 def test_a_pruned_model_is_rewritten_and_then_journalled(base, tmp_path):
     path, memory = base
     small, _ = prune(memory, max_df=1, keep_last=10)
-    assert delta.commit(small, path, delta.Snapshot.of(memory),
+    assert store.commit(small, path, delta.Snapshot.of(memory),
                         store.load_for_update(path)[1]) == "rewritten"
     learn_messages(small, MESSAGES[60:70])
     assert retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])["write"] \

@@ -7,7 +7,9 @@ lazy (a heavy dependency, or a module reached only at run time) and run after bo
 are loaded; and those under ``if TYPE_CHECKING:``, which never run. An edge goes to the deepest textnb module the import names, so
 ``from textnb.engines import dask`` is an edge to ``textnb.engines.dask``, and
 ``from textnb import errors`` to ``textnb.errors``; a package's ``__init__`` counts as a
-module of its own.
+module of its own, and importing a module imports the packages around it first, so
+``from textnb.engines.workers import ...`` is an edge to ``textnb.engines`` too (unless
+the importer is inside that package).
 """
 
 import ast
@@ -76,6 +78,10 @@ def import_graph(all_imports=False):
                     candidate = candidate.rpartition(".")[0]
                 if candidate and candidate != name:
                     targets.add(candidate)
+                    package_of = candidate.rpartition(".")[0]
+                    while package_of and not (name + ".").startswith(package_of + "."):
+                        targets.add(package_of)
+                        package_of = package_of.rpartition(".")[0]
                     if not isinstance(node, ast.Import):
                         break
         graph[name] = targets

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from textnb import store, token_store
-from textnb.errors import ModelFormatError
+from textnb.errors import ModelFormatError, WriteError
 from textnb.sources import iter_index
 from textnb.token_store import TokenStore
 
@@ -120,7 +120,7 @@ def test_a_write_that_fails_on_the_saving_thread_is_raised_and_keeps_the_old_mod
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(store._Hashing, "write", full)
-    with pytest.raises(store.WriteError, match="no space left on device"):
+    with pytest.raises(WriteError, match="no space left on device"):
         store.save(sample_filter, model_path)
     assert writes == ["textnb-save"]  # the first chunk; the rest were drained, not written
     assert model_path.read_bytes() == before

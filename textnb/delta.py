@@ -45,8 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import write_error
 from .ledger import LABELS
-from .model_checks import loads_json
+from .model_checks import INFLATION_ALLOWANCE, MAX_INFLATION, loads_json
 
 __all__ = ["COMPACT_FRACTION", "Journal", "JournalState", "Snapshot", "apply", "diff",
            "journal_path", "replay"]
@@ -249,8 +250,6 @@ class Journal:
         a stale journal or a record cut short) and fsync it. RETURNS the journal's size.
         A failed write (a full disk) is cut off again and raised as a WriteError naming
         the journal; the model is then as it was."""
-        from .store import write_error
-
         header = MAGIC + b" base " + state.base_sha256.encode() + b"\n"
         fresh = state.valid_end == 0
         keep = 0 if fresh else state.valid_end
@@ -287,10 +286,8 @@ class Journal:
 
 def _inflated(payload: bytes) -> bytes:
     """A record's payload inflated, within the model file's bound on inflating
-    (``store.MAX_INFLATION`` times its size, plus ``store.INFLATION_ALLOWANCE``);
+    (``MAX_INFLATION`` times its size, plus ``INFLATION_ALLOWANCE``: textnb.model_checks);
     zlib.error when it is cut short or would inflate past that (a crafted record)."""
-    from .store import INFLATION_ALLOWANCE, MAX_INFLATION
-
     inflater = zlib.decompressobj()
     data = inflater.decompress(payload, MAX_INFLATION * len(payload) + INFLATION_ALLOWANCE)
     if not inflater.eof:
@@ -325,24 +322,21 @@ def replay(spam_filter, model_path: str | os.PathLike, data: bytes) -> JournalSt
     return state
 
 
-def commit(spam_filter, model_path: str | os.PathLike, before: Snapshot | None,
-           state: JournalState | None, rewrite: bool = False) -> str:
-    """Make an update durable (call it holding the model's lock): append its patch to
-    the journal, or rewrite the file and remove the journal when there is no file yet,
-    ``rewrite`` is asked for, the vocabulary shrank, or the journal would outgrow
-    ``COMPACT_FRACTION`` of the file. RETURNS (str): 'journal' or 'rewritten'."""
-    from . import store
-
+def append_update(spam_filter, model_path: str | os.PathLike, before: Snapshot | None,
+                  state: JournalState | None) -> bool:
+    """Append the update since ``before`` to the journal, if it can go there (call it
+    holding the model's lock). RETURNS (bool): False, and nothing written, when there is
+    no file yet, the vocabulary shrank, or the journal would outgrow ``COMPACT_FRACTION``
+    of the file: the caller rewrites the file instead (``store.commit``)."""
+    if before is None or state is None or not state.base_size:
+        return False
     journal = Journal(model_path)
-    if not rewrite and before is not None and state is not None and state.base_size:
-        try:
-            payload = journal.encode(diff(before, spam_filter))
-        except ValueError:  # pruned: columns went
-            payload = None
-        if (payload is not None
-                and state.valid_end + len(payload) + 100 <= COMPACT_FRACTION * state.base_size):
-            journal.append(state, payload)
-            _touch(Path(model_path))
-            return "journal"
-    store.save(spam_filter, model_path)  # removes the journal
-    return "rewritten"
+    try:
+        payload = journal.encode(diff(before, spam_filter))
+    except ValueError:  # pruned: columns went
+        return False
+    if state.valid_end + len(payload) + 100 > COMPACT_FRACTION * state.base_size:
+        return False
+    journal.append(state, payload)
+    _touch(Path(model_path))
+    return True

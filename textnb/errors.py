@@ -49,6 +49,13 @@ def write_fix(err: OSError) -> str:
     return "check the path and the disk"
 
 
+def write_error(path, exc: OSError) -> WriteError:
+    """The WriteError for a failed write of ``path``: the reason and the fix."""
+    reason = (exc.strerror or str(exc)).lower()
+    return WriteError(f"cannot write '{path}': {reason}; {write_fix(exc)}; the file "
+                      "there, if any, is unchanged")
+
+
 class ConfigError(TextnbError):
     """A configuration value is out of range or of the wrong type."""
 

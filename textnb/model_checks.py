@@ -36,14 +36,27 @@ from .config import BOUND_CEILING, HOSTILE_MAIL_BOUNDS, FilterConfig, config_fro
 from .errors import ConfigError, ModelFormatError
 from .ledger import LABELS
 
-__all__ = ["BOUND_CEILING", "COUNT_LIMIT", "HOSTILE_MAIL_BOUNDS", "InvalidModelError",
-           "check_counts", "check_model", "check_settings", "loads_json", "model_config"]
+__all__ = ["BOUND_CEILING", "COUNT_LIMIT", "HOSTILE_MAIL_BOUNDS", "INFLATION_ALLOWANCE",
+           "InvalidModelError", "MAX_INFLATION", "check_counts", "check_model",
+           "check_settings", "loads_json", "model_config"]
 
 # float64 holds every whole number up to 2**53 exactly, and the counts' exactness
 # (unlearning gives the counts back bit for bit, textnb.naive_bayes) holds only below
 # it. No mail store holds 9e15 messages or tokens: a count above it is damage or a
 # crafted file (class counts of 1e308 overflow the priors' sum to inf).
 COUNT_LIMIT = float(2 ** 53)
+
+# The most a model file's members may inflate to: MAX_INFLATION times the file's size,
+# plus INFLATION_ALLOWANCE for the smallest files. textnb's own files inflate about 7
+# times (SpamAssassin's model: 33 MB of members in a 5.0 MB file; the sample corpus's:
+# 0.43 MB in 0.06 MB); the ledger's column history, zeros until the model is pruned,
+# inflates 940 times, but it is a small share of any file. Checked on the sizes the
+# archive declares, before anything is inflated (a 2 MB file declaring 2 GiB is refused
+# at once), and each member's inflate then stops one byte past its declared size,
+# whatever its bytes would give (``_bounded``): reading a file of n bytes never holds
+# more than about 100 n bytes of members.
+MAX_INFLATION = 100
+INFLATION_ALLOWANCE = 1 << 20
 
 # The bounds on hostile mail and their ceiling are FilterConfig's (textnb/config.py):
 # `--set` and every model reader refuse the same values.

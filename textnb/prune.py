@@ -111,7 +111,7 @@ def compact(model_path, prune_tokens: bool = False, max_df: int = PRUNE_MAX_DF,
     import time
     from pathlib import Path
 
-    from . import delta, store
+    from . import store
     from .lock import model_lock, remove_stale_temp_files
 
     model_path = Path(model_path)
@@ -124,7 +124,7 @@ def compact(model_path, prune_tokens: bool = False, max_df: int = PRUNE_MAX_DF,
         report = None
         if prune_tokens:
             spam_filter, report = prune(spam_filter, max_df, keep_last)
-        delta.commit(spam_filter, model_path, None, None, rewrite=True)
+        store.commit(spam_filter, model_path, None, None, rewrite=True)
         return {"model": str(model_path), "journal_records": state.records,
                 "file_bytes_before": before, "file_bytes_after": model_path.stat().st_size,
                 "tokens_before": n, "tokens_after": len(spam_filter.vocabulary),

@@ -421,7 +421,7 @@ def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str]
             report = learn_messages(spam_filter, messages, regime, margin, progress)
         else:
             report = engine.learn(spam_filter, files, regime, margin, progress)
-        how = delta.commit(spam_filter, model_path, before, state) if report.changed else None
+        how = store.commit(spam_filter, model_path, before, state) if report.changed else None
         seconds = time.perf_counter() - start
     return {**asdict(report), "created": state is None and report.changed,
             **_summary(spam_filter, model_path, seconds, report.changed, how),
@@ -450,6 +450,6 @@ def forget(model_path: str | Path, sources: Sequence[str] = (), index: Sequence[
         before = delta.Snapshot.of(spam_filter)
         result = forget_messages(spam_filter, messages, progress)
         written = any(result["forgotten"].values())
-        how = delta.commit(spam_filter, model_path, before, state) if written else None
+        how = store.commit(spam_filter, model_path, before, state) if written else None
         seconds = time.perf_counter() - start
     return {**result, **_summary(spam_filter, model_path, seconds, written, how)}

@@ -43,9 +43,10 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, speedups
-from .errors import ModelFormatError, WriteError, write_fix
+from .errors import ModelFormatError, write_error
 from .ledger import Ledger
-from .model_checks import check_model, loads_json, model_config
+from .model_checks import (INFLATION_ALLOWANCE, MAX_INFLATION, check_model, loads_json,
+                           model_config)
 from .pipeline import SpamFilter
 from .token_store import TokenStore
 from .vectorize import Vocabulary
@@ -63,17 +64,6 @@ ZLIB_LEVEL = 1
 # smaller (docs/benchmarks.md, stop 31).
 ISAL_LEVEL = 1
 _ARRAYS = ("class_count", "feature_count", "doc_freq")
-# The most a model file's members may inflate to: MAX_INFLATION times the file's size,
-# plus INFLATION_ALLOWANCE for the smallest files. textnb's own files inflate about 7
-# times (SpamAssassin's model: 33 MB of members in a 5.0 MB file; the sample corpus's:
-# 0.43 MB in 0.06 MB); the ledger's column history, zeros until the model is pruned,
-# inflates 940 times, but it is a small share of any file. Checked on the sizes the
-# archive declares, before anything is inflated (a 2 MB file declaring 2 GiB is refused
-# at once), and each member's inflate then stops one byte past its declared size,
-# whatever its bytes would give (``_bounded``): reading a file of n bytes never holds
-# more than about 100 n bytes of members.
-MAX_INFLATION = 100
-INFLATION_ALLOWANCE = 1 << 20
 
 
 def default_model_path() -> Path:
@@ -399,6 +389,24 @@ def save(spam_filter: SpamFilter, path: str | Path) -> Path:
     return path
 
 
+def commit(spam_filter: SpamFilter, model_path: str | Path, before=None, state=None,
+           rewrite: bool = False) -> str:
+    """Make an update durable (call it holding the model's lock): append its patch to
+    the journal (``delta.append_update``), or rewrite the file and remove the journal
+    when there is no file yet, ``rewrite`` is asked for, the vocabulary shrank, or the
+    journal would outgrow ``delta.COMPACT_FRACTION`` of the file.
+
+    before (delta.Snapshot | None), state (delta.JournalState | None): the model as loaded
+        (``load_for_update``) and its journal's state.
+    RETURNS (str): 'journal' or 'rewritten'."""
+    from .delta import append_update
+
+    if not rewrite and append_update(spam_filter, model_path, before, state):
+        return "journal"
+    save(spam_filter, model_path)  # removes the journal
+    return "rewritten"
+
+
 def atomic_write(path: Path, data) -> None:
     """Replace ``path`` by ``data`` or leave it as it was: WriteError names ``path`` and the
     fix when the folder is read-only or the disk full, and no temporary file remains.
@@ -435,13 +443,6 @@ def atomic_write(path: Path, data) -> None:
             os.close(dir_fd)
     except OSError:
         pass
-
-
-def write_error(path: Path, exc: OSError) -> WriteError:
-    """The WriteError for a failed write of ``path``: the reason and the fix."""
-    reason = (exc.strerror or str(exc)).lower()
-    return WriteError(f"cannot write '{path}': {reason}; {write_fix(exc)}; the file "
-                      "there, if any, is unchanged")
 
 
 # Settings added after model files were first written, with the value every older file
@@ -497,7 +498,7 @@ def load_while(path: str | Path, work: Callable[[], object], index: bool = False
 
 def load_for_update(path: str | Path):
     """``load``, and the journal's state (``textnb.delta.JournalState``) that
-    ``delta.commit`` appends to; the vocabulary's index is built and checked.
+    ``commit`` appends to; the vocabulary's index is built and checked.
     RETURNS (SpamFilter, JournalState)."""
     return _read(path, index=True)
 

@@ -15,14 +15,22 @@ Engines: ``local`` (``LocalEngine(jobs)``: processes on this machine, every core
 default) and ``dask`` (``DaskEngine(scheduler, n_partitions)``: a Dask cluster,
 ``textnb.engines.dask``). Results do not depend on the engine or on how many
 processes run it.
+
+``LocalEngine`` and ``ScoredBatch`` are imported on first use (PEP 562, as in
+``textnb/__init__.py``): ``textnb.parallel`` uses this package's process pool
+(``workers``, which imports no other textnb module) from inside ``SpamFilter``, and
+importing the pool must not import the engines, which import the filter.
 """
 
 from __future__ import annotations
 
-from .local import LocalEngine, ScoredBatch
 from .workers import available_cores
 
 __all__ = ["ENGINES", "LocalEngine", "ScoredBatch", "available_cores", "make_engine"]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .local import LocalEngine, ScoredBatch
 
 ENGINES = ("local", "dask")
 
@@ -38,6 +46,8 @@ def make_engine(name: str = "local", jobs: int | None = None, scheduler=None,
     if name == "local":
         if scheduler is not None or n_partitions is not None:
             raise ValueError("a scheduler and partitions go with the dask engine")
+        from .local import LocalEngine
+
         return LocalEngine(jobs)
     if name == "dask":
         if jobs is not None:
@@ -47,3 +57,11 @@ def make_engine(name: str = "local", jobs: int | None = None, scheduler=None,
 
         return DaskEngine(scheduler, n_partitions)
     raise ValueError(f"'{name}' is not an engine; use {' or '.join(ENGINES)}")
+
+
+def __getattr__(name: str):
+    if name in ("LocalEngine", "ScoredBatch"):
+        from . import local
+
+        return getattr(local, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

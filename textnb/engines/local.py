@@ -69,6 +69,22 @@ def _score_task(spam_filter: SpamFilter, raws: list[bytes]) -> np.ndarray:
     return spam_filter.log_odds(raws)
 
 
+def _portable(spam_filter: SpamFilter):
+    """What a spawned worker gets (``Workers``' ``portable``): a fitted filter's model
+    file bytes, or an unfitted one's settings."""
+    if hasattr(spam_filter.model, "class_count_"):
+        from ..store import dumps
+
+        return _from_model_bytes, dumps(spam_filter)
+    return SpamFilter, spam_filter.config
+
+
+def _from_model_bytes(data: bytes) -> SpamFilter:
+    from ..store import loads
+
+    return loads(data)
+
+
 @dataclass
 class _Planned:
     """One batch, planned: the work for a worker and what to record when it is done."""
@@ -196,7 +212,7 @@ class LocalEngine:
                         progress(batch.n_read)
             return report
         spam_filter.tokenizer.spacy  # loaded once, before the workers fork
-        self.last_workers = workers = Workers(self.jobs, spam_filter, count_work)
+        self.last_workers = workers = Workers(self.jobs, spam_filter, count_work, _portable)
         with collecting_less():
             for counted in workers.map(works()):
                 done: Counted = counted
@@ -221,7 +237,7 @@ class LocalEngine:
 
         if self.jobs > 1:
             spam_filter.tokenizer.spacy
-        self.last_workers = workers = Workers(self.jobs, spam_filter, _score_task)
+        self.last_workers = workers = Workers(self.jobs, spam_filter, _score_task, _portable)
         with collecting_less():
             for scores in workers.map(raws()):
                 batch = pending.popleft()

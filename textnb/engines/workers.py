@@ -6,8 +6,9 @@ one, everything runs in this process: no pool, nothing pickled. Otherwise
 ``jobs`` worker processes start at the second item, forked where the platform
 allows it, so they inherit ``state`` (a filter with spaCy already loaded: a fork
 costs milliseconds, a spaCy load about a second). Where fork is not available
-they are spawned and get a portable copy of the state (its model file's bytes,
-or its configuration).
+they are spawned and get a portable copy of the state, made by the caller's
+``portable`` (``engines.local``: a filter's model file bytes, or its configuration).
+This module knows nothing of filters: it imports no other textnb module.
 
 At most ``IN_FLIGHT_PER_JOB * jobs`` items are handed out before the first
 result is taken back, so memory stays flat however long the input, and the
@@ -130,36 +131,14 @@ def collecting_less() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def _start_worker(task: Callable, state: Any) -> None:
+def _start_worker(task: Callable, state: Any, restore: Callable[[Any], Any] | None) -> None:
     global _task
-    _task = (task, _restore(state))
+    _task = (task, state if restore is None else restore(state))
 
 
 def _run(item: Any) -> Any:
     task, state = _task
     return task(state, item)
-
-
-def _portable(state: Any) -> Any:
-    """What a spawned worker gets: a fitted filter's model bytes, or the settings."""
-    from ..pipeline import SpamFilter
-
-    if isinstance(state, SpamFilter):
-        if hasattr(state.model, "class_count_"):
-            from ..store import dumps
-
-            return ("model", dumps(state))
-        return ("config", state.config)
-    return state
-
-
-def _restore(state: Any) -> Any:
-    if isinstance(state, tuple) and len(state) == 2 and state[0] in ("model", "config"):
-        from ..pipeline import SpamFilter
-        from ..store import loads
-
-        return loads(state[1]) if state[0] == "model" else SpamFilter(state[1])
-    return state
 
 
 class Workers:
@@ -168,12 +147,16 @@ class Workers:
     jobs (int): worker processes (1: this process alone).
     state: what every task gets (forked: shared as it is at the second item).
     task (callable): a module-level function (spawned workers import it by name).
+    portable (callable | None): for spawned workers: ``portable(state) -> (restore, data)``,
+        picklable ``data`` and a module-level ``restore`` that rebuilds the state from it
+        in the worker; None: the state is pickled as it is.
     """
 
-    def __init__(self, jobs: int, state: Any, task: Callable[[Any, Any], Any]):
+    def __init__(self, jobs: int, state: Any, task: Callable[[Any, Any], Any],
+                 portable: Callable[[Any], tuple[Callable[[Any], Any], Any]] | None = None):
         if jobs < 1:
             raise ValueError(f"jobs={jobs}: give at least 1 process")
-        self.jobs, self.state, self.task = jobs, state, task
+        self.jobs, self.state, self.task, self.portable = jobs, state, task, portable
         self.started = 0  # pools started (tests check that small inputs start none)
 
     def map(self, items: Iterable[Any]) -> Iterator[Any]:
@@ -206,8 +189,11 @@ class Workers:
 
     def _pool(self):
         self.started += 1
+        restore = None
         if "fork" in multiprocessing.get_all_start_methods():
             context, state = multiprocessing.get_context("fork"), self.state
         else:
-            context, state = multiprocessing.get_context(), _portable(self.state)
-        return start_pool(context, self.jobs, _start_worker, (self.task, state))
+            context, state = multiprocessing.get_context(), self.state
+            if self.portable is not None:
+                restore, state = self.portable(state)
+        return start_pool(context, self.jobs, _start_worker, (self.task, state, restore))
