@@ -439,25 +439,19 @@ class ScorerServer:
                             "--allow-any-user-to-teach)", _where(self.address, self.socket_mode))
             self.reader.run(stop)
         finally:
+            stop.set()  # whatever ended the loop: the reload thread stops too
             self._shutdown(watcher)
 
     def _shutdown(self, watcher: threading.Thread | None) -> None:
         """Stop listening, let the requests in hand finish, and always write the updates
         not yet in a model file: each step's failure is logged, none skips the write."""
-        steps = [("close the socket", self._close_listener),
-                 ("finish the requests in hand", lambda: self.pool.stop(self.timeout))]
+        _attempt("close the socket", self._close_listener)
+        _attempt("finish the requests in hand", lambda: self.pool.stop(self.timeout))
         if watcher is not None:
-            steps.append(("stop the reload thread",
-                          lambda: watcher.join(POLL_SECONDS + self.timeout)))
-        for model in self.model.loaded():
-            steps.append((f"write {model.path}",
-                          lambda m=model: m.unwritten and m.flush(force=True)))
-            steps.append((f"close {model.journal.path}", model.journal.close))
-        for what, step in steps:
-            try:
-                step()
-            except Exception as exc:  # noqa: BLE001 - the next steps (the writes) must run
-                log.error("at shutdown, cannot %s (%s)", what, describe_error(exc))
+            _attempt("stop the reload thread", lambda: watcher.join(POLL_SECONDS + self.timeout))
+        for model in self.model.loaded():  # after the requests: a learn may have added one
+            _attempt(f"write {model.path}", lambda: model.unwritten and model.flush(force=True))
+            _attempt(f"close {model.journal.path}", model.journal.close)
         log.info("scorer stopped after %d requests", self.requests)
 
     def _close_listener(self) -> None:
@@ -589,6 +583,13 @@ def _peer_user(conn: socket.socket, asked: str | None) -> str:
         raise TextnbError(f"user {asked!r} refused: this connection is from user {name!r} "
                           "(--user-from-peer)")
     return name
+
+
+def _attempt(what: str, step) -> None:
+    try:
+        step()
+    except Exception as exc:  # noqa: BLE001 - the next steps (the writes) must run
+        log.error("at shutdown, cannot %s (%s)", what, describe_error(exc))
 
 
 def check_who_may_teach(per_user: bool, address, socket_mode: int, user_from_peer: bool,
