@@ -362,7 +362,8 @@ class RequestReader:
     def _complete(self, conn: _Conn) -> None:
         self._forget(conn)
         verb, words, user, length = conn.head
-        message = bytes(conn.buffer[conn.line_end:conn.line_end + length])
+        with memoryview(conn.buffer) as view:  # one copy of a message of up to --max-bytes
+            message = bytes(view[conn.line_end:conn.line_end + length])
         held = len(conn.buffer)
         conn.buffer = bytearray()
         request = Request(conn.sock, verb, words, user, message, conn.started, conn.deadline,
