@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from textnb import speedups, store
+from textnb import evidence, speedups, store
 from textnb.pipeline import SpamFilter
 from textnb.sources import iter_index
 from textnb.config import TokenizerConfig
@@ -619,8 +619,9 @@ def test_evidence_selection_in_c_equals_numpy():
                     for min_strength in (0.0, 0.5, 1.3):
                         for mask in (None, limited):
                             args = (C, k, mask, max_limited, each_side, min_strength)
-                            got = speedups.strongest_positions(*args)
-                            expected = speedups.strongest_positions_python(*args)
+                            got = evidence.strongest_positions(*args)
+                            expected = evidence.RankedEvidence(C, mask).positions(
+                                k, max_limited, each_side, min_strength)
                             assert got.tolist() == expected.tolist(), args[1:]
 
 

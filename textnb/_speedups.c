@@ -695,7 +695,7 @@ splitmix64(uint64_t x)
 
 #define GOLDEN_GAMMA 0x9E3779B97F4A7C15ULL
 
-/* TokenStore.hashes' hash of n bytes (token_store._hash_region is its definition):
+/* TokenStore.hashes' hash of n bytes (token_bytes.hash_region is its definition):
  * each 8-byte little-endian word, the last one zero-filled, xored with its place times
  * the golden gamma and mixed, the words summed, the length mixed in, mixed again. */
 static uint64_t
@@ -717,7 +717,7 @@ hash_token(const unsigned char *bytes, int64_t n)
 PyDoc_STRVAR(hash_tokens_doc,
 "hash_tokens(data, ends, start, out) -> None\n\n"
 "out[i - start] (int64) gets the hash of token i of the store (data, ends), for i from\n"
-"start on: TokenStore.hashes' hash, the same bits as token_store._hash_region.");
+"start on: TokenStore.hashes' hash, the same bits as token_bytes.hash_region.");
 
 static PyObject *
 hash_tokens(PyObject *module, PyObject *args)

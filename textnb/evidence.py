@@ -46,7 +46,7 @@ from .rows import Rows
 from .token_store import TokenStore
 
 __all__ = ["PAIR_PREFIX", "RankedEvidence", "header_columns", "pair_columns", "selection_text",
-           "split_places", "strongest"]
+           "split_places", "strongest", "strongest_positions"]
 
 
 def pair_columns(tokens: Sequence[str]) -> np.ndarray:
@@ -114,7 +114,7 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
         within a row, ties in column order.
     """
     if not (header_places and each_side and k and header is not None):
-        return speedups.strongest_positions(C, k, limited, max_limited, each_side, min_strength)
+        return strongest_positions(C, k, limited, max_limited, each_side, min_strength)
     is_header = _widened(header, C.shape[1])[C.indices]
     (k_spam, _), (k_ham, _) = split_places(k, max_limited)
     places = min(header_places, k_ham)
@@ -134,6 +134,21 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     return kept[np.lexsort((C.indices[kept], -np.abs(C.data[kept]), entry_row[kept]))]
 
 
+def strongest_positions(C, k: int, limited: np.ndarray | None = None,
+                        max_limited: int | None = None, each_side: bool = False,
+                        min_strength: float = 0.0) -> np.ndarray:
+    """:func:`strongest` without header places: in C where it was built
+    (``speedups.strongest_positions``), else with NumPy (:class:`RankedEvidence`), the
+    same positions in the same order (tests/test_speedups.py); ``k == 0`` (every entry)
+    is NumPy's."""
+    if k:
+        sides = split_places(k, max_limited) if each_side else ((k, max_limited),)
+        positions = speedups.strongest_positions(C, sides, limited, min_strength)
+        if positions is not None:
+            return positions
+    return RankedEvidence(C, limited).positions(k, max_limited, each_side, min_strength)
+
+
 def _widened(mask: np.ndarray, n_columns: int) -> np.ndarray:
     """A column mask as wide as the matrix (columns the vocabulary gained after it: False)."""
     mask = np.asarray(mask, dtype=bool)
@@ -151,7 +166,7 @@ def _positions_among(C, entries: np.ndarray, k: int, limited, max_limited,
     indptr = np.zeros(C.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(entry_row[where], minlength=C.shape[0]), out=indptr[1:])
     sub = Rows(C.data[where], C.indices[where], indptr, C.shape)
-    return where[speedups.strongest_positions(sub, k, limited, max_limited, True, min_strength)]
+    return where[strongest_positions(sub, k, limited, max_limited, True, min_strength)]
 
 
 def _rank_in_group(key: np.ndarray) -> np.ndarray:

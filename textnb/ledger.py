@@ -44,7 +44,8 @@ import numpy as np
 from .buffers import with_room
 from .labels import LABELS
 from .speedups import normalise_message
-from .token_store import GOLDEN_GAMMA, TokenStore, splitmix64
+from .token_bytes import GOLDEN_GAMMA, splitmix64
+from .token_store import TokenStore
 
 __all__ = ["Ledger", "message_digest", "normalise", "tokens_hash", "tokens_hash_v1", "matches",
            "token_hashes", "runs_hashes", "VERSION_2", "DIGEST_SIZE"]

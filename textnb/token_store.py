@@ -17,7 +17,6 @@ growth (BufferError), so every array handed out is a copy.
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from operator import eq
@@ -25,95 +24,13 @@ from operator import eq
 import numpy as np
 
 from . import speedups
+from .token_bytes import (CHUNK, ENCODING, GOLDEN_GAMMA, WORD_MASKS, region_of,
+                          split_region, splitmix64, words_at)
 
-__all__ = ["TokenStore", "splitmix64", "GOLDEN_GAMMA"]
+__all__ = ["TokenStore"]
 
-_ENCODING = ("utf-8", "surrogatepass")
-# Tokens decoded at a time while iterating: a chunk's strings exist together, never
-# the whole vocabulary's.
-_CHUNK = 1 << 16
-
-
-def _region(data: bytes | bytearray, ends, i: int, j: int) -> tuple[bytes | bytearray,
-                                                                     np.ndarray]:
-    """The bytes of tokens i..j-1 (i < j) of a store (its ``data``, and its tokens' int64
-    ``ends``: an array or any buffer), and each token's end in those bytes (a new array:
-    no view of a store's buffers outlives the call)."""
-    offsets = np.frombuffer(ends, dtype=np.int64)
-    base = int(offsets[i - 1]) if i else 0
-    cut = offsets[i:j] - base
-    return data[base:base + int(cut[-1])], cut
-
-
-def _split(region: bytes | bytearray, ends: np.ndarray) -> list[str]:
-    """The strings of ``region`` cut at ``ends`` (byte offsets into it, ascending): one
-    decode, then slices of the str (C speed)."""
-    if region.isascii():
-        text = region.decode("ascii")
-    else:  # a character's offset: its bytes' offset less the continuation bytes before
-        text = region.decode(*_ENCODING)
-        data = np.frombuffer(region, dtype=np.uint8)
-        leads = np.cumsum((data & 0xC0) != 0x80, dtype=np.int64)  # characters begun so far
-        ends = np.where(ends > 0, leads[np.maximum(ends - 1, 0)], 0)
-    ends = ends.tolist()
-    return list(map(text.__getitem__, map(slice, [0, *ends[:-1]], ends)))
-
-
-def _byte_lengths(data: bytes, lengths: np.ndarray) -> np.ndarray:
-    """The UTF-8 length of each token, from its length in characters and the tokens'
-    bytes (``data``): each continuation byte (10xxxxxx) adds one to its token's. Found
-    among the bytes >= 0x80 alone: SpamAssassin's vocabulary (22,406 of 549,730 tokens
-    not ASCII) is stored in 46 ms instead of 59 with an ``isascii`` and an ``encode``
-    per token (best of 5, load 1.5-2.5)."""
-    raw = np.frombuffer(data, dtype=np.uint8)
-    wide = np.flatnonzero(raw >= 0x80)
-    lead = (raw[wide] & 0xC0) == 0xC0
-    # A character's offset is its lead byte's less the continuation bytes before it.
-    chars = wide[lead] - np.cumsum(~lead)[lead]
-    token = np.searchsorted(np.cumsum(lengths), chars, side="right")
-    owner = token[np.cumsum(lead)[~lead] - 1]  # each continuation byte's character
-    return lengths + np.bincount(owner, minlength=lengths.size)
-
-
-# The hash of a token's bytes (``TokenStore.hashes``): each 8-byte word (the last one
-# masked to the token's bytes) xored with its place in the token and mixed by
-# splitmix64's finaliser, the words summed, the length added, mixed again.
-GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
-_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-_WORD_MASKS = np.array([(1 << 8 * k) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-
-
-def splitmix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, in place (uint64 arithmetic wraps)."""
-    x ^= x >> np.uint64(30)
-    x *= _MIX1
-    x ^= x >> np.uint64(27)
-    x *= _MIX2
-    x ^= x >> np.uint64(31)
-    return x
-
-
-def _words_at(region: bytes | bytearray) -> np.ndarray:
-    """Every byte offset of ``region`` read as a little-endian uint64 (unaligned, over a
-    copy with 8 zero bytes after it)."""
-    padded = bytes(region) + bytes(8)
-    return np.ndarray((len(region) + 1,), dtype="<u8", buffer=padded, strides=(1,))
-
-
-def _hash_region(region: bytes | bytearray, ends: np.ndarray) -> np.ndarray:
-    """The 64-bit hash of each token of ``region`` (cut at ``ends``), as int64."""
-    lengths = np.diff(ends, prepend=0)
-    words = np.maximum((lengths + 7) // 8, 1)  # an empty token has one word, 0
-    first = np.cumsum(words) - words
-    token = np.repeat(np.arange(lengths.size), words)
-    place = np.arange(token.size, dtype=np.int64) - first[token]
-    left = lengths[token] - 8 * place  # the token's bytes from this word on
-    value = _words_at(region)[(ends - lengths)[token] + 8 * place]
-    value &= _WORD_MASKS[np.clip(left, 0, 8)]
-    value ^= place.astype(np.uint64) * GOLDEN_GAMMA
-    hashes = np.add.reduceat(splitmix64(value), first) if first.size else np.zeros(0, np.uint64)
-    hashes ^= lengths.astype(np.uint64) * GOLDEN_GAMMA
-    return splitmix64(hashes).view(np.int64)
+# Tokens decoded at a time while iterating (tests shrink it to cross chunk boundaries).
+_CHUNK = CHUNK
 
 
 def _ends_key(region: bytes | bytearray, ends: np.ndarray) -> np.ndarray:
@@ -121,24 +38,11 @@ def _ends_key(region: bytes | bytearray, ends: np.ndarray) -> np.ndarray:
     and rarely for others; cheaper than the hash (two words a token, whatever its length;
     namespaced tokens share their first 8 bytes, so the last 8 count too)."""
     lengths = np.diff(ends, prepend=0)
-    words = _words_at(region)
-    short = _WORD_MASKS[np.minimum(lengths, 8)]
+    words = words_at(region)
+    short = WORD_MASKS[np.minimum(lengths, 8)]
     key = splitmix64((words[ends - lengths] & short) ^ lengths.astype(np.uint64) * GOLDEN_GAMMA)
     key += splitmix64(words[np.maximum(ends - 8, ends - lengths)] & short)
     return key
-
-
-def _json_items(region: bytearray, ends: np.ndarray) -> bytes | None:
-    """The tokens of ``region`` (cut at ``ends``) as JSON strings joined by ", ", the bytes
-    ``json.dumps`` gives a list of them; None when a token holds a NUL or the text
-    "\\u0000". One decode and one ``json.dumps`` of the tokens joined by NUL, whose
-    escapes ("\\u0000": no token's text makes one) become the joints: about half the
-    time of a str a token (docs/design/counting-and-scoring.md#saving)."""
-    data = np.frombuffer(region, dtype=np.uint8)
-    if not data.all() or b"\\u0000" in region:
-        return None
-    joined = np.insert(data, ends[:-1], 0).tobytes().decode(*_ENCODING)
-    return json.dumps(joined).replace("\\u0000", '", "').encode("ascii")
 
 
 class TokenStore(Sequence):
@@ -214,11 +118,11 @@ class TokenStore(Sequence):
             i += n
         if not 0 <= i < n:
             raise IndexError("token index out of range")
-        return self._bytes[self._start(i):self._ends[i]].decode(*_ENCODING)
+        return self._bytes[self._start(i):self._ends[i]].decode(*ENCODING)
 
     def _decode(self, i: int, j: int) -> list[str]:
         """Tokens i..j-1 as a list (one region of the buffer)."""
-        return _split(*_region(self._bytes, self._ends, i, j)) if i < j else []
+        return split_region(*region_of(self._bytes, self._ends, i, j)) if i < j else []
 
     def __iter__(self) -> Iterator[str]:
         for i in range(0, len(self), _CHUNK):
@@ -228,7 +132,7 @@ class TokenStore(Sequence):
         """The tokens at ``positions`` (ints, negative counting from the end), in that
         order: their bytes gathered and decoded together."""
         region, ends = self._gather(positions)
-        return _split(region, ends) if ends.size else []
+        return split_region(region, ends) if ends.size else []
 
     def _gather(self, positions) -> tuple[bytes, np.ndarray]:
         """The bytes of the tokens at ``positions``, one after another, and each one's end."""
@@ -254,7 +158,7 @@ class TokenStore(Sequence):
     def hashes(self, start: int = 0) -> np.ndarray:
         """A 64-bit hash of each token's bytes from ``start`` on (int64; the same in every
         process, computed on the buffer without decoding a token; ``speedups.hash_tokens``,
-        whose definition is ``_hash_region``).
+        whose definition is ``token_bytes.hash_region``).
 
         Also the terms of the ledger's version-2 tokens hash, which saved models hold
         (``textnb.ledger``): never change it (tests/test_tokens_hash.py pins it)."""
@@ -264,7 +168,7 @@ class TokenStore(Sequence):
         """(i, j, the bytes of tokens i..j-1, their ends in those bytes), a chunk at a time."""
         for i in range(start, len(self), _CHUNK):
             j = min(i + _CHUNK, len(self))
-            yield i, j, *_region(self._bytes, self._ends, i, j)
+            yield i, j, *region_of(self._bytes, self._ends, i, j)
 
     def json_items(self) -> Iterator[bytes]:
         """The tokens as ``json.dumps`` writes the items of a list of them (ASCII, joined by
@@ -295,7 +199,7 @@ class TokenStore(Sequence):
     def startswith(self, prefix: str, start: int = 0) -> np.ndarray:
         """Which tokens from ``start`` on begin with ``prefix`` (bool ndarray), tested on
         the bytes without decoding a token."""
-        wanted = prefix.encode(*_ENCODING)
+        wanted = prefix.encode(*ENCODING)
         offsets = np.frombuffer(self._ends, dtype=np.int64)
         ends = offsets[start:].copy()
         starts = np.empty_like(ends)

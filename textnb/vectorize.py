@@ -15,7 +15,7 @@ import numpy as np
 
 from .lazy_import import lazy_module
 from .rows import Rows
-from .speedups import hash_index, number_tokens
+from .speedups import hash_index, number_tokens, sortable_keys
 from .token_store import TokenStore
 
 sp = lazy_module("scipy.sparse")  # imported when a matrix is first built
@@ -29,12 +29,6 @@ _MIN_REBUILD = 1 << 16
 def _token_hashes(store: TokenStore, start: int = 0) -> np.ndarray:
     """The index's hash of each token of ``store`` from ``start`` on (its bytes' hash)."""
     return store.hashes(start)
-
-
-def sortable_keys(keys: np.ndarray, bound: int) -> np.ndarray:
-    """``keys`` (int64, all below ``bound``) as 32-bit integers when they fit: they sort in
-    about 0.6 of the time, with the same order and values."""
-    return keys.astype(np.int32) if bound <= 2**31 else keys
 
 
 # Entries of the sorted arrays moved at a time by ``_merge_into``.
