@@ -464,3 +464,27 @@ def test_load_while_raises_the_works_error_once_the_load_is_done(sample_filter, 
         store.load_while(model_path, work)
     assert len(loads) == 1  # the load ran to its end, and no thread is left behind
     assert not [t for t in threading.enumerate() if t.name == "textnb-load"]
+
+
+def test_a_save_without_a_thread_to_spare_writes_the_same_file(tmp_path, monkeypatch):
+    """Regression (docs/security.md, a thread that cannot start): at a pids limit the
+    save deflates on the calling thread; the file is byte for byte the threaded one."""
+    import threading
+
+    from textnb import store
+    from textnb.pipeline import SpamFilter
+
+    spam_filter = SpamFilter()
+    spam_filter.learn_tokens([["cheap", "pills"], ["meeting", "notes"]], ["spam", "ham"])
+    threaded = tmp_path / "threaded.tnb"
+    store.save(spam_filter, threaded)
+
+    def cannot_start(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", cannot_start)
+    inline = tmp_path / "inline.tnb"
+    store.save(spam_filter, inline)
+    assert inline.read_bytes() == threaded.read_bytes()
+    assert store.load(inline).log_odds([b"Subject: cheap\n\npills\n"]).tolist() == \
+        store.load(threaded).log_odds([b"Subject: cheap\n\npills\n"]).tolist()

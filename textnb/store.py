@@ -111,16 +111,25 @@ class _MemberWriter(io.RawIOBase):
         self.zf, self.checksums = zf, {}
         self._chunks: queue.Queue = queue.Queue(_PIPED_CHUNKS)
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._write_members, name="textnb-save",
-                                        daemon=True)
+        self._out = self._hashing = self._name = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._write_members, name="textnb-save", daemon=True)
 
     def __enter__(self) -> _MemberWriter:
-        self._thread.start()
+        try:
+            self._thread.start()
+        except RuntimeError:
+            # No thread to be had (a pids limit such as systemd's TasksMax, reached while
+            # a daemon saves at SIGTERM): the same bytes, deflated on this thread.
+            self._thread = None
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self._chunks.put(None)  # the writer drains the queue whatever happened to it
-        self._thread.join()
+        if self._thread is None:
+            self._close_open_member()
+        else:
+            self._chunks.put(None)  # the writer drains the queue whatever happened to it
+            self._thread.join()
         if self._error is not None and exc_info[0] is None:
             raise self._error
 
@@ -141,25 +150,36 @@ class _MemberWriter(io.RawIOBase):
     def _put(self, item) -> None:
         if self._error is not None:
             raise self._error
-        self._chunks.put(item)
+        if self._thread is None:
+            self._write_one(item)
+            if self._error is not None:
+                raise self._error
+        else:
+            self._chunks.put(item)
 
     def _write_members(self) -> None:
-        out = hashing = name = None
         while (item := self._chunks.get()) is not None:
-            if self._error is not None:
-                continue  # drained, not written: the calling thread raises the error
-            try:
-                if isinstance(item, str):
-                    name, out = item, self.zf.open(item, "w", force_zip64=True)
-                    _deflate_with(out, _deflater())
-                    hashing = _Hashing(out)
-                elif item is _END_OF_MEMBER:
-                    out.close()
-                    self.checksums[name] = hashing.sha256.hexdigest()
-                else:
-                    hashing.write(item)
-            except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
-                self._error = exc
+            if self._error is None:  # else drained, not written: the caller raises it
+                self._write_one(item)
+        self._close_open_member()
+
+    def _write_one(self, item) -> None:
+        """A member's name (it starts), a piece of its bytes, or its end."""
+        try:
+            if isinstance(item, str):
+                self._name, self._out = item, self.zf.open(item, "w", force_zip64=True)
+                _deflate_with(self._out, _deflater())
+                self._hashing = _Hashing(self._out)
+            elif item is _END_OF_MEMBER:
+                self._out.close()
+                self.checksums[self._name] = self._hashing.sha256.hexdigest()
+            else:
+                self._hashing.write(item)
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            self._error = exc
+
+    def _close_open_member(self) -> None:
+        out = self._out
         if out is not None and not out.closed:
             # Failed, here or on the calling thread: the archive cannot close (nor the
             # error reach the caller as it is) with a member open. Closing may fail
