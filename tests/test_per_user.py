@@ -166,3 +166,26 @@ def test_the_milter_takes_one_user_from_the_recipients(recipients, mode, user):
     from textnb.users import user_from_recipients
 
     assert user_from_recipients(recipients, mode) == user
+
+
+def test_serve_passes_the_per_user_bounds_to_the_model_set(tmp_path, monkeypatch):
+    import textnb.users
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def model_set(models, model, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(textnb.users, "ModelSet", model_set)
+    runner = CliRunner()
+    result = runner.invoke(app, ["serve", "--models", str(tmp_path), "--socket",
+                                 str(tmp_path / "s.sock"), "--max-resident-users", "3",
+                                 "--max-users", "7"])
+    assert isinstance(result.exception, Stop), result.output
+    assert seen["max_resident"] == 3 and seen["max_users"] == 7
+    refused = runner.invoke(app, ["serve", "--models", str(tmp_path), "--max-resident-users", "0"])
+    assert refused.exit_code == 2 and "--max-resident-users" in refused.output

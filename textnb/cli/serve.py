@@ -27,6 +27,8 @@ def serve_cli(
     timeout: float = typer.Option(10.0, "--timeout", help="Seconds a client has from connecting to the last byte of its request, however slowly it sends."),
     reload_interval: float = typer.Option(1.0, "--reload-interval", help="Seconds between checks of the model file for a retrained model (0: never reload)."),
     models: Optional[Path] = typer.Option(None, "--models", help="Serve a model per user: DIR/<user>/model.tnb, and DIR/_shared/model.tnb (or --model) for users without one; clients pass --user."),
+    max_resident_users: int = typer.Option(16, "--max-resident-users", min=1, help="With --models: users' models kept loaded at once; past it the least recently used is written and dropped, and loaded again on its next request (each costs about the shared model's memory: docs/learning.md#bounds)."),
+    max_users: int = typer.Option(1000, "--max-users", min=0, help="With --models: users' models that first learns may create in DIR; past it a learn for a new user is refused (users who have a model keep learning)."),
     flush_seconds: float = typer.Option(1.0, "--flush-seconds", help="Longest time a learned update (textnb-client --learn) waits in the journal before the model file is rewritten."),
     socket_mode: str = typer.Option("0600", "--socket-mode", help="Octal mode of the Unix socket; 0666 lets other users' clients connect (with --user-from-peer)."),
     user_from_peer: bool = typer.Option(False, "--user-from-peer", help="With --models: the user is the connecting process's login name (SO_PEERCRED); a client naming another user is refused."),
@@ -67,7 +69,8 @@ def serve_cli(
         check_who_may_teach(models is not None, address, mode, user_from_peer,
                             allow_any_user_to_teach)
         if models is not None:
-            resident = ModelSet(models, model, flush_seconds=flush_seconds)
+            resident = ModelSet(models, model, flush_seconds=flush_seconds,
+                                max_resident=max_resident_users, max_users=max_users)
             path = f"{models}/<user>/model.tnb, shared {resident.shared.path}"
         else:
             path = model_path(model)
