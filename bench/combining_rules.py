@@ -6,7 +6,7 @@ A message whose spam clues and ham clues are both strong (a mailing list's
 advertisement: the ad's words on one side, the list's own header fields on the other)
 is scored by naive Bayes as the difference of the two sums, where bogofilter's Fisher
 combining puts it in the middle ("unsure"). This runs the candidate rules over the
-same selected clues (textnb's default selection: 8 + 8, at most 3 pairs a side, 3
+same selected clues (textnb's default selection: 8 + 8, at most 3 pairs a side, 2
 header places a side) on the cells the defaults are chosen on (bench/select_defaults.py:
 hash cross-validation of each corpus's training part and, for SpamAssassin and Enron
 1-3, chronological validation inside it), and reports (1-AUC)% and sm% at hm 0.1% per
