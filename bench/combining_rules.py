@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.special import gammainc, gammaln
+from scipy.special import gammaln
 
 from bench.select_defaults import Corpus, geometric_mean
 from textnb import combining

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from textnb import metrics
+from textnb.config import parse_override_value
 from textnb.evaluate import fit_rows, score_rows
 from textnb.evidence import PAIR_PREFIX, header_columns, pair_columns
 from textnb.pipeline import SpamFilter
@@ -65,3 +66,15 @@ class TokenCache:
 
     def __exit__(self, *exc):
         SpamFilter.tokens = self.original
+
+
+def named_variants(texts: list[str], base: dict | None = None) -> dict[str, dict]:
+    """``--variant NAME=section.key=value,section.key=value`` options as {name: overrides},
+    after {"textnb": base} (the defaults, or the ``--set`` overrides every variant shares)."""
+    base = dict(base or {})
+    variants = {"textnb": base}
+    for text in texts:
+        name, _, settings = text.partition("=")
+        variants[name] = {**base, **{k: parse_override_value(v) for k, _, v in
+                                     (s.partition("=") for s in settings.split(",") if s)}}
+    return variants

@@ -31,11 +31,12 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
+from bench.common import named_variants
 from bench.folds import peer_folds
 from bench.list_reader import MIN_LIST_HAMS, list_id
 from bench.tenfold_parts import textnb_folds
 from textnb import metrics
-from textnb.config import load_config, parse_override_value
+from textnb.config import load_config
 from textnb.corpora import chronological_split, corpora_root, iter_corpus
 
 LISTS = ("fork.xent.com", "ilug.linux.ie", "social.linux.ie")
@@ -88,11 +89,7 @@ def main(argv=None) -> int:
         return 1
     part, raw, original = parts(args.split)
     ids = [list_id(r) for r in raw]
-    variants = {"textnb": {}}
-    for text in args.variant:
-        name, _, settings = text.partition("=")
-        variants[name] = {k: parse_override_value(v) for k, _, v in
-                          (s.partition("=") for s in settings.split(",") if s)}
+    variants = named_variants(args.variant)
     future = part == "test"
     results = {}
     for changed in args.lists or LISTS:

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
+from bench.common import named_variants
 from bench.folds import chronological_parts, load_folds, peer_folds
 from bench.tenfold_parts import textnb_folds
 from textnb import metrics
@@ -107,12 +108,7 @@ def main(argv=None) -> int:
           f"{len(lists)} lists the owner reads are ham ({int(y.sum())} spam, {int((~y).sum())} ham); "
           f"{args.split} split: {int(rows_scored.sum())} scored, {int(ms.sum())} of them relabelled")
     base = {k: parse_override_value(v) for k, _, v in (s.partition("=") for s in args.set)}
-    variants = {"textnb": base}
-    for text in args.variant:
-        name, _, settings = text.partition("=")
-        extra = {k: parse_override_value(v) for k, _, v in
-                 (s.partition("=") for s in settings.split(",") if s)}
-        variants[name] = {**base, **extra}
+    variants = named_variants(args.variant, base)
     rows = {}
     for name, overrides in variants.items():
         scores, _ = textnb_folds(load_config(None, overrides), part, raw, y)
