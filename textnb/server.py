@@ -284,6 +284,8 @@ class ScorerServer:
         most half the descriptor limit.
     max_buffered (int | None): request bytes held at once; None: max_clients * max_bytes.
     telemetry (Telemetry | None): counts each reply and its latency (textnb.telemetry).
+    recorder (VerdictRecorder | None): is given every verdict, after the model's lock is
+        released (textnb.review.recorder: never blocks, never fails the reply).
     """
 
     def __init__(self, model: ResidentModel, address, *, max_bytes: int = MAX_MESSAGE_BYTES,
@@ -291,7 +293,7 @@ class ScorerServer:
                  allow_remote: bool = False, socket_mode: int = 0o600,
                  user_from_peer: bool = False, allow_any_user_to_teach: bool = False,
                  max_connections: int | None = None, max_buffered: int | None = None,
-                 telemetry=None):
+                 telemetry=None, recorder=None):
         if max_bytes < 1 or max_clients < 1 or not timeout > 0 or reload_interval < 0:
             raise ServerError(f"max_bytes={max_bytes}, max_clients={max_clients}, "
                               f"timeout={timeout}, reload_interval={reload_interval}: the "
@@ -313,6 +315,7 @@ class ScorerServer:
         self.max_buffered = max_buffered or max_clients * max_bytes
         self.requests = 0
         self.telemetry = telemetry
+        self.recorder = recorder
         self.reader: RequestReader | None = None
         self.pool = WorkerPool(max_clients, self._answer)
         self._listener: socket.socket | None = None
@@ -533,7 +536,7 @@ class ScorerServer:
 
     def _score(self, request: Request, user: str | None) -> bytes:
         cost_ratio = float(request.words[3]) if len(request.words) == 4 else None
-        model, _ = self.model.for_scoring(user)
+        model, source = self.model.for_scoring(user)
         spam_filter = model.spam_filter  # this request's model, whatever reloads
         with model.lock:
             try:
@@ -542,6 +545,8 @@ class ScorerServer:
                 self._throttle.log(logging.ERROR, "scoring failed", exc_info=True)
                 return reply_line("ERROR", describe_error(exc))
             self.requests += 1
+        if self.recorder is not None:
+            self.recorder.submit(request.message, v, user=user, model=source, explainer=model)
         return reply_line("OK", v.label, v.log_odds, v.p_spam, v.threshold)
 
     def _learn(self, request: Request, user: str | None) -> bytes:

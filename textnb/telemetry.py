@@ -21,6 +21,9 @@ What is counted (docs/monitoring.md has a sample and the PromQL that reads it):
   its mtime: a learning scorer rewrites it within ``--flush-seconds``, a reader-only
   one when ``textnb train``/``retrain`` last wrote it), how often a changed file was
   loaded, and the messages it has learned; ``textnb_user_models`` with ``--models``.
+- ``textnb_recorded_verdicts_total{outcome}`` with ``textnb serve --record``: verdicts
+  ``recorded`` for the review page, and those dropped (``queue_full``, ``locked``,
+  ``full``, ``damaged``, ``error``) while mail flowed (textnb.review.recorder).
 
 A user's own model gets no series of its own: one per user would make the scrape
 grow with the mail system's user list.
@@ -96,6 +99,8 @@ class Telemetry:
         self.verdicts = {"spam": 0, "ham": 0, "unsure": 0}
         self.learned = {"spam": 0, "ham": 0, "forget": 0}
         self.latency: dict[str, _Histogram] = {}
+        # textnb serve --record: a VerdictRecorder, whose ``counts`` are exported
+        self.recorder = None
 
     def observe(self, kind: str, seconds: float | None, label: str | None = None) -> None:
         """One request answered: its kind, how long it took (None: not timed, as a
@@ -147,6 +152,11 @@ class Telemetry:
             out.append(f'textnb_request_seconds_sum{{kind="{kind}"}} {total!r}')
             out.append(f'textnb_request_seconds_count{{kind="{kind}"}} {cumulative}')
         self._render_model(out)
+        if self.recorder is not None:
+            _family(out, "textnb_recorded_verdicts_total", "counter",
+                    "Verdicts recorded for the review page, or dropped and why (queue_full, "
+                    "locked, full, damaged, error).",
+                    [({"outcome": k}, v) for k, v in sorted(self.recorder.counts.items())])
         return "\n".join(out) + "\n"
 
     def _render_model(self, out: list[str]) -> None:

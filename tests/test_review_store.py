@@ -1,0 +1,273 @@
+"""Recording the scorer's verdicts (textnb.review): what a row holds, the bounds after
+10,000 verdicts, and a damaged, locked or full store that leaves scoring working and
+is counted; nothing recorded is lost on a clean restart; and nothing of it is imported
+unless recording is asked for."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from textnb import store
+from textnb.client import score_remote
+from textnb.filter import Verdict, score_with
+from textnb.review import recorder as recorder_module
+from textnb.review.recorder import CLUES, VerdictRecorder
+from textnb.review.store import FIELD_CHARS, VerdictStore, headers_of, in_review_band
+from textnb.server import ResidentModel, ScorerServer
+from textnb.sources import RawMessage
+
+from test_server import MESSAGES, models, model_file  # noqa: F401
+
+
+class Recording:
+    """A scorer on a thread with a recorder, both stopped (bounded waits) on exit."""
+
+    def __init__(self, model_path, address, recorder):
+        self.recorder = recorder.start()
+        self.server = ScorerServer(ResidentModel(model_path), address, timeout=2.0,
+                                   reload_interval=0, recorder=self.recorder).bind()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(self.stop,))
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=15)
+        self.recorder.close()
+        assert not self.thread.is_alive()
+
+
+def _wait_for(condition, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _rows(path):
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT user, label, log_odds, p_spam, threshold, clues, has_raw, "
+                          "sender, subject, digest FROM verdicts ORDER BY id").fetchall()
+
+
+def _message(i: int, size: int = 2000) -> bytes:
+    return (f"From: sender{i} <s{i}@example.com>\nSubject: offer number {i}\n\n".encode()
+            + b"cheap pills now " * (size // 16))
+
+
+def _spam(log_odds=5.0):
+    return Verdict("spam", log_odds, 0.99, 0.0)
+
+
+def test_every_verdict_is_recorded_as_the_client_got_it(tmp_path, model_file):
+    local = store.load(model_file)
+    db = tmp_path / "verdicts.db"
+    with Recording(model_file, str(tmp_path / "s.sock"), VerdictRecorder(db, default_user="me")):
+        replies = [score_remote(str(tmp_path / "s.sock"), raw) for raw in MESSAGES]
+    rows = _rows(db)
+    assert len(rows) == len(MESSAGES)
+    for raw, reply, row in zip(MESSAGES, replies, rows):
+        assert reply == score_with(local, raw)
+        user, label, log_odds, p_spam, threshold, clues, has_raw, sender, subject, digest = row
+        assert (user, label, log_odds, p_spam, threshold) == ("me", reply.label, reply.log_odds,
+                                                              reply.p_spam, reply.threshold)
+        assert (sender, subject) == headers_of(raw)
+        kept = in_review_band(reply.label, reply.log_odds, reply.threshold)
+        assert bool(has_raw) == kept and bool(digest) == kept
+        if kept:  # explain's strongest clues, each with its contribution
+            expected = local.explain(RawMessage("-", raw, None), k=CLUES).clues
+            assert json.loads(clues) == [[t, round(c, 3)] for t, c, *_ in expected]
+        else:
+            assert clues is None
+    assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert (db.stat().st_mode & 0o777) == 0o600
+
+
+def test_headers_are_decoded_stripped_of_controls_and_cut():
+    raw = (b"From: =?utf-8?q?Jos=C3=A9?= <j@example.com>\nSubject: a\x1b[31m" + b"x" * 500
+           + b"\n\nbody\n")
+    sender, subject = headers_of(raw)
+    assert sender == "José <j@example.com>"
+    assert "\x1b" not in subject and len(subject) == FIELD_CHARS
+    assert headers_of(b"\xff\xfe not mail at all") == ("", "")
+
+
+def test_retention_and_size_cap_hold_after_10000_verdicts(tmp_path, monkeypatch):
+    """10,000 spam verdicts (each keeping its 2 KB message: 20 MB) into a 2 MB cap; the
+    first 2,000 are older than the retention days."""
+    monkeypatch.setattr(recorder_module, "PRUNE_EVERY", 500)
+    now = [time.time() - 40 * 86400]
+    db = tmp_path / "verdicts.db"
+    recorder = VerdictRecorder(db, days=30, max_bytes=2 * 2**20, clock=lambda: now[0]).start()
+    sizes = []
+    for i in range(10_000):
+        if i == 2000:
+            now[0] = time.time()
+        while not recorder.submit(_message(i), _spam(), user="alice", model="user"):
+            time.sleep(0.01)  # the test outruns the writer: wait, as mail would not
+        if i % 1000 == 999:
+            assert _wait_for(lambda: recorder.counts["recorded"] == i + 1)
+            sizes.append(sum(f.stat().st_size for f in tmp_path.glob("verdicts.db*")
+                             if not f.name.endswith("-shm")))
+    recorder.close()
+    assert recorder.counts["recorded"] == 10_000
+    assert max(sizes) <= 2 * 2**20, sizes
+    final = VerdictStore(db)
+    final.prune()
+    assert final.size() <= 2 * 2**20
+    ats = [at for (at,) in final.db.execute("SELECT at FROM verdicts")]
+    assert ats and min(ats) >= now[0] - 30 * 86400  # the old 2,000 are gone
+    newest = final.history("alice", limit=1)[0]
+    assert newest.subject == "offer number 9999" and final.raw(newest.id) == _message(9999)
+
+
+def test_a_clean_restart_keeps_everything_recorded(tmp_path):
+    db = tmp_path / "verdicts.db"
+    for start in (0, 50):
+        recorder = VerdictRecorder(db).start()
+        for i in range(start, start + 50):
+            recorder.submit(_message(i), _spam(), user="alice", model="user")
+        recorder.close()
+    subjects = [r.subject for r in VerdictStore(db).history("alice", limit=1000)]
+    assert subjects == [f"offer number {i}" for i in reversed(range(100))]
+
+
+def test_a_full_queue_drops_and_counts_without_waiting(tmp_path):
+    recorder = VerdictRecorder(tmp_path / "v.db", queue_size=5)  # not started: nothing drains
+    started = time.perf_counter()
+    accepted = [recorder.submit(_message(i), _spam(), user="a", model="user") for i in range(20)]
+    assert time.perf_counter() - started < 0.5
+    assert accepted == [True] * 5 + [False] * 15 and recorder.counts["queue_full"] == 15
+    small = VerdictRecorder(tmp_path / "w.db", queue_bytes=5000)  # two 2 KB messages fit
+    assert [small.submit(_message(i), _spam(), user="a", model="user")
+            for i in range(3)] == [True, True, False]
+
+
+def _score_while_broken(tmp_path, model_file, db, outcome, break_it=None, monkeypatch=None):
+    """Scoring answers every request while the store is broken; the drops are counted."""
+    local = store.load(model_file)
+    address = str(tmp_path / "s.sock")
+    with Recording(model_file, address, VerdictRecorder(db)) as running:
+        if break_it is not None:
+            break_it()
+        for raw in MESSAGES * 3:
+            assert score_remote(address, raw, timeout=5.0) == score_with(local, raw)
+        counts = running.recorder.counts
+        assert _wait_for(lambda: counts[outcome] >= len(MESSAGES) * 3), counts
+        assert counts["recorded"] == 0
+    return running.recorder
+
+
+def test_a_truncated_database_leaves_scoring_working_and_is_counted(tmp_path, model_file):
+    db = tmp_path / "verdicts.db"
+    recorder = VerdictRecorder(db).start()
+    for i in range(300):
+        recorder.submit(_message(i), _spam(), user="alice", model="user")
+    recorder.close()
+    data = db.read_bytes()
+    db.write_bytes(data[:len(data) // 3] + b"\0" * 100)
+    recorder = _score_while_broken(tmp_path, model_file, db, "damaged")
+    assert "damaged" in recorder.problem and "move it aside" in recorder.problem
+
+
+def test_a_locked_database_leaves_scoring_working_and_is_counted(tmp_path, model_file,
+                                                                 monkeypatch):
+    db = tmp_path / "verdicts.db"
+    VerdictStore(db).close()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another program holds the write lock
+    monkeypatch.setattr(recorder_module, "RETRY_SECONDS", 0.05)
+    try:
+        recorder = _score_while_broken(tmp_path, model_file, db, "locked")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert "locked" in recorder.problem
+
+
+def test_a_full_disk_leaves_scoring_working_is_counted_and_recovers(tmp_path, model_file,
+                                                                   monkeypatch):
+    db = tmp_path / "verdicts.db"
+    monkeypatch.setattr(recorder_module, "RETRY_SECONDS", 0.05)
+    full = [True]
+    real_add = VerdictStore.add_many
+
+    def add_many(self, rows):
+        if full[0]:
+            raise sqlite3.OperationalError("database or disk is full")
+        return real_add(self, rows)
+
+    monkeypatch.setattr(VerdictStore, "add_many", add_many)
+    local = store.load(model_file)
+    address = str(tmp_path / "s.sock")
+    with Recording(model_file, address, VerdictRecorder(db)) as running:
+        for raw in MESSAGES:
+            assert score_remote(address, raw) == score_with(local, raw)
+        counts = running.recorder.counts
+        assert _wait_for(lambda: counts["full"] == len(MESSAGES)), counts
+        assert "full" in running.recorder.problem
+        full[0] = False  # space freed: the next verdicts are recorded again
+        time.sleep(0.1)
+        for raw in MESSAGES:
+            score_remote(address, raw)
+        assert _wait_for(lambda: counts["recorded"] == len(MESSAGES)), counts
+    assert running.recorder.problem is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tmpfs is Linux's")
+def test_a_real_full_filesystem_drops_and_counts(tmp_path, model_file):
+    """A 1 MB tmpfs (root only): SQLite's own 'disk is full' on a real filesystem."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True)
+    if done.returncode:
+        pytest.skip(f"cannot mount a 1 MB tmpfs (needs root): {done.stderr.decode().strip()}")
+    try:
+        recorder = VerdictRecorder(mount / "v.db", max_bytes=50 * 2**20).start()
+        for i in range(2000):  # 2,000 kept 2 KB messages: 4 MB into 1 MB
+            recorder.submit(_message(i), _spam(), user="a", model="user")
+            if i % 200 == 0:
+                time.sleep(0.05)
+        assert _wait_for(lambda: recorder.counts["full"] > 0)
+        recorder.close()
+        assert recorder.counts["recorded"] > 0
+        assert recorder.counts["recorded"] + recorder.counts["full"] \
+            + recorder.counts["queue_full"] == 2000
+        assert VerdictStore(mount / "v.db").history("a", limit=1)  # what was written stays
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_metrics_count_recorded_and_dropped(tmp_path):
+    from textnb.telemetry import Telemetry
+
+    recorder = VerdictRecorder(tmp_path / "v.db", queue_size=1)
+    telemetry = Telemetry(lambda: SimpleNamespace(path=tmp_path / "none", loads=1,
+                                                  spam_filter=SimpleNamespace(n_learned={})))
+    telemetry.recorder = recorder
+    recorder.submit(_message(1), _spam(), user="a", model="user")
+    recorder.submit(_message(2), _spam(), user="a", model="user")
+    text = telemetry.render()
+    assert 'textnb_recorded_verdicts_total{outcome="queue_full"} 1' in text
+    assert 'textnb_recorded_verdicts_total{outcome="recorded"} 0' in text
+
+
+def test_the_scorer_and_filter_import_neither_sqlite_nor_the_web_unless_recording():
+    check = ("import sys, textnb.server, textnb.users, textnb.cli.serve, textnb.cli.filter; "
+             "print(sorted(m for m in ('sqlite3', 'starlette', 'jinja2', 'argon2', "
+             "'textnb.review.store') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

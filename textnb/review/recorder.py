@@ -1,0 +1,245 @@
+"""Recording the scorer's verdicts without ever holding up the mail: ``textnb serve --record DB``.
+
+The scorer's worker calls :meth:`VerdictRecorder.submit` after it has the verdict and
+outside the model's lock: an append to a bounded in-memory queue, which never blocks
+and never raises. One writer thread takes what is queued (up to ``BATCH`` at a time),
+reads From and Subject, computes the clues of verdicts in the review band, and inserts
+the batch in one transaction (:class:`textnb.review.store.VerdictStore`). When the queue
+is full the verdict is dropped; when the store cannot be written (locked past its wait,
+a full disk, a damaged file) the batch is dropped, the store is closed and opened again
+after ``RETRY_SECONDS``; either way the mail path never waits, and ``counts`` (which
+``textnb serve --metrics`` exports as ``textnb_recorded_verdicts_total{outcome}``) says
+how many were recorded and how many dropped, and why.
+
+Clues: a verdict in the review band gets the ``CLUES`` strongest of
+``SpamFilter.explain``, computed by the writer with the model's lock held (the
+tokenizer is not meant for threads), but only if that lock is free within
+``CLUE_WAIT`` seconds: a busy scorer records the verdict without clues rather than
+wait. Other verdicts get none (their raw message is not kept either, so the page has
+nothing to explain). bench/record_latency.py measures what this costs the scorer.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+
+from ..request_reader import Throttle
+from .store import (HEAD_BYTES, REVIEW_BAND, VerdictStore, describe, headers_of,
+                    in_review_band, reason)
+
+__all__ = ["BATCH", "CLUES", "QUEUE", "VerdictRecorder"]
+
+log = logging.getLogger("textnb.review")
+
+# Verdicts waiting for the writer. At 1,000 a second (beyond what one scorer answers on
+# two cores) the writer would have to stall for 10 s before any is dropped; each entry
+# holds its message (up to --max-bytes), so the bound is also a memory bound.
+QUEUE = 10_000
+# Bytes of messages waiting for the writer: a verdict in the review band queues its
+# message (up to max_raw), any other only its head (HEAD_BYTES).
+QUEUE_BYTES = 64 * 2**20
+# Verdicts inserted per transaction (one commit per batch instead of per verdict), and
+# at most a twentieth of the size cap in messages, so a batch never carries the store
+# far past a prune.
+BATCH = 256
+CLUES = 8
+CLUE_WAIT = 0.005
+# After a failed write the store is opened again this much later (and then retried).
+RETRY_SECONDS = 2.0
+# Pruned (retention and size cap) every this many verdicts, or a tenth of the cap
+# recorded, and at least this often.
+PRUNE_EVERY = 500
+PRUNE_SECONDS = 60.0
+OUTCOMES = ("recorded", "queue_full", "locked", "full", "damaged", "error")
+
+
+class VerdictRecorder:
+    """The queue and the writer thread in front of a :class:`VerdictStore`.
+
+    path (Path): the SQLite file.
+    days (float), max_bytes (int): the store's retention and size cap.
+    review_band (float): see :func:`textnb.review.store.in_review_band`.
+    queue_size (int): verdicts waiting at most; more are dropped (``queue_full``).
+    max_raw (int | None): the longest raw message kept; None: a twentieth of max_bytes.
+    default_user (str): the user of verdicts given without one.
+    """
+
+    def __init__(self, path, days: float = 30.0, max_bytes: int = 200 * 2**20, *,
+                 review_band: float | None = None, queue_size: int = QUEUE,
+                 queue_bytes: int = QUEUE_BYTES,
+                 max_raw: int | None = None, default_user: str = "", clock=time.time,
+                 open_store=None):
+        self.path, self.days, self.max_bytes = path, days, max_bytes
+        self.review_band = REVIEW_BAND if review_band is None else review_band
+        self.max_raw = max_bytes // 20 if max_raw is None else max_raw
+        self.default_user = default_user
+        self.queue_size, self.queue_bytes = queue_size, queue_bytes
+        self.queued_bytes = 0  # approximate: workers add, the writer subtracts
+        self._clock = clock
+        self._open_store = open_store or (lambda: VerdictStore(path, days, max_bytes,
+                                                               clock=clock))
+        self._queue: collections.deque = collections.deque()
+        self._wake = threading.Condition(threading.Lock())
+        self._stop = False
+        self.counts = dict.fromkeys(OUTCOMES, 0)
+        self.problem: str | None = None  # what is wrong with the store now, for the log
+        self._throttle = Throttle()
+        self._store = None
+        self._retry_at = 0.0
+        self._since_prune, self._pruned_at, self._bytes_since_prune = 0, 0.0, 0
+        self._thread = threading.Thread(target=self._run, name="textnb-record", daemon=True)
+
+    def start(self) -> "VerdictRecorder":
+        """Open the store (a store that cannot be opened is retried later: the scorer
+        serves regardless) and start the writer."""
+        self._reopen()
+        self._thread.start()
+        return self
+
+    # -- the mail path's side: never blocks, never raises ---------------------------
+    def submit(self, raw: bytes, verdict, *, user: str | None, model: str,
+               source: str = "serve", action: str = "scored", explainer=None) -> bool:
+        """Queue one verdict; False (counted) when the queue is full.
+
+        verdict: has label, log_odds, p_spam, threshold (textnb.filter.Verdict).
+        explainer ((ResidentModel-like) | None): has ``spam_filter`` and ``lock``; the
+            writer asks it for the clues of a verdict in the review band.
+        """
+        try:
+            keep = in_review_band(verdict.label, verdict.log_odds, verdict.threshold,
+                                  self.review_band) and len(raw) <= self.max_raw
+            size = len(raw)
+            if not keep:
+                raw = raw[:HEAD_BYTES]  # From and Subject are all the row needs
+            if (len(self._queue) >= self.queue_size
+                    or self.queued_bytes + len(raw) > self.queue_bytes):
+                self.counts["queue_full"] += 1
+                return False
+            self.queued_bytes += len(raw)
+            self._queue.append((self._clock(), raw, size, keep, verdict, user, model, source,
+                                action, explainer))
+            if len(self._queue) == 1 or len(self._queue) >= BATCH:
+                with self._wake:
+                    self._wake.notify()
+            return True
+        except Exception:  # noqa: BLE001 - recording must never fail a verdict
+            self.counts["error"] += 1
+            return False
+
+    # -- the writer thread -------------------------------------------------------------
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is queued (within ``timeout``), then stop and close the store."""
+        with self._wake:
+            self._stop = True
+            self._wake.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if self._store is not None:
+            try:
+                self._store.close()
+            except Exception:  # noqa: BLE001 - closing at shutdown; nothing left to lose
+                pass
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                if not self._queue and not self._stop:
+                    self._wake.wait(1.0)
+                stopping = self._stop
+            batch, size = [], 0
+            while self._queue and len(batch) < BATCH and size < self.max_bytes // 20:
+                batch.append(self._queue.popleft())
+                size += len(batch[-1][1])
+                self.queued_bytes -= len(batch[-1][1])
+            if batch:
+                self._write(batch)
+            elif stopping:
+                return
+            self._maybe_prune()
+
+    def _write(self, batch: list) -> None:
+        if self._store is None and not self._reopen():
+            self._drop(len(batch), self._last_reason)
+            return
+        try:
+            rows = [self._row(*entry) for entry in batch]
+            self._store.add_many(rows)
+        except Exception as exc:  # noqa: BLE001 - locked, full, damaged: drop and count
+            self._failed(exc, len(batch))
+            return
+        self.counts["recorded"] += len(batch)
+        self._since_prune += len(batch)
+        self._bytes_since_prune += sum(len(row["raw"] or b"") + 300 for row in rows)
+        if self.problem is not None:
+            log.info("the verdict log %s is written again", self.path)
+            self.problem = None
+
+    def _row(self, at, raw, size, keep, verdict, user, model, source, action, explainer) -> dict:
+        from ..ledger import message_digest
+
+        sender, subject = headers_of(raw)
+        clues = self._clues(raw, explainer) if keep and explainer is not None else None
+        return {"at": at, "user": user or self.default_user, "model": model, "source": source,
+                "sender": sender, "subject": subject, "label": verdict.label,
+                "log_odds": float(verdict.log_odds), "p_spam": float(verdict.p_spam),
+                "threshold": float(verdict.threshold), "action": action,
+                "digest": message_digest(raw).hex() if keep else "", "size": size,
+                "clues": clues, "raw": bytes(raw) if keep else None}
+
+    def _clues(self, raw: bytes, explainer) -> list | None:
+        from ..sources import RawMessage
+
+        if not explainer.lock.acquire(timeout=CLUE_WAIT):
+            return None  # the scorer is busy: its next verdict matters more than clues
+        try:
+            found = explainer.spam_filter.explain(RawMessage("-", bytes(raw), None), k=CLUES)
+        except Exception:  # noqa: BLE001 - a message explain cannot take is still recorded
+            return None
+        finally:
+            explainer.lock.release()
+        return [[token, round(contribution, 3)] for token, contribution, *_ in found.clues]
+
+    def _maybe_prune(self) -> None:
+        if self._store is None:
+            return
+        now = time.monotonic()
+        if (self._since_prune < PRUNE_EVERY and self._bytes_since_prune < self.max_bytes // 10
+                and now - self._pruned_at < PRUNE_SECONDS):
+            return
+        self._since_prune, self._pruned_at, self._bytes_since_prune = 0, now, 0
+        try:
+            self._store.prune()
+        except Exception as exc:  # noqa: BLE001 - the next round tries again
+            self._failed(exc, 0)
+
+    def _failed(self, exc: BaseException, dropped: int) -> None:
+        self._last_reason = reason(exc)
+        self._drop(dropped, self._last_reason)
+        self.problem = describe(exc, self.path)
+        self._throttle.log(logging.ERROR, "%s; %d verdicts not recorded (mail flows)",
+                           self.problem, dropped)
+        try:
+            self._store.close()
+        except Exception:  # noqa: BLE001 - it is being replaced anyway
+            pass
+        self._store = None
+        self._retry_at = time.monotonic() + RETRY_SECONDS
+
+    _last_reason = "error"
+
+    def _drop(self, n: int, why: str) -> None:
+        self.counts[why] = self.counts.get(why, 0) + n
+
+    def _reopen(self) -> bool:
+        if time.monotonic() < self._retry_at:
+            return False
+        try:
+            self._store = self._open_store()
+            return True
+        except Exception as exc:  # noqa: BLE001 - damaged, locked, no space: retried later
+            self._store = None
+            self._failed(exc, 0)
+            return False

@@ -1,0 +1,369 @@
+"""The verdict log: every verdict the scorer gives, per user, in one SQLite file (WAL).
+
+One row per verdict in ``verdicts``: when, for which user (and which model scored it:
+``model`` one model, ``shared``, ``user``), where it came from (``serve``), the sender
+and subject (decoded, at most ``FIELD_CHARS`` characters), the label, log-odds, P(spam)
+and threshold, what the mail path did (``action``), the message's ledger digest, and
+the top clues when they were computed (JSON ``[[token, contribution], ...]``). The raw
+message is kept, in ``raws``, only for the review queue: verdicts in the review band
+(:func:`in_review_band`). What the page taught is on the row too: ``taught`` (``spam``,
+``ham``, ``forgotten``) and ``before`` (the message's state in the model before the
+page first taught it: ``spam``, ``ham`` or ``absent``), which is what undo restores.
+
+Bounds (:meth:`VerdictStore.prune`): rows older than ``days`` are deleted, and when
+the file (with its write-ahead log) passes ``max_bytes`` the oldest raw messages go
+first, then the oldest rows, a tenth at a time, and the freed pages are given back
+(``auto_vacuum = FULL``: a commit that frees pages shortens the file). tests/test_review_store.py records 10,000 verdicts
+into a 2 MB cap and checks the file stays under it.
+
+Only the writer thread of :mod:`textnb.review.recorder` writes verdicts; ``textnb web``
+reads them and writes the ``taught``/``before`` columns (WAL lets both go on at once;
+a writer waits at most ``BUSY_MS`` for the other).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["FIELD_CHARS", "REVIEW_BAND", "Row", "StoreError", "VerdictStore", "headers_of",
+           "in_review_band"]
+
+# Sender and subject are cut to this many characters: enough for any list view, and a
+# 1 MB Subject header costs a row nothing.
+FIELD_CHARS = 200
+# Verdicts whose log-odds lie within this distance of the threshold keep their raw
+# message for the review queue (with the default threshold 0: P(spam) between 0.12 and
+# 0.88), as does every spam verdict (mail the user may want back) and every 'unsure'.
+REVIEW_BAND = 2.0
+# prune() cuts the data to this share of the cap: the rest is room for what comes in
+# before the next prune (a tenth of the cap) and for the write-ahead log.
+PRUNE_TO = 0.7
+# How long a writer (the recorder, or the page marking a row taught) waits for the other.
+BUSY_MS = 1000
+# The head of a message read for From and Subject: headers past it are not looked at.
+HEAD_BYTES = 64 * 1024
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS verdicts (
+    id INTEGER PRIMARY KEY,
+    at REAL NOT NULL,
+    user TEXT NOT NULL,
+    model TEXT NOT NULL,
+    source TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    label TEXT NOT NULL,
+    log_odds REAL NOT NULL,
+    p_spam REAL NOT NULL,
+    threshold REAL NOT NULL,
+    action TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    clues TEXT,
+    has_raw INTEGER NOT NULL DEFAULT 0,
+    taught TEXT,
+    before TEXT
+);
+CREATE INDEX IF NOT EXISTS verdicts_user ON verdicts (user, id);
+CREATE INDEX IF NOT EXISTS verdicts_at ON verdicts (at);
+CREATE TABLE IF NOT EXISTS raws (
+    id INTEGER PRIMARY KEY,
+    raw BLOB NOT NULL
+);
+"""
+
+
+class StoreError(Exception):
+    """The verdict log cannot be opened or read: damaged, locked or missing."""
+
+
+@dataclass
+class Row:
+    """One recorded verdict, as the page shows it."""
+
+    id: int
+    at: float
+    user: str
+    model: str
+    source: str
+    sender: str
+    subject: str
+    label: str
+    log_odds: float
+    p_spam: float
+    threshold: float
+    action: str
+    digest: str
+    size: int
+    clues: list
+    has_raw: bool
+    taught: str | None
+    before: str | None
+
+
+_COLUMNS = ("id, at, user, model, source, sender, subject, label, log_odds, p_spam, threshold, "
+            "action, digest, size, clues, has_raw, taught, before")
+
+
+def _row(values) -> Row:
+    values = list(values)
+    values[14] = json.loads(values[14]) if values[14] else []
+    values[15] = bool(values[15])
+    return Row(*values)
+
+
+def in_review_band(label: str, log_odds: float, threshold: float,
+                   band: float = REVIEW_BAND) -> bool:
+    """Whether a verdict's raw message is kept for the review queue."""
+    return label in ("spam", "unsure") or abs(log_odds - threshold) < band
+
+
+def headers_of(raw: bytes) -> tuple[str, str]:
+    """(From, Subject) of a raw message, decoded, without control characters, cut to
+    ``FIELD_CHARS``; a header that cannot be decoded is shown as its raw text."""
+    from email.parser import BytesHeaderParser
+    from email.policy import default
+
+    head = bytes(raw[:HEAD_BYTES])
+    out = []
+    try:
+        message = BytesHeaderParser(policy=default).parsebytes(head)
+    except Exception:  # noqa: BLE001 - malformed mail is shown, never a crash
+        message = None
+    for name in ("From", "Subject"):
+        try:
+            value = str(message.get(name, "")) if message is not None else ""
+        except Exception:  # noqa: BLE001 - a header the policy cannot parse
+            value = str(message.get_all(name, [""])[0]) if message is not None else ""
+        out.append(_CONTROL.sub(" ", value)[:FIELD_CHARS])
+    return out[0], out[1]
+
+
+class VerdictStore:
+    """The SQLite file of recorded verdicts.
+
+    path (Path): the database; created (mode 0600: it holds mail) if absent.
+    days (float): rows older than this are deleted by :meth:`prune`.
+    max_bytes (int): the file and its write-ahead log are kept under this by :meth:`prune`.
+    readonly (bool): open for reading only (a page that shows, never records).
+    """
+
+    def __init__(self, path, days: float = 30.0, max_bytes: int = 200 * 2**20,
+                 readonly: bool = False, clock=time.time):
+        if not days > 0 or max_bytes < 2**20:
+            raise ValueError(f"days={days} must be > 0 and max_bytes={max_bytes} at least "
+                             "1 MB (2**20)")
+        self.path = Path(path)
+        self.days, self.max_bytes = days, max_bytes
+        self._clock = clock
+        self.db = self._open(readonly)
+
+    def _open(self, readonly: bool) -> sqlite3.Connection:
+        if not readonly and not self.path.exists():
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.close(fd)
+        uri = f"file:{self.path}?mode={'ro' if readonly else 'rw'}"
+        try:
+            db = sqlite3.connect(uri, uri=True, timeout=BUSY_MS / 1000,
+                                 check_same_thread=False, isolation_level=None)
+            if not readonly:
+                db.execute("PRAGMA auto_vacuum = FULL")  # before the first table
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")  # WAL: a power cut loses the last commits, never the file
+                page = db.execute("PRAGMA page_size").fetchone()[0]
+                db.execute(f"PRAGMA journal_size_limit = {min(2**20, self.max_bytes // 10)}")
+                # the log is checkpointed (and reused) past a tenth of the cap
+                db.execute(f"PRAGMA wal_autocheckpoint = {max(16, self.max_bytes // page // 10)}")
+                db.executescript(_SCHEMA)
+            else:
+                db.execute("SELECT count(*) FROM verdicts WHERE id < 0").fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+        return db
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- writing (the recorder's thread) -------------------------------------------
+    def add_many(self, rows: list[dict]) -> None:
+        """Insert verdicts in one transaction; each dict has the columns, and ``raw``
+        (bytes or None)."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for r in rows:
+                cur = db.execute(
+                    "INSERT INTO verdicts (at, user, model, source, sender, subject, label, "
+                    "log_odds, p_spam, threshold, action, digest, size, clues, has_raw) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (r["at"], r["user"], r["model"], r["source"], r["sender"], r["subject"],
+                     r["label"], r["log_odds"], r["p_spam"], r["threshold"], r["action"],
+                     r["digest"], r["size"], json.dumps(r["clues"]) if r["clues"] else None,
+                     int(r["raw"] is not None)))
+                if r["raw"] is not None:
+                    db.execute("INSERT INTO raws (id, raw) VALUES (?, ?)", (cur.lastrowid, r["raw"]))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    def size(self) -> int:
+        """Bytes the store occupies on disk: the database file and its write-ahead log."""
+        total = 0
+        for name in (self.path, f"{self.path}-wal"):
+            try:
+                total += os.stat(name).st_size
+            except FileNotFoundError:
+                pass
+        return total
+
+    def prune(self) -> int:
+        """Apply the retention days and the size cap; RETURNS the rows deleted.
+
+        The data is cut to ``PRUNE_TO`` of the cap, so that what comes in before the
+        next prune (the recorder prunes every tenth of the cap) stays under it; then the
+        freed pages are given back and the write-ahead log emptied.
+        """
+        db = self.db
+        deleted = self._delete("DELETE FROM verdicts WHERE at < ?",
+                               (self._clock() - self.days * 86400,))
+        for _ in range(40):  # a tenth at a time: at most 40 rounds however far over
+            if self._used() <= self.max_bytes * PRUNE_TO:
+                break
+            raws = db.execute("SELECT count(*) FROM raws").fetchone()[0]
+            if raws:  # the raw messages are most of the bytes: they go first
+                cut = db.execute("SELECT id FROM raws ORDER BY id LIMIT 1 OFFSET ?",
+                                 (max(0, raws // 10 - 1),)).fetchone()[0]
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("DELETE FROM raws WHERE id <= ?", (cut,))
+                db.execute("UPDATE verdicts SET has_raw = 0 WHERE has_raw AND id <= ?", (cut,))
+                db.execute("COMMIT")
+            else:
+                rows = db.execute("SELECT count(*) FROM verdicts").fetchone()[0]
+                if not rows:
+                    break
+                cut = db.execute("SELECT id FROM verdicts ORDER BY id LIMIT 1 OFFSET ?",
+                                 (max(0, rows // 10 - 1),)).fetchone()[0]
+                deleted += self._delete("DELETE FROM verdicts WHERE id <= ?", (cut,))
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # a reader's snapshot may delay it
+        return deleted
+
+    def _used(self) -> int:
+        """Bytes of the database's pages that hold data (the logical size less free pages)."""
+        page = self.db.execute("PRAGMA page_size").fetchone()[0]
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
+        return (pages - free) * page
+
+    def _delete(self, sql: str, args) -> int:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            n = db.execute(sql, args).rowcount
+            db.execute("DELETE FROM raws WHERE id NOT IN (SELECT id FROM verdicts)")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return n
+
+    # -- reading (the page) --------------------------------------------------------
+    def _where(self, user: str | None, extra: str = "", args=()) -> tuple[str, list]:
+        clauses, values = [], []
+        if user is not None:
+            clauses.append("user = ?")
+            values.append(user)
+        if extra:
+            clauses.append(extra)
+            values.extend(args)
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", values
+
+    def history(self, user: str | None, search: str = "", before_id: int | None = None,
+                limit: int = 50, queue: bool = False) -> list[Row]:
+        """Recent verdicts, newest first: ``user``'s (None: everybody's), those whose
+        sender or subject contains ``search``, older than ``before_id`` (paging);
+        ``queue``: only the review queue (a raw message kept, not taught yet)."""
+        extra, args = [], []
+        if search:
+            extra.append("(sender LIKE ? ESCAPE '\\' OR subject LIKE ? ESCAPE '\\')")
+            like = "%" + re.sub(r"([\\%_])", r"\\\1", search) + "%"
+            args += [like, like]
+        if before_id is not None:
+            extra.append("id < ?")
+            args.append(before_id)
+        if queue:
+            extra.append("has_raw AND taught IS NULL")
+        where, values = self._where(user, " AND ".join(extra), args)
+        try:
+            cur = self.db.execute(f"SELECT {_COLUMNS} FROM verdicts{where} ORDER BY id DESC "
+                                  "LIMIT ?", (*values, limit))
+            return [_row(v) for v in cur.fetchall()]
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+
+    def get(self, verdict_id: int, user: str | None) -> Row | None:
+        """One verdict, if it is ``user``'s (None: anybody's)."""
+        where, values = self._where(user, "id = ?", [verdict_id])
+        try:
+            found = self.db.execute(f"SELECT {_COLUMNS} FROM verdicts{where}", values).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+        return _row(found) if found else None
+
+    def raw(self, verdict_id: int) -> bytes | None:
+        found = self.db.execute("SELECT raw FROM raws WHERE id = ?", (verdict_id,)).fetchone()
+        return bytes(found[0]) if found else None
+
+    def mark(self, verdict_id: int, taught: str | None, before: str | None) -> None:
+        self.db.execute("UPDATE verdicts SET taught = ?, before = ? WHERE id = ?",
+                        (taught, before, verdict_id))
+
+    def counts(self, user: str | None, since: float, bucket: float) -> list[tuple[int, str, int]]:
+        """(bucket number, label, verdicts) since ``since``, buckets of ``bucket`` seconds."""
+        where, values = self._where(user, "at >= ?", [since])
+        return self.db.execute(
+            f"SELECT CAST((at - ?) / ? AS INTEGER), label, count(*) FROM verdicts{where} "
+            "GROUP BY 1, 2", (since, bucket, *values)).fetchall()
+
+    def scores(self, user: str | None, since: float, limit: int = 20000) -> list[tuple[float, float]]:
+        """(log-odds, threshold) of the latest verdicts since ``since``."""
+        where, values = self._where(user, "at >= ?", [since])
+        return self.db.execute(f"SELECT log_odds, threshold FROM verdicts{where} "
+                               "ORDER BY id DESC LIMIT ?", (*values, limit)).fetchall()
+
+    def users(self) -> list[str]:
+        return [u for (u,) in self.db.execute("SELECT DISTINCT user FROM verdicts ORDER BY user")]
+
+
+def describe(exc: BaseException, path) -> str:
+    """What is wrong with the store, and the fix, in one sentence."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return f"the verdict log {path} is locked by another program ({text}); it is retried"
+    if "full" in text or getattr(exc, "errno", None) == 28:
+        return f"the disk of the verdict log {path} is full ({text}); free space or lower --record-max-mb"
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return (f"the verdict log {path} is damaged ({text}); move it aside (the scorer "
+                "starts a new one on its next start)")
+    return f"the verdict log {path} cannot be used ({text})"
+
+
+def reason(exc: BaseException) -> str:
+    """A metrics label for why a batch of verdicts was dropped."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return "locked"
+    if "full" in text or getattr(exc, "errno", None) == 28:
+        return "full"
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return "damaged"
+    return "error"
