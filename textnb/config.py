@@ -102,8 +102,12 @@ class FilterConfig:
         _check(f.min_df >= 1, "features.min_df", f.min_df, "use 1 (no pruning) or more")
         _check(f.max_features >= 0, "features.max_features", f.max_features,
                "use 0 (no limit) or a positive number")
-        _check(m.event_model in ("multinomial", "bernoulli"), "model.event_model",
-               m.event_model, "use 'multinomial' or 'bernoulli'")
+        # The registry of event models (imported here, not at the top: configs are read
+        # where no model is built, and naive_bayes brings the evidence selection with it).
+        from .naive_bayes import EVENT_MODELS, event_model_names
+
+        _check(m.event_model in EVENT_MODELS, "model.event_model", m.event_model,
+               f"use {event_model_names()}")
         _check(m.alpha > 0, "model.alpha", m.alpha,
                "use alpha > 0 (1 is Laplace smoothing, smaller is Lidstone)")
         _check(m.max_discriminators >= 0, "model.max_discriminators", m.max_discriminators,

@@ -35,6 +35,7 @@ import numpy as np
 from .config import BOUND_CEILING, HOSTILE_MAIL_BOUNDS, FilterConfig, config_from_dict
 from .errors import ConfigError, ModelFormatError
 from .ledger import LABELS
+from .naive_bayes import EVENT_MODELS
 
 __all__ = ["BOUND_CEILING", "COUNT_LIMIT", "HOSTILE_MAIL_BOUNDS", "INFLATION_ALLOWANCE",
            "InvalidModelError", "MAX_INFLATION", "check_counts", "check_model",
@@ -171,9 +172,9 @@ def check_counts(class_count: np.ndarray, feature_count: np.ndarray, doc_freq: n
 
     - a token is in at most as many messages as there are: doc_freq <= Σ class_count;
     - each message holding a token counts it at least once: doc_freq <= ham + spam;
-    - when a token counts once per message (features.features = "binary", or a
-      Bernoulli model), its count in a class is at most the class's messages, and
-      its message count is exactly ham + spam.
+    - when a token counts once per message (features.features = "binary", or an event
+      model that reads presence only, as Bernoulli does), its count in a class is at
+      most the class's messages, and its message count is exactly ham + spam.
     """
     def fail(problem: str, field: str, column: int | None = None):
         where = f" (token {tokens[column]!r})" if column is not None and tokens is not None else ""
@@ -187,7 +188,8 @@ def check_counts(class_count: np.ndarray, feature_count: np.ndarray, doc_freq: n
         fail(f"a feature count is {feature_count[:, column].tolist()}, not a number >= 0",
              "feature_count", column)
     both = feature_count[0] + feature_count[1]
-    if config.features.features == "binary" or config.model.event_model == "bernoulli":
+    if (config.features.features == "binary"
+            or EVENT_MODELS[config.model.event_model].counts_presence):
         # Here the bounds on the class counts bound everything else: each count by its
         # class's messages, and each message count, equal to ham + spam, by all of them.
         for code, label in enumerate(LABELS):

@@ -44,7 +44,7 @@ from .evidence import strongest
 from .lazy_import import lazy_module
 from .rows import Rows
 
-__all__ = ["MultinomialNB", "BernoulliNB", "make_model"]
+__all__ = ["EVENT_MODELS", "MultinomialNB", "BernoulliNB", "event_model_names", "make_model"]
 
 # Imported when first used (scoring, a matrix fit): counting alone never needs them.
 sp = lazy_module("scipy.sparse")
@@ -70,7 +70,20 @@ class _BaseNB:
         (0 in pruned columns, so they contribute nothing); computed on first use after
         the counts change (scoring does not need it).
     class_log_prior_ : ndarray of shape (n_classes,).
+
+    Class attributes (what the rest of textnb reads of an event model: ``EVENT_MODELS``)
+    ----------------
+    event_model : str, its name in the config (``model.event_model``).
+    counts_presence : bool, whether it reads only which tokens a message holds: counting
+        and scoring see X binarised (``_presence``), and a message counts each token once
+        whatever ``features.features`` says.
+    pmml_model : str or None, the PMML element that expresses it (textnb.pmml.exchange);
+        None: it has no PMML form, and export refuses it.
     """
+
+    event_model: str
+    counts_presence: bool = False
+    pmml_model: str | None = None
 
     def __init__(self, *, alpha: float = 1.0, fit_prior: bool = True, class_prior=None,
                  n_classes: int = 2):
@@ -246,7 +259,7 @@ class _BaseNB:
     def _count(self, X, Y) -> None:
         """Add class counts and per-class feature counts (no smoothing here), touching
         only the columns the documents hold."""
-        cols, Xc = _touched_columns(X)
+        cols, Xc = _touched_columns(self._presence(X))
         self._add(Y.sum(axis=0), cols, np.asarray((sp.csr_matrix(Y.T) @ Xc).todense()))
 
     def _add(self, class_count: np.ndarray, cols: np.ndarray, feature_count: np.ndarray) -> None:
@@ -389,6 +402,11 @@ class _BaseNB:
         return baseline + combining.combine(C.data[keep], rows[keep], C.shape[0], combine)
 
     def _presence(self, X):
+        """X as the model reads it: 0/1 (any count > 0 is 1) if it reads presence only."""
+        if not self.counts_presence:
+            return X
+        X = X.copy()
+        X.data = (X.data > 0).astype(np.float64)
         return X
 
     def _check_X(self, X) -> sp.csr_matrix | Rows:
@@ -452,6 +470,9 @@ class MultinomialNB(_BaseNB):
     """Multinomial event model: term counts (or 0/1, the "Boolean multinomial")."""
 
     event_model = "multinomial"
+    # Its log-odds are linear in the counts: a logistic regression (no honest table of
+    # counts reproduces the per-term factor θ^x; textnb.pmml.exchange).
+    pmml_model = "RegressionModel"
 
     def _column_log_probs(self, cols) -> tuple[np.ndarray]:
         # log θ_cj = log(N_cj + α) - log(N_c + α n), N_c and n over the kept columns
@@ -462,7 +483,7 @@ class MultinomialNB(_BaseNB):
         return (flp,)
 
     def _joint_log_likelihood(self, X) -> np.ndarray:
-        cols, Xc = _touched_columns(X)
+        cols, Xc = _touched_columns(self._presence(X))
         (flp,) = self._column_log_probs(cols)
         return np.asarray(Xc @ flp.T) + self.class_log_prior_
 
@@ -475,7 +496,7 @@ class MultinomialNB(_BaseNB):
 class BernoulliNB(_BaseNB):
     """Multivariate Bernoulli event model: presence and absence of each term.
 
-    X is binarised (any count > 0 is 1) when counting and when scoring.
+    X is binarised (any count > 0 is 1) when counting and when scoring (``counts_presence``).
     Absence is modelled without densifying 1 - X:
     Σ_j (1 - b_j) log(1 - p_cj) = Σ_j log(1 - p_cj) - b · log(1 - p_c).
     The first sum runs over every kept term and changes with every learned document
@@ -484,13 +505,12 @@ class BernoulliNB(_BaseNB):
     """
 
     event_model = "bernoulli"
+    counts_presence = True
+    pmml_model = "NaiveBayesModel"
 
     @property
     def neg_log_prob_(self) -> np.ndarray:
         return self._full_log_probs()[1]
-
-    def _count(self, X, Y) -> None:
-        super()._count(self._presence(X), Y)
 
     def _column_log_probs(self, cols) -> tuple[np.ndarray, np.ndarray]:
         alpha = self.alpha
@@ -517,11 +537,6 @@ class BernoulliNB(_BaseNB):
         jll = np.asarray(Xc @ (flp - neg).T)
         return jll + self._absent_log_prob() + self.class_log_prior_
 
-    def _presence(self, X):
-        X = X.copy()
-        X.data = (X.data > 0).astype(np.float64)
-        return X
-
     def _token_weights(self, cols) -> tuple[np.ndarray, float]:
         # A present token swaps its absence term for its presence term.
         flp, neg = self._column_log_probs(cols)
@@ -529,11 +544,20 @@ class BernoulliNB(_BaseNB):
         return (flp[1] - neg[1]) - (flp[0] - neg[0]), float(absent[1] - absent[0])
 
 
+# The event models by name: the config checks ``model.event_model`` against it, the
+# filter builds its model from it, tune searches over it, and the model checks and the
+# PMML export read its classes' attributes. A third event model is one class and one entry.
+EVENT_MODELS: dict[str, type[_BaseNB]] = {cls.event_model: cls
+                                          for cls in (MultinomialNB, BernoulliNB)}
+
+
+def event_model_names() -> str:
+    """The registered names, for messages: "'multinomial' or 'bernoulli'"."""
+    return " or ".join(f"'{name}'" for name in EVENT_MODELS)
+
+
 def make_model(event_model: str, **params) -> _BaseNB:
     """The model class for a config's ``event_model`` name."""
-    classes = {"multinomial": MultinomialNB, "bernoulli": BernoulliNB}
-    try:
-        return classes[event_model](**params)
-    except KeyError:
-        raise ValueError(f"unknown event model {event_model!r}; use 'multinomial' or "
-                         "'bernoulli'") from None
+    if event_model not in EVENT_MODELS:
+        raise ValueError(f"unknown event model {event_model!r}; use {event_model_names()}")
+    return EVENT_MODELS[event_model](**params)

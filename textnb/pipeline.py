@@ -253,9 +253,9 @@ class SpamFilter:
 
     @property
     def counts_presence(self) -> bool:
-        """Whether a message counts a token once (binary features, or the Bernoulli
-        model, which counts documents), not once per occurrence."""
-        return self._binary_features or self.config.model.event_model == "bernoulli"
+        """Whether a message counts a token once (binary features, or an event model that
+        reads presence only, as Bernoulli counts documents), not once per occurrence."""
+        return self._binary_features or self.model.counts_presence
 
     # -- training ----------------------------------------------------------------
     def fit(self, messages: Iterable[RawMessage], progress: Callable[[int], None] | None = None

@@ -35,6 +35,7 @@ from .errors import EmptyTrainingSetError
 from .evaluate import chronological_folds, fit_rows, out_of_fold_log_odds, stratified_folds
 from .evidence import RankedEvidence
 from .labels import LABEL_CODES
+from .naive_bayes import EVENT_MODELS
 from .pipeline import BATCH_SIZE, SpamFilter
 from .vectorize import binarize
 
@@ -58,8 +59,10 @@ DEFAULT_COST_RATIOS = metrics.ANDROUTSOPOULOS_LAMBDAS
 
 # What `--search` tries: 4 alphas x 3 event models, and for each 5 evidence sizes x 3
 # pair caps (the caps only when the tokenizer makes word pairs) x 2 evidence modes
-# (the k strongest, or k/2 on each side) = 300 distinct settings, 108 without pairs. Bernoulli reads presence only, so Bernoulli with tf is the same model
-# as Bernoulli with binary features and is not tried twice. k and the cap only change
+# (the k strongest, or k/2 on each side) = 300 distinct settings, 108 without pairs. The
+# 3 event models are each registered event model (textnb.naive_bayes.EVENT_MODELS) with
+# binary and tf features, except that one reading presence only (Bernoulli) is the same
+# model with either, so it is tried with binary features only. k and the cap only change
 # which of a message's contributions are summed, so each fold fits 12 models, not 156
 # (`search`): 74 s on SpamAssassin's 4,814 training messages and 149 s on Enron's
 # 13,260 (bench/tune_costs.py --search, 2 shared CPUs), where the 48 settings of the
@@ -69,7 +72,8 @@ SEARCH_GRID = {
     "max_discriminators": (0, 10, 15, 20, 30),
     "max_pair_discriminators": (2, 4, 8),
     "evidence": ("strongest", "each-side"),
-    "model": (("multinomial", "binary"), ("multinomial", "tf"), ("bernoulli", "binary")),
+    "model": tuple((name, features) for name, cls in EVENT_MODELS.items()
+                   for features in (("binary",) if cls.counts_presence else ("binary", "tf"))),
 }
 
 

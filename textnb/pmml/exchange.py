@@ -60,9 +60,11 @@ from ..errors import NotFittedError, PMMLError
 from ..evidence import selection_text
 from ..labels import LABELS
 from ..model_checks import check_model, loads_json, model_config
+from ..naive_bayes import EVENT_MODELS
 from ..pipeline import SpamFilter
 
-__all__ = ["export_pmml", "import_pmml", "with_max_features", "field_name", "token_of"]
+__all__ = ["export_pmml", "import_pmml", "pmml_model", "with_max_features", "field_name",
+           "token_of"]
 
 PMML_NS = "http://www.dmg.org/PMML-4_4"
 FORMAT_NAME = "textnb-pmml"
@@ -115,12 +117,27 @@ def with_max_features(spam_filter: SpamFilter, max_features: int) -> SpamFilter:
     return pruned
 
 
+def pmml_model(event_model: str) -> str:
+    """The PMML element that holds a model of ``event_model``: its class's ``pmml_model``
+    (textnb.naive_bayes.EVENT_MODELS), 'NaiveBayesModel' or 'RegressionModel' (module
+    docstring). PMMLError for an event model that has neither."""
+    form = EVENT_MODELS[event_model].pmml_model
+    if form not in ("NaiveBayesModel", "RegressionModel"):
+        expressible = " and ".join(name for name, cls in EVENT_MODELS.items()
+                                   if cls.pmml_model in ("NaiveBayesModel", "RegressionModel"))
+        raise PMMLError(f"a {event_model} model has no PMML form textnb can write (it exports "
+                        f"{expressible} models); keep the model file, or train one of those "
+                        "(model.event_model) to export")
+    return form
+
+
 def export_pmml(spam_filter: SpamFilter) -> bytes:
     """The PMML 4.4 document (UTF-8 bytes) of a trained filter."""
     model = spam_filter.model
     if not hasattr(model, "class_count_"):
         raise NotFittedError("the filter is not trained; nothing to export")
     model._check_fitted()
+    tables = pmml_model(model.event_model) == "NaiveBayesModel"  # else a regression
     kept = np.flatnonzero(model.feature_mask_)
     if kept.size == 0:
         raise PMMLError("the model keeps no terms (all pruned); lower features.min_df")
@@ -136,8 +153,7 @@ def export_pmml(spam_filter: SpamFilter) -> bytes:
         numeric_names = [_unique(f"textnb:{n}", taken) for n in numeric_params["features"]]
     target = _unique("class", taken)
     outputs = [_unique(f"probability({c})", taken) for c in CLASSES]
-    bernoulli = model.event_model == "bernoulli"
-    meta = _meta(spam_filter, kept, bernoulli, numeric_names)
+    meta = _meta(spam_filter, kept, tables, numeric_names)
 
     out: list[str] = ['<?xml version="1.0" encoding="UTF-8"?>\n',
                       f'<PMML xmlns="{PMML_NS}" version="4.4">\n',
@@ -146,7 +162,7 @@ def export_pmml(spam_filter: SpamFilter) -> bytes:
                       f'<DataDictionary numberOfFields="{len(names) + len(numeric_names) + 1}">\n',
                       f'<DataField name={quoteattr(target)} optype="categorical" dataType="string">'
                       + "".join(f'<Value value="{c}"/>' for c in CLASSES) + "</DataField>\n"]
-    term_type = ('optype="categorical" dataType="integer"' if bernoulli
+    term_type = ('optype="categorical" dataType="integer"' if tables
                  else 'optype="continuous" dataType="double"')
     out.extend(f"<DataField name={quoteattr(n)} {term_type}/>\n" for n in names)
     out.extend(f'<DataField name={quoteattr(n)} optype="continuous" dataType="double"/>\n'
@@ -164,7 +180,7 @@ def export_pmml(spam_filter: SpamFilter) -> bytes:
               + ["</Output>\n"])
     algorithm = (f"textnb {model.event_model} naive Bayes, Lidstone alpha={model.alpha!r}"
                  + (f", {numeric_params['kind']} numeric features" if numeric_names else ""))
-    if bernoulli:
+    if tables:
         out.append(f'<NaiveBayesModel modelName="textnb" functionName="classification" '
                    f'algorithmName={quoteattr(algorithm)} threshold="{THRESHOLD!r}">\n')
         out.append(extension)
@@ -197,13 +213,15 @@ def export_pmml(spam_filter: SpamFilter) -> bytes:
     return "".join(out).encode("utf-8")
 
 
-def _meta(spam_filter: SpamFilter, kept: np.ndarray, bernoulli: bool, numeric_names) -> dict:
+def _meta(spam_filter: SpamFilter, kept: np.ndarray, tables: bool, numeric_names) -> dict:
+    """textnb's Extension; ``tables``: the document is a NaiveBayesModel (its PairCounts
+    hold the counts), else a RegressionModel."""
     model = spam_filter.model
     meta = {**store.description(spam_filter, FORMAT_NAME, FORMAT_VERSION),
             "class_count": model.class_count_.tolist()}
-    if not bernoulli:  # the regression holds logs of ratios; the counts go here
+    if not tables:  # the regression holds logs of ratios; the counts go here
         meta["feature_count"] = model.feature_count_[:, kept].tolist()
-    if not bernoulli and spam_filter.config.features.features == "tf":
+    if not tables and spam_filter.config.features.features == "tf":
         meta["doc_freq"] = spam_filter.doc_freq_[kept].tolist()  # not the counts' sum
     if numeric_names:
         from ..numeric import to_json
@@ -303,7 +321,7 @@ def export_file(model_path: Path, out: Path, max_features: int = 0) -> dict:
         notes.append(f"pruned to the {max_features:,} most frequent terms: the scores are "
                      f"those of this model with features.max_features = {max_features}")
     return {"pmml": str(out), "model": str(model_path), "event_model": m.event_model,
-            "pmml_model": "NaiveBayesModel" if m.event_model == "bernoulli" else "RegressionModel",
+            "pmml_model": pmml_model(m.event_model),
             "terms": int(m.feature_mask_.sum()), "size_bytes": len(data),
             "seconds": round(time.perf_counter() - start, 3), "notes": notes}
 
@@ -345,12 +363,12 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PMMLError(f"'{name}': textnb's Extension is damaged ({exc})") from None
     m = config.model
-    bernoulli = m.event_model == "bernoulli"
-    if bernoulli != (doc["kind"] == "NaiveBayesModel"):
+    tables = pmml_model(m.event_model) == "NaiveBayesModel"
+    if tables != (doc["kind"] == "NaiveBayesModel"):
         raise PMMLError(f"'{name}': a {doc['kind']} cannot hold a {m.event_model} model")
     terms = doc["terms"]
     n = len(terms)
-    if bernoulli:
+    if tables:
         present = np.array([doc["pairs"][t]["1"] for t in terms]).T.reshape(2, n)
         absent = np.array([doc["pairs"][t]["0"] for t in terms]).T.reshape(2, n)
         counts = present - m.alpha
@@ -379,7 +397,7 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
 
         spam_filter.numeric = from_json(meta["numeric"])
     check_model(spam_filter, where)  # before the coefficients: logs of bad counts say less
-    if not bernoulli:
+    if not tables:
         model = spam_filter.model
         weights = model.feature_log_prob_[1] - model.feature_log_prob_[0]
         stored = np.array([doc["coefficients"][t] for t in terms])
