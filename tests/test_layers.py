@@ -1,15 +1,17 @@
 """textnb's own modules import one another without a circle.
 
 The graph is drawn from the source with ``ast``: every ``import`` and ``from ... import`` a
-module runs when it is loaded (at module level, including under ``if``/``try``). Two kinds
-are left out on purpose: imports inside functions and methods, which are how a module stays
-lazy (a heavy dependency, or a module reached only at run time) and run after both modules
-are loaded; and those under ``if TYPE_CHECKING:``, which never run. An edge goes to the deepest textnb module the import names, so
-``from textnb.engines import dask`` is an edge to ``textnb.engines.dask``, and
-``from textnb import errors`` to ``textnb.errors``; a package's ``__init__`` counts as a
-module of its own, and importing a module imports the packages around it first, so
-``from textnb.engines.workers import ...`` is an edge to ``textnb.engines`` too (unless
-the importer is inside that package).
+module runs when it is loaded (at module level, including under ``if``/``try``). Left out:
+those under ``if TYPE_CHECKING:``, which never run, and, in the first test, imports inside
+functions and methods, which are how a module stays lazy (a heavy dependency, or a module
+reached only at run time) and run after both modules are loaded. The second test counts
+those too, each as an edge to the module it names only.
+
+An edge goes to the deepest textnb module the import names, so ``from textnb.engines
+import dask`` is an edge to ``textnb.engines.dask``, and ``from textnb import errors`` to
+``textnb.errors``; a package's ``__init__`` counts as a module of its own, and importing a
+module imports the packages around it first, so ``from textnb.engines.workers import ...``
+is an edge to ``textnb.engines`` too (unless the importer is inside that package).
 """
 
 import ast
