@@ -330,6 +330,22 @@ def test_the_everyday_loop_drag_a_message_to_junk_and_retrain(tmp_path):
     assert store.load(model).n_learned == {"spam": 41, "ham": 59}
 
 
+def test_the_python_api_reads_a_maildir_as_the_cli_does(tmp_path):
+    root = _maildir(tmp_path / "Maildir", HAM_FILES)
+    _maildir(root / ".Bulk", SPAM_FILES)
+    report = commands.retrain(tmp_path / "api.tnb", maildir=root, spam_folders=["Bulk"])
+    assert report["learned"] == {"spam": 40, "ham": 60}
+    cli = runner.invoke(app, ["retrain", "--model", str(tmp_path / "cli.tnb"), "--maildir",
+                              str(root), "--spam-folder", "Bulk"])
+    assert cli.exit_code == 0, cli.output
+    api, by_cli = (store.load(tmp_path / name) for name in ("api.tnb", "cli.tnb"))
+    for name, array in api.ledger.to_arrays().items():
+        np.testing.assert_array_equal(array, by_cli.ledger.to_arrays()[name], err_msg=name)
+    np.testing.assert_array_equal(api.model.feature_count_, by_cli.model.feature_count_)
+    with pytest.raises(ValueError, match="give maildir too"):
+        commands.retrain(tmp_path / "api.tnb", spam_folders=["Bulk"])
+
+
 # -- the command line ---------------------------------------------------------------------
 
 

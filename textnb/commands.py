@@ -94,11 +94,28 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
 def retrain(model_path: Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
             index: Sequence[str] = (), tsv: Sequence[str] = (), regime: str = "all",
             margin: float | None = None, progress: Callable[[int], None] | None = None,
-            lock_timeout: float | None = None, jobs: int | None = 1, engine=None
-            ) -> dict[str, Any]:
-    """``textnb.retrain.retrain`` (locked, atomic, through the ledger) on an engine."""
+            lock_timeout: float | None = None, jobs: int | None = 1, engine=None,
+            maildir: str | Path | None = None, spam_folders: Sequence[str] = (),
+            ham_folders: Sequence[str] = ()) -> dict[str, Any]:
+    """``textnb.retrain.retrain`` (locked, atomic, through the ledger) on an engine.
+
+    maildir (str | Path | None): a mail store (``~/Maildir``) whose spam folder and inbox
+        are learned besides ``spam`` and ``ham``; ``spam_folders`` and ``ham_folders`` name
+        its folders (default: the first spam folder found, and INBOX;
+        ``textnb.layouts.maildir_sources``).
+    """
     from .retrain import DEFAULT_MARGIN
     from .retrain import retrain as retrain_model
+
+    if maildir is not None:
+        from .layouts import maildir_sources
+
+        spam_dirs, ham_dirs = maildir_sources(maildir, list(spam_folders), list(ham_folders))
+        spam = [*spam, *map(str, spam_dirs)]
+        ham = [*ham, *map(str, ham_dirs)]
+    elif spam_folders or ham_folders:
+        raise ValueError("spam_folders and ham_folders name folders of a maildir; give "
+                         "maildir too")
 
     return retrain_model(model_path, spam, ham, index, tsv, regime,
                          DEFAULT_MARGIN if margin is None else margin, progress,

@@ -58,22 +58,18 @@ def retrain_cli(
     was read); with --strict the first one stops the run (exit 1) and the model stays.
     """
     from .. import commands
-    from ..layouts import maildir_sources
 
     with operator_errors(), skipping_unreadable(strict) as skipped:
-        spam, ham = list(spam or []), list(ham or [])
-        if maildir is not None:
-            spam_dirs, ham_dirs = maildir_sources(maildir, spam_folder or [], ham_folder or [])
-            spam += [str(p) for p in spam_dirs]
-            ham += [str(p) for p in ham_dirs]
-        elif spam_folder or ham_folder:
+        if maildir is None and (spam_folder or ham_folder):
             raise typer.BadParameter("--spam-folder and --ham-folder name folders of a "
                                      "--maildir; give --maildir DIR too", param_hint="--maildir")
         chosen = pick_engine(engine, scheduler, jobs)
         progress = Progress("read")
         try:
-            result = commands.retrain(model_path(model), spam, ham, index or [], tsv or [],
-                                      regime, margin, progress, lock_timeout=wait, engine=chosen)
+            result = commands.retrain(model_path(model), spam or [], ham or [], index or [],
+                                      tsv or [], regime, margin, progress, lock_timeout=wait,
+                                      engine=chosen, maildir=maildir,
+                                      spam_folders=spam_folder or [], ham_folders=ham_folder or [])
         finally:
             progress.close()
     nothing_done(skipped, result["read"])
