@@ -90,7 +90,7 @@ class Snapshot:
         return cls(len(spam_filter.vocabulary),
                    model.class_count_.copy() if fitted else np.zeros(2),
                    model.feature_count_.copy() if fitted else np.zeros((2, 0)),
-                   spam_filter.doc_freq_.copy(), dict(ledger._entries),
+                   spam_filter.doc_freq_.copy(), dict(ledger.entries()),
                    ledger.born.copy(), ledger.last.copy())
 
 
@@ -117,7 +117,7 @@ def diff(before: Snapshot, spam_filter) -> dict:
     k = ledger.born.shape[0]
     moved = np.flatnonzero((ledger.born[:b0] != before.born) | (ledger.last[:b0] != before.last))
     history = np.concatenate([moved, np.arange(b0, k)])
-    after = ledger._entries
+    after = ledger.entries()
     return {
         "n_columns": n0,
         "n_columns_after": n1,

@@ -181,10 +181,7 @@ def snapshot_bytes(spam_filter):
     lock while learning goes on.
     """
     model = spam_filter.model
-    ledger = copy.copy(spam_filter.ledger)
-    ledger._entries = dict(spam_filter.ledger._entries)
-    # The column history too: learning writes into its buffers in place (Ledger.cover).
-    ledger.born, ledger.last = spam_filter.ledger.born.copy(), spam_filter.ledger.last.copy()
+    ledger = spam_filter.ledger.copy()  # entries and column history: learning goes on
     frozen = types.SimpleNamespace(
         model=types.SimpleNamespace(class_count_=model.class_count_.copy(),
                                     feature_count_=model.feature_count_.copy()),

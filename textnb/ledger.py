@@ -36,8 +36,10 @@ learned, the feedback loop SpamAssassin's Bayes avoids the same way.
 
 from __future__ import annotations
 
+import copy
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
@@ -220,6 +222,19 @@ class Ledger:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def entries(self) -> Mapping[bytes, tuple[int, int, int]]:
+        """digest -> (label code, tokens hash, serial) of every message, read-only and
+        live (``textnb.delta`` compares two states of it)."""
+        return MappingProxyType(self._entries)
+
+    def copy(self) -> "Ledger":
+        """A copy that learning in this one leaves as it is: the entries and the column
+        history are copied (``cover`` writes into the history's buffers in place)."""
+        other = copy.copy(self)
+        other._entries = dict(self._entries)
+        other.born, other.last = self.born.copy(), self.last.copy()
+        return other
 
     def __contains__(self, digest: bytes) -> bool:
         return digest in self._entries
