@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from textnb.config import FeatureConfig, FilterConfig, ModelConfig
-from textnb.evidence import pair_columns
+from textnb.evidence import header_columns, pair_columns
 from textnb.evaluate import chronological_folds, out_of_fold_log_odds, stratified_folds
 from textnb.pipeline import SpamFilter
 from textnb.sources import iter_index
@@ -39,7 +39,8 @@ def test_out_of_fold_scores_equal_filters_trained_per_fold(sample_index, event_m
     X = vocabulary.transform(tokens, grow=True)
     folds = stratified_folds(y, 4)
     oof = out_of_fold_log_odds(X, y, cfg.model, cfg.features, folds,
-                               pair_columns(vocabulary.tokens_))
+                               pair_columns(vocabulary.tokens_),
+                               header_columns(vocabulary.tokens_))
     for test in folds:
         train = np.setdiff1d(np.arange(len(y)), test)
         fold_filter = SpamFilter(cfg)

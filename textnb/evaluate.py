@@ -63,8 +63,15 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
 
     pair_columns, header_columns: which columns of X are word pairs and which come from
         header fields (:func:`textnb.evidence.pair_columns`, ``header_columns``); None
-        when the tokens hold none.
+        for pairs when the tokens hold none. header_columns is required when the
+        selection keeps places for header clues: without it the scores would silently
+        be another configuration's.
     """
+    if (header_columns is None and model_cfg.header_places and model_cfg.max_discriminators
+            and model_cfg.evidence == "each-side"):
+        raise ValueError(f"model.header_places={model_cfg.header_places} keeps places for "
+                         "header clues: pass header_columns "
+                         "(textnb.evidence.header_columns(tokens))")
     return model.selected_log_odds(X, model_cfg.max_discriminators, pair_columns,
                                    model_cfg.max_pair_discriminators,
                                    model_cfg.evidence == "each-side", model_cfg.min_strength,
