@@ -1,0 +1,100 @@
+"""textnb web and textnb web-user: the review page (pip install 'textnb[web]') and its logins."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ._util import app, operator_errors
+
+WEB_EXTRA = "the review page needs its libraries: pip install 'textnb[web]'"
+
+
+def _default_users() -> Path:
+    return Path.home() / ".local" / "share" / "textnb" / "web-users.json"
+
+
+# fmt: off
+UsersOpt = typer.Option(None, "--users", help="The logins file (argon2 hashes, mode 0600). Default: ~/.local/share/textnb/web-users.json.")
+
+
+@app.command("web")
+def web_cli(
+    record: Path = typer.Option(..., "--record", help="The verdict log 'textnb serve --record' writes."),
+    users: Optional[Path] = UsersOpt,
+    scorer: Optional[str] = typer.Option(None, "--scorer", help="The scorer to teach through: its socket path or HOST:PORT. Default: $TEXTNB_SOCKET or ~/.local/share/textnb/scorer.sock."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; loopback only unless --allow-remote (put a TLS reverse proxy in front: docs/review-page.md)."),
+    port: int = typer.Option(8025, "--port", help="Port to listen on."),
+    allow_remote: bool = typer.Option(False, "--allow-remote", help="Permit a non-loopback --host."),
+    secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Mark the session cookie Secure (when a TLS proxy serves the page)."),
+):
+    # fmt: on
+    """Serve the review page: history, review queue with one-click teaching, statistics."""
+    from ..client import default_socket, parse_address
+
+    try:
+        import uvicorn
+
+        from ..review.web import make_app
+    except ImportError as exc:
+        raise typer.BadParameter(f"{WEB_EXTRA} ({exc})", param_hint="textnb web") from None
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not (loopback or allow_remote):
+        raise typer.BadParameter(f"{host!r} is not a loopback address; pass --allow-remote "
+                                 "(and serve it behind TLS)", param_hint="--host")
+    if not record.exists():
+        raise typer.BadParameter(f"{record} does not exist; start 'textnb serve --record "
+                                 f"{record}' first", param_hint="--record")
+    address = parse_address(scorer) if scorer else default_socket()
+    with operator_errors():
+        application = make_app(record, users or _default_users(), address,
+                               secure_cookies=secure_cookies)
+    typer.echo(f"textnb web: http://{host}:{port}/ (verdicts {record}, teaching through "
+               f"{address})", err=True)
+    uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)
+
+
+# fmt: off
+@app.command("web-user")
+def web_user_cli(
+    action: str = typer.Argument(..., help="add, remove or list."),
+    name: Optional[str] = typer.Argument(None, help="The login: the user name the scorer records (textnb-client --user; the scorer's OS user for one model)."),
+    users: Optional[Path] = UsersOpt,
+    admin: bool = typer.Option(False, "--admin", help="With add: this login sees and teaches every user's mail."),
+    password_stdin: bool = typer.Option(False, "--password-stdin", help="With add: read the password from the first line of stdin instead of asking."),
+):
+    # fmt: on
+    """Add, remove or list the review page's logins (argon2 hashes in a 0600 file)."""
+    import sys
+
+    try:
+        from ..review.accounts import Accounts
+    except ImportError as exc:
+        raise typer.BadParameter(f"{WEB_EXTRA} ({exc})", param_hint="textnb web-user") from None
+    if action not in ("add", "remove", "list"):
+        raise typer.BadParameter(f"{action!r}: use add, remove or list", param_hint="ACTION")
+    if action != "list" and not name:
+        raise typer.BadParameter(f"'{action}' needs a NAME", param_hint="NAME")
+    with operator_errors():
+        accounts = Accounts(users or _default_users())
+        if action == "list":
+            for login, is_admin in accounts.list():
+                typer.echo(f"{login}{' (admin)' if is_admin else ''}")
+        elif action == "remove":
+            accounts.remove(name)
+            typer.echo(f"removed {name}", err=True)
+        else:
+            if password_stdin:
+                password = sys.stdin.readline().rstrip("\r\n")
+            else:
+                password = typer.prompt(f"password for {name}", hide_input=True,
+                                        confirmation_prompt=True)
+            accounts.add(name, password, admin=admin)
+            typer.echo(f"{name} can log in{' (admin)' if admin else ''} ({accounts.path})",
+                       err=True)

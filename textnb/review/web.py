@@ -1,0 +1,451 @@
+"""``textnb web``: the review page (history, review queue, statistics) as a Starlette app.
+
+What each request may do, in one place (docs/review-page.md#security has the why):
+
+- **Who.** Every page but /login needs a session: a random token in a cookie
+  (HttpOnly, SameSite=Strict, Secure with ``secure_cookies``) naming a server-side
+  session, which ends after ``SESSION_SECONDS`` or at logout (and at a restart).
+  Passwords are checked against the argon2 hashes of :mod:`textnb.review.accounts`;
+  after ``MAX_FAILURES`` failed logins in ``FAILURE_WINDOW`` seconds for one name or
+  from one address, further tries are refused (429) until the window passes.
+- **Whose.** A user sees only the verdicts recorded for their name; a message id that
+  is not theirs is answered exactly as one that does not exist (404). An admin sees
+  every user's.
+- **Changes.** Every POST carries the session's CSRF token (the login form a token of
+  its own, double-submitted in a cookie); without it: 403. Teaching goes through the
+  scorer (:mod:`textnb.review.teach`).
+- **Mail is inert.** A message is shown as text only (textnb.mail's decoded parts; HTML
+  as its visible text), escaped by Jinja2's autoescape; no link, image or style of the
+  message reaches the browser. Every response has a Content-Security-Policy that
+  allows only this site's stylesheet and forms, no script at all, and no frames.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import time
+from collections import deque
+from datetime import datetime, timezone
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from . import charts
+from .accounts import Accounts
+from .store import StoreError, VerdictStore
+from .teach import ACTIONS, TeachError, teach
+
+__all__ = ["make_app"]
+
+# A session lasts this long from login (a work day), and this many exist at once at
+# most (the oldest goes first): each is a few hundred bytes.
+SESSION_SECONDS = 12 * 3600
+MAX_SESSIONS = 10_000
+# Failed logins allowed per name and per client address in the window. argon2's check
+# already costs ~50 ms; five tries per five minutes makes guessing a password of a
+# million candidates take ten years.
+MAX_FAILURES = 5
+FAILURE_WINDOW = 300.0
+PAGE_ROWS = 50
+# The most of a message's text a page shows.
+MAX_BODY_CHARS = 100_000
+HEADERS = {
+    "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; "
+                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+COOKIE = "textnb_session"
+LOGIN_COOKIE = "textnb_login"
+_HERE = Path(__file__).resolve().parent
+
+
+class _SecurityHeaders:
+    """ASGI middleware: HEADERS on every response, whatever made it."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in HEADERS.items():
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class _Sessions:
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._by_token: dict[str, dict] = {}
+
+    def new(self, user: dict) -> tuple[str, dict]:
+        token = secrets.token_urlsafe(32)
+        session = {**user, "csrf": secrets.token_urlsafe(32),
+                   "expires": self._clock() + SESSION_SECONDS}
+        with self._lock:
+            while len(self._by_token) >= MAX_SESSIONS:
+                self._by_token.pop(next(iter(self._by_token)))
+            self._by_token[token] = session
+        return token, session
+
+    def get(self, token: str | None) -> dict | None:
+        if not token:
+            return None
+        with self._lock:
+            session = self._by_token.get(token)
+            if session is not None and session["expires"] < self._clock():
+                del self._by_token[token]
+                return None
+            return session
+
+    def end(self, token: str | None) -> None:
+        with self._lock:
+            self._by_token.pop(token or "", None)
+
+
+class _Throttle:
+    """Failed logins per key (a name, an address) within FAILURE_WINDOW."""
+
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._failures: dict[str, deque] = {}
+
+    def wait(self, *keys: str) -> float:
+        """Seconds until a login may be tried for these keys (0: now)."""
+        now = self._clock()
+        with self._lock:
+            longest = 0.0
+            for key in keys:
+                times = self._failures.get(key)
+                while times and times[0] < now - FAILURE_WINDOW:
+                    times.popleft()
+                if times is not None and not times:
+                    del self._failures[key]
+                elif times is not None and len(times) >= MAX_FAILURES:
+                    longest = max(longest, times[0] + FAILURE_WINDOW - now)
+            return longest
+
+    def failed(self, *keys: str) -> None:
+        with self._lock:
+            if len(self._failures) > 100_000:  # a flood of made-up names: start afresh
+                self._failures.clear()
+            for key in keys:
+                self._failures.setdefault(key, deque()).append(self._clock())
+
+    def clear(self, key: str) -> None:
+        with self._lock:
+            self._failures.pop(key, None)
+
+
+def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = False,
+             learn=None, ping=None, days: float = 30.0, max_mb: int = 200):
+    """The review page's ASGI app.
+
+    db_path (Path): the verdict log ``textnb serve --record`` writes.
+    users_path (Path): the users file (``textnb web-user``).
+    scorer_address (str | tuple): the scorer to teach through (its socket or TCP port).
+    secure_cookies (bool): mark cookies Secure (behind a TLS reverse proxy).
+    learn, ping: stand-ins for textnb.client.learn_remote / ping (tests).
+    """
+    from ..client import learn_remote, ping as ping_remote
+
+    if learn is None:
+        def learn(raw, label, user):
+            return learn_remote(scorer_address, raw, label, user=user)
+    if ping is None:
+        def ping(user):
+            return ping_remote(scorer_address, timeout=2.0, user=user)
+
+    accounts = Accounts(users_path)
+    sessions, throttle = _Sessions(), _Throttle()
+    local = threading.local()
+    env = Environment(loader=FileSystemLoader(str(_HERE / "templates")),
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env.filters["when"] = lambda at: datetime.fromtimestamp(at, timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S")
+    css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
+
+    def verdicts() -> VerdictStore:
+        store = getattr(local, "store", None)
+        if store is None:
+            store = local.store = VerdictStore(db_path, days, max_mb * 2**20)
+        return store
+
+    def page(request, name: str, session, status: int = 200, **context) -> HTMLResponse:
+        body = env.get_template(name).render(session=session, path=request.url.path,
+                                             **context)
+        return HTMLResponse(body, status_code=status)
+
+    def current(request: Request) -> dict | None:
+        return sessions.get(request.cookies.get(COOKIE))
+
+    def scope_user(session, request) -> str | None:
+        """Whose verdicts: the user's own; an admin's choice (None: everybody's)."""
+        if not session["admin"]:
+            return session["name"]
+        return request.query_params.get("user") or None
+
+    async def checked_form(request: Request, session: dict):
+        form = await request.form()
+        token = form.get("csrf", "")
+        if not (isinstance(token, str) and hmac.compare_digest(token, session["csrf"])):
+            return None
+        return form
+
+    def store_failed(request, session, exc) -> HTMLResponse:
+        return page(request, "error.html", session, 503, message=str(exc))
+
+    def to_login() -> RedirectResponse:
+        return RedirectResponse("/login", status_code=303)
+
+    def set_cookie(response, name, value, max_age):
+        response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="strict",
+                            secure=secure_cookies, path="/")
+
+    # -- login ------------------------------------------------------------------------
+    async def login_form(request: Request):
+        token = secrets.token_urlsafe(32)
+        response = page(request, "login.html", None, csrf=token,
+                        error=request.query_params.get("error", "")[:100])
+        set_cookie(response, LOGIN_COOKIE, token, 600)
+        return response
+
+    async def login(request: Request):
+        form = await request.form()
+        token, cookie = form.get("csrf", ""), request.cookies.get(LOGIN_COOKIE, "")
+        if not (cookie and isinstance(token, str) and hmac.compare_digest(token, cookie)):
+            return HTMLResponse("refused: the form's CSRF token is missing or stale; reload "
+                                "the login page", status_code=403)
+        name, password = str(form.get("name", ""))[:64], str(form.get("password", ""))[:1024]
+        client = request.client.host if request.client else "-"
+        wait = throttle.wait("name:" + name, "addr:" + client)
+        if wait:
+            return HTMLResponse(f"too many failed logins; try again in {wait:.0f} s",
+                                status_code=429)
+        user = await run_in_threadpool(accounts.verify, name, password)
+        if user is None:
+            throttle.failed("name:" + name, "addr:" + client)
+            return RedirectResponse("/login?error=wrong+name+or+password", status_code=303)
+        throttle.clear("name:" + name)
+        session_token, _ = sessions.new(user)
+        response = RedirectResponse("/history", status_code=303)
+        set_cookie(response, COOKIE, session_token, SESSION_SECONDS)
+        response.delete_cookie(LOGIN_COOKIE, path="/")
+        return response
+
+    async def logout(request: Request):
+        session = current(request)
+        if session is None:
+            return to_login()
+        if await checked_form(request, session) is None:
+            return HTMLResponse("refused: CSRF token missing", status_code=403)
+        sessions.end(request.cookies.get(COOKIE))
+        response = to_login()
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    # -- pages -------------------------------------------------------------------------
+    async def home(request: Request):
+        return RedirectResponse("/history" if current(request) else "/login", status_code=303)
+
+    async def history(request: Request, queue: bool = False):
+        session = current(request)
+        if session is None:
+            return to_login()
+        search = request.query_params.get("q", "")[:200]
+        try:
+            before = int(request.query_params.get("before", "")) or None
+        except ValueError:
+            before = None
+        user = scope_user(session, request)
+        try:
+            rows = await run_in_threadpool(verdicts().history, user, search, before,
+                                           PAGE_ROWS + 1, queue)
+            taught = [] if not queue else await run_in_threadpool(_recently_taught, verdicts(), user)
+        except StoreError as exc:
+            return store_failed(request, session, exc)
+        more = len(rows) > PAGE_ROWS
+        rows = rows[:PAGE_ROWS]
+        return page(request, "review.html" if queue else "history.html", session, rows=rows,
+                    search=search, more=more, next_before=rows[-1].id if rows else None,
+                    user=user, taught=taught, notice=request.query_params.get("notice", "")[:300])
+
+    async def review(request: Request):
+        return await history(request, queue=True)
+
+    async def message(request: Request):
+        session = current(request)
+        if session is None:
+            return to_login()
+        row = await run_in_threadpool(_own_row, verdicts(), request, session)
+        if row is None:
+            return page(request, "error.html", session, 404, message="no such message")
+        raw = await run_in_threadpool(verdicts().raw, row.id) if row.has_raw else None
+        body, attachments = _inert_text(raw) if raw is not None else ("", [])
+        return page(request, "message.html", session, row=row, body=body,
+                    attachments=attachments, notice=request.query_params.get("notice", "")[:300])
+
+    async def teach_one(request: Request):
+        session = current(request)
+        if session is None:
+            return to_login()
+        form = await checked_form(request, session)
+        if form is None:
+            return HTMLResponse("refused: CSRF token missing", status_code=403)
+        row = await run_in_threadpool(_own_row, verdicts(), request, session)
+        if row is None:
+            return page(request, "error.html", session, 404, message="no such message")
+        action = str(form.get("action", ""))
+        if action not in ACTIONS:
+            return HTMLResponse("unknown action", status_code=400)
+        try:
+            said = await run_in_threadpool(teach, verdicts(), row, action, learn)
+        except TeachError as exc:
+            said = f"not done: {exc}"
+        return RedirectResponse(f"/message/{row.id}?notice={_quote(said)}", status_code=303)
+
+    async def teach_many(request: Request):
+        session = current(request)
+        if session is None:
+            return to_login()
+        form = await checked_form(request, session)
+        if form is None:
+            return HTMLResponse("refused: CSRF token missing", status_code=403)
+        action = str(form.get("action", ""))
+        if action not in ("spam", "ham", "forget"):
+            return HTMLResponse("unknown action", status_code=400)
+        done, failed = 0, []
+        for value in form.getlist("ids")[:PAGE_ROWS]:
+            row = verdicts().get(int(value), None if session["admin"] else session["name"]) \
+                if str(value).isdigit() else None
+            if row is None:
+                continue
+            try:
+                await run_in_threadpool(teach, verdicts(), row, action, learn)
+                done += 1
+            except TeachError as exc:
+                failed.append(str(exc))
+        said = f"{done} {'forgotten' if action == 'forget' else 'taught as ' + action}"
+        if failed:
+            said += f"; {len(failed)} not done: {failed[0]}"
+        return RedirectResponse(f"/review?notice={_quote(said)}", status_code=303)
+
+    async def stats(request: Request):
+        session = current(request)
+        if session is None:
+            return to_login()
+        user = scope_user(session, request)
+        try:
+            figures = await run_in_threadpool(_statistics, verdicts(), user)
+        except StoreError as exc:
+            return store_failed(request, session, exc)
+        try:
+            pong = await run_in_threadpool(ping, user)
+            from ..health import training_health
+
+            health = training_health({"spam": int(pong.get("spam", 0)),
+                                      "ham": int(pong.get("ham", 0))})
+            model = {"spam": pong.get("spam"), "ham": pong.get("ham"),
+                     "which": pong.get("model", "model"), "problems": health.problems}
+        except Exception as exc:  # noqa: BLE001 - the scorer down: the page says so
+            model = {"error": f"the scorer does not answer ({exc})"}
+        return page(request, "stats.html", session, user=user, model=model, **figures)
+
+    async def stylesheet(request: Request):
+        return Response(css, media_type="text/css")
+
+    routes = [
+        Route("/", home), Route("/login", login_form, methods=["GET"]),
+        Route("/login", login, methods=["POST"]), Route("/logout", logout, methods=["POST"]),
+        Route("/history", history), Route("/review", review, methods=["GET"]),
+        Route("/review", teach_many, methods=["POST"]),
+        Route("/message/{id:int}", message, methods=["GET"]),
+        Route("/message/{id:int}/teach", teach_one, methods=["POST"]),
+        Route("/stats", stats), Route("/static/style.css", stylesheet),
+    ]
+    app = Starlette(routes=routes)
+    return _SecurityHeaders(app)
+
+
+def _own_row(store, request, session):
+    """The verdict of the URL's id if this session may see it; None otherwise (404)."""
+    try:
+        return store.get(int(request.path_params["id"]),
+                         None if session["admin"] else session["name"])
+    except StoreError:
+        return None
+
+
+def _recently_taught(store, user):
+    rows = store.db.execute(
+        "SELECT id FROM verdicts WHERE taught IS NOT NULL" + (" AND user = ?" if user else "")
+        + " ORDER BY id DESC LIMIT 20", (user,) if user else ()).fetchall()
+    return [store.get(verdict_id, user) for (verdict_id,) in rows]
+
+
+def _inert_text(raw: bytes) -> tuple[str, list[str]]:
+    """A message as text only: its decoded text parts (HTML as visible text), and its
+    attachments' descriptions; never markup, links or images."""
+    from ..mail import parse_message
+
+    parsed = parse_message(raw)
+    text = "\n\n".join(part.text for part in parsed.parts)[:MAX_BODY_CHARS]
+    attachments = [f"{a.filename or '(no name)'} ({a.content_type}, {a.size} bytes)"
+                   for a in parsed.attachments]
+    return text, attachments
+
+
+def _statistics(store, user) -> dict:
+    now = time.time()
+    hourly = _buckets(store.counts(user, now - 48 * 3600, 3600), 48)
+    daily = _buckets(store.counts(user, now - 30 * 86400, 86400), 30)
+    hour_labels = [datetime.fromtimestamp(now - (48 - i) * 3600, timezone.utc).strftime("%d %Hh")
+                   for i in range(48)]
+    day_labels = [datetime.fromtimestamp(now - (30 - i) * 86400, timezone.utc).strftime("%m-%d")
+                  for i in range(30)]
+    scores = store.scores(user, now - 7 * 86400)
+    totals = {label: sum(b.get(label, 0) for b in daily) for label in ("spam", "unsure", "ham")}
+    return {
+        "per_hour": Markup(charts.stacked_bars(hourly, hour_labels, "verdicts per hour, last 48 hours")),
+        "per_day": Markup(charts.stacked_bars(daily, day_labels, "verdicts per day, last 30 days")),
+        "score_histogram": Markup(charts.histogram(scores, "log-odds of the last 7 days")),
+        "totals": totals,
+        "taught": store.db.execute(
+            "SELECT taught, count(*) FROM verdicts WHERE taught IS NOT NULL"
+            + (" AND user = ?" if user else "") + " GROUP BY taught",
+            (user,) if user else ()).fetchall(),
+    }
+
+
+def _buckets(counts, n: int) -> list[dict]:
+    out = [{} for _ in range(n)]
+    for bucket, label, count in counts:
+        if 0 <= bucket < n:
+            out[bucket][label] = count
+    return out
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text[:300], safe="")
