@@ -73,8 +73,12 @@ def _spam(log_odds=5.0):
 def test_every_verdict_is_recorded_as_the_client_got_it(tmp_path, model_file):
     local = store.load(model_file)
     db = tmp_path / "verdicts.db"
-    with Recording(model_file, str(tmp_path / "s.sock"), VerdictRecorder(db, default_user="me")):
+    with Recording(model_file, str(tmp_path / "s.sock"),
+                   VerdictRecorder(db, default_user="me")) as running:
         replies = [score_remote(str(tmp_path / "s.sock"), raw) for raw in MESSAGES]
+        kept = sum(in_review_band(r.label, r.log_odds, r.threshold) for r in replies)
+        assert kept  # the scorer is idle now: the writer gives those their clues
+        assert _wait_for(lambda: running.recorder.counts["explained"] == kept)
     rows = _rows(db)
     assert len(rows) == len(MESSAGES)
     for raw, reply, row in zip(MESSAGES, replies, rows):
@@ -245,9 +249,11 @@ def test_a_real_full_filesystem_drops_and_counts(tmp_path, model_file):
         assert recorder.counts["recorded"] > 0
         assert recorder.counts["recorded"] + recorder.counts["full"] \
             + recorder.counts["queue_full"] == 2000
-        assert VerdictStore(mount / "v.db").history("a", limit=1)  # what was written stays
+        written = VerdictStore(mount / "v.db", readonly=True)
+        assert written.history("a", limit=1)  # what was written stays
+        written.close()
     finally:
-        subprocess.run(["umount", str(mount)], check=False)
+        subprocess.run(["umount", "--lazy", str(mount)], check=False)
 
 
 def test_metrics_count_recorded_and_dropped(tmp_path):

@@ -23,7 +23,8 @@ What is counted (docs/monitoring.md has a sample and the PromQL that reads it):
   loaded, and the messages it has learned; ``textnb_user_models`` with ``--models``.
 - ``textnb_recorded_verdicts_total{outcome}`` with ``textnb serve --record``: verdicts
   ``recorded`` for the review page, and those dropped (``queue_full``, ``locked``,
-  ``full``, ``damaged``, ``error``) while mail flowed (textnb.review.recorder).
+  ``full``, ``damaged``, ``error``) while mail flowed, and ``explained``: those given
+  their clues while the scorer was idle (textnb.review.recorder).
 
 A user's own model gets no series of its own: one per user would make the scrape
 grow with the mail system's user list.
@@ -155,7 +156,7 @@ class Telemetry:
         if self.recorder is not None:
             _family(out, "textnb_recorded_verdicts_total", "counter",
                     "Verdicts recorded for the review page, or dropped and why (queue_full, "
-                    "locked, full, damaged, error).",
+                    "locked, full, damaged, error); explained: recorded ones given clues.",
                     [({"outcome": k}, v) for k, v in sorted(self.recorder.counts.items())])
         return "\n".join(out) + "\n"
 

