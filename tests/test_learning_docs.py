@@ -178,9 +178,10 @@ namespace inbox {{
 @pytest.mark.skipif(os.getuid() != 0, reason="Dovecot's master must start as root")
 def test_a_real_dovecot_learns_when_a_user_moves_mail(folder, c_client):  # noqa: F811
     """Dovecot runs the pipe as the mail user (nobody here); the scorer runs as root in
-    this process, so its socket is opened to nobody (0666, in a folder only root can
-    write to): the deployment where the scorer runs as the mail user, as docs/learning.md
-    says, has the same effect and a 0600 socket."""
+    this process, so its 0600 socket is handed to nobody: the deployment docs/learning.md
+    gives, a scorer run as the mail user with its socket 0600, in which only that user
+    may connect (a 0666 socket would let every local user teach every model, and the
+    scorer refuses it without --user-from-peer: docs/security.md)."""
     root = Path(tempfile.mkdtemp(prefix="textnb-dovecot-"))
     try:
         root.chmod(0o755)
@@ -202,7 +203,8 @@ def test_a_real_dovecot_learns_when_a_user_moves_mail(folder, c_client):  # noqa
         for path in sieve_dir.iterdir():
             path.chmod(0o644)
         spam = variant(11)
-        with Running(folder, str(sock), socket_mode=0o666) as running:
+        with Running(folder, str(sock), socket_mode=0o600) as running:
+            shutil.chown(sock, "nobody")
             subprocess.run(["dovecot", "-c", str(config)], check=True, timeout=60)
             try:
                 counts = _moves(port, spam, lambda: running.set.user_model("alice"))
