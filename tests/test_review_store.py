@@ -277,3 +277,50 @@ def test_the_scorer_and_filter_import_neither_sqlite_nor_the_web_unless_recordin
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_milter_records_its_verdicts_and_actions(tmp_path, model_file):
+    pytest.importorskip("Milter", reason="pymilter is absent: pip install -e '.[milter]'")
+    from textnb.milter import MilterScorer, action_for
+    from textnb.milter_options import MilterPolicy
+
+    local = store.load(model_file)
+    policy = MilterPolicy(timeout=60, quarantine_above=0.9, reject_above=0.999999)
+    db = tmp_path / "verdicts.db"
+    recorder = VerdictRecorder(db, default_user="mail").start()
+    scorer = MilterScorer(ResidentModel(model_file), policy, recorder=recorder)
+    try:
+        verdicts = [scorer.score(raw) for raw in MESSAGES]
+    finally:
+        scorer.close()
+        recorder.close()
+    rows = VerdictStore(db).history(None, limit=100)[::-1]
+    assert [(r.source, r.user, r.label, r.log_odds) for r in rows] == [
+        ("milter", "mail", v.label, v.log_odds) for v in verdicts]
+    expected = [f"{a}ed" if a else "delivered" for a in (action_for(v, policy) for v in verdicts)]
+    assert [r.action for r in rows] == expected and len(set(expected)) > 1
+    assert verdicts == [score_with(local, raw) for raw in MESSAGES]
+
+
+def test_serve_record_from_the_command_line_keeps_everything_at_sigterm(tmp_path, model_file):
+    """textnb serve --record: the verdicts of one model are the OS user's; SIGTERM
+    writes what is queued before the scorer exits."""
+    import getpass
+    import os
+    import signal
+
+    db, sock = tmp_path / "verdicts.db", tmp_path / "s.sock"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "textnb", "serve", "--model", str(model_file), "--socket",
+         str(sock), "--record", str(db), "--record-days", "7", "--record-max-mb", "5"],
+        stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert _wait_for(sock.exists, 60)
+        replies = [score_remote(str(sock), raw) for raw in MESSAGES]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert b"recording verdicts in" in err
+    rows = VerdictStore(db).history(getpass.getuser(), limit=100)[::-1]
+    assert [(r.label, r.log_odds) for r in rows] == [(v.label, v.log_odds) for v in replies]

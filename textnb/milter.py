@@ -112,10 +112,13 @@ class MilterScorer:
     model (ResidentModel | ModelSet): what scores (reloaded by :meth:`watch`).
     policy (MilterPolicy): the cost ratio and timeout.
     telemetry (Telemetry | None): counts messages, verdicts and latency (textnb.telemetry).
+    recorder (VerdictRecorder | None): is given each verdict and the action it leads to
+        (textnb.review.recorder: never blocks, never fails the message).
     """
 
-    def __init__(self, model, policy: MilterPolicy, telemetry=None):
+    def __init__(self, model, policy: MilterPolicy, telemetry=None, recorder=None):
         self.model, self.policy, self.telemetry = model, policy, telemetry
+        self.recorder = recorder
         self.messages = 0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="textnb-score")
 
@@ -131,9 +134,15 @@ class MilterScorer:
                                "(--timeout)") from None
 
     def _score(self, raw: bytes, user: str | None):
-        model, _ = self.model.for_scoring(user)  # a user's model loads here, on first use
-        verdict = score_with(model.spam_filter, raw, self.policy.cost_ratio)
+        model, source = self.model.for_scoring(user)  # a user's model loads here, on first use
+        with model.lock:  # uncontended, unless the recorder's writer explains a verdict
+            verdict = score_with(model.spam_filter, raw, self.policy.cost_ratio)
         self.messages += 1  # one worker thread: no race
+        if self.recorder is not None:
+            action = action_for(verdict, self.policy)
+            self.recorder.submit(raw, verdict, user=user, model=source, source="milter",
+                                 action=f"{action}ed" if action else "delivered",
+                                 explainer=model)
         return verdict
 
     def watch(self, stop: threading.Event, interval: float) -> threading.Thread | None:
@@ -342,13 +351,14 @@ def _prepare_unix(path: Path) -> None:
 
 def run_milter(model, spec: str, policy: MilterPolicy, *, allow_remote: bool = False,
                reload_interval: float = 1.0, name: str = "textnb", started=None,
-               recipient_user: str | None = None, telemetry=None) -> int:
+               recipient_user: str | None = None, telemetry=None, recorder=None) -> int:
     """Serve the milter on ``spec`` until SIGTERM or SIGINT; RETURNS the messages scored.
 
     model (ResidentModel | ModelSet): the model, or the users' models, loaded.
     recipient_user (str | None): with a ModelSet, how a recipient names its user
     ('local' or 'address', textnb.users.user_from_recipients); None: never a user's model.
     telemetry (Telemetry | None): what the metrics port reports.
+    recorder (VerdictRecorder | None): records each verdict (``--record``).
     started (Callable[[], None] | None):
     called once the socket is about to open (the CLI prints its banner there).
     Called from the main thread, it installs handlers for STOP_SIGNALS that stop
@@ -362,7 +372,7 @@ def run_milter(model, spec: str, policy: MilterPolicy, *, allow_remote: bool = F
         raise MilterError(f"reload interval {reload_interval} must be >= 0 (0: never)")
     if unix_path is not None:
         _prepare_unix(unix_path)
-    scorer = MilterScorer(model, policy, telemetry)
+    scorer = MilterScorer(model, policy, telemetry, recorder)
     in_flight = _InFlight()
     stop, stopping = threading.Event(), threading.Event()
     Milter.factory = lambda: MilterSession(scorer, policy, in_flight, recipient_user)

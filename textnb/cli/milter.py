@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 
 from ._metrics import MetricsOpt, start_metrics, stop_metrics
+from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, start_recording
 from ._util import CostOpt, ModelOpt, app, check_cost_ratio, model_path, operator_errors
 
 
@@ -30,6 +31,9 @@ def milter_cli(
     models: Optional[Path] = typer.Option(None, "--models", help="A model per user, as 'textnb serve --models DIR': the recipient names the user; several users' recipients, or a user without a model, get DIR/_shared/model.tnb (or --model)."),
     recipient_user: str = typer.Option("local", "--recipient-user", help="With --models, the user a recipient names: local (alice+tag@example.org -> alice) or address (alice@example.org)."),
     metrics: Optional[str] = MetricsOpt,
+    record: Optional[Path] = RecordOpt,
+    record_days: float = RecordDaysOpt,
+    record_max_mb: int = RecordMaxMbOpt,
 ):
     # fmt: on
     """Run as a milter: add X-TextNB-Status and X-TextNB-Score to each message, until SIGTERM.
@@ -72,6 +76,10 @@ def milter_cli(
         for line in training_health(resident.spam_filter.n_learned).problems:
             typer.echo(f"textnb milter: warning: {line}", err=True)
         telemetry, metrics_port = start_metrics(metrics, resident)
+        recorder = start_recording(record, record_days, record_max_mb, models is None,
+                                   "milter")
+        if telemetry is not None:
+            telemetry.recorder = recorder
 
         def banner():
             typer.echo(f"textnb milter: model {path} on {socket_spec} (pid {os.getpid()}); "
@@ -81,9 +89,11 @@ def milter_cli(
             run_milter(resident, socket_spec, policy, allow_remote=allow_remote,
                        reload_interval=reload_interval, started=banner,
                        recipient_user=recipient_user if models is not None else None,
-                       telemetry=telemetry)
+                       telemetry=telemetry, recorder=recorder)
         finally:
             stop_metrics(metrics_port)
+            if recorder is not None:
+                recorder.close()
 
 
 def _missing_library(exc: ImportError):

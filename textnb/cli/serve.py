@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from ._metrics import MetricsOpt, start_metrics, stop_metrics
+from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, start_recording
 from ._util import ModelOpt, app, model_path, operator_errors
 
 
@@ -34,9 +35,9 @@ def serve_cli(
     user_from_peer: bool = typer.Option(False, "--user-from-peer", help="With --models: the user is the connecting process's login name (SO_PEERCRED); a client naming another user is refused."),
     allow_any_user_to_teach: bool = typer.Option(False, "--allow-any-user-to-teach", help="Serve --models, and learn, over TCP or a socket mode with o+w, where any local user can connect and name any user. Default: refused (docs/security.md)."),
     metrics: Optional[str] = MetricsOpt,
-    record: Optional[Path] = typer.Option(None, "--record", help="Record every verdict (sender, subject, score, clues; the message itself for the review queue) in this SQLite file for 'textnb web'. Default: off (docs/review-page.md)."),
-    record_days: float = typer.Option(30.0, "--record-days", help="With --record: verdicts older than this many days are deleted."),
-    record_max_mb: int = typer.Option(200, "--record-max-mb", min=1, help="With --record: the file's size cap in MB; past it the oldest messages, then the oldest verdicts, go first."),
+    record: Optional[Path] = RecordOpt,
+    record_days: float = RecordDaysOpt,
+    record_max_mb: int = RecordMaxMbOpt,
 ):
     # fmt: on
     """Keep the model loaded and answer 'textnb filter --server' / 'textnb-client' until SIGTERM."""
@@ -103,20 +104,3 @@ def serve_cli(
         if recorder is not None:
             recorder.close()
 
-
-def start_recording(path, days: float, max_mb: int, one_model: bool):
-    """The VerdictRecorder for ``--record PATH``, started; None when off. With one
-    model, verdicts are recorded as this OS user's (the page's login of that name)."""
-    if path is None:
-        return None
-    import getpass
-
-    from ..review.recorder import VerdictRecorder
-
-    if not days > 0:
-        raise typer.BadParameter(f"{days} must be > 0 days", param_hint="--record-days")
-    recorder = VerdictRecorder(path, days, max_mb * 2**20,
-                               default_user=getpass.getuser() if one_model else "").start()
-    typer.echo(f"textnb serve: recording verdicts in {path} ({days:g} days, at most "
-               f"{max_mb} MB)" + (f"; {recorder.problem}" if recorder.problem else ""), err=True)
-    return recorder

@@ -1,9 +1,9 @@
-"""Recording the scorer's verdicts without ever holding up the mail: ``textnb serve --record DB``.
+"""Recording verdicts without ever holding up the mail: ``textnb serve|milter --record DB``.
 
-The scorer's worker calls :meth:`VerdictRecorder.submit` after it has the verdict and
-outside the model's lock: an append to a bounded in-memory queue, which never blocks
-and never raises. One writer thread takes what is queued (up to ``BATCH`` at a time),
-reads From and Subject, computes the clues of verdicts in the review band, and inserts
+The scorer's worker (or the milter's) calls :meth:`VerdictRecorder.submit` once it has
+the verdict, outside the model's lock: an append to a bounded in-memory queue, which
+never blocks and never raises. One writer thread takes what is queued (up to ``BATCH``
+at a time, when the scorer pauses or a batch is full), reads From and Subject, and inserts
 the batch in one transaction (:class:`textnb.review.store.VerdictStore`). When the queue
 is full the verdict is dropped; when the store cannot be written (locked past its wait,
 a full disk, a damaged file) the batch is dropped, the store is closed and opened again

@@ -1,7 +1,7 @@
 """The verdict log: every verdict the scorer gives, per user, in one SQLite file (WAL).
 
 One row per verdict in ``verdicts``: when, for which user (and which model scored it:
-``model`` one model, ``shared``, ``user``), where it came from (``serve``), the sender
+``model`` one model, ``shared``, ``user``), where it came from (``serve``, ``milter``), the sender
 and subject (decoded, at most ``FIELD_CHARS`` characters), the label, log-odds, P(spam)
 and threshold, what the mail path did (``action``), the message's ledger digest, and
 the top clues when they were computed (JSON ``[[token, contribution], ...]``). The raw
