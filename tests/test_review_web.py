@@ -197,6 +197,13 @@ def test_bulk_teaching_from_the_review_queue(tmp_path, users_file):
     assert "Recently taught" in page and len(scorer.calls) == 3
 
 
+def test_a_body_larger_than_any_form_is_refused_unread(site):
+    client, scorer, ids, _ = site
+    reply = client.post("/login", content=b"name=" + b"a" * 100_000,
+                        headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert reply.status_code == 413 and scorer.calls == []
+
+
 def test_logins_are_rate_limited(site):
     client, _, _, _ = site
     for _ in range(MAX_FAILURES):

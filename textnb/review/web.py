@@ -56,6 +56,9 @@ MAX_SESSIONS = 10_000
 MAX_FAILURES = 5
 FAILURE_WINDOW = 300.0
 PAGE_ROWS = 50
+# The largest request body (the forms are a few hundred bytes; a bulk selection of 50
+# ids a few KB); anything larger is refused before it is read.
+MAX_FORM_BYTES = 64 * 1024
 # The most of a message's text a page shows.
 MAX_BODY_CHARS = 100_000
 HEADERS = {
@@ -80,6 +83,10 @@ class _SecurityHeaders:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        if not length.isdigit() or int(length) > MAX_FORM_BYTES:
+            response = Response("a form this large is not one of this page's", status_code=413)
+            return await response(scope, receive, send)
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
@@ -297,7 +304,10 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         session = current(request)
         if session is None:
             return to_login()
-        row = await run_in_threadpool(_own_row, verdicts(), request, session)
+        try:
+            row = await run_in_threadpool(_own_row, verdicts(), request, session)
+        except StoreError as exc:
+            return store_failed(request, session, exc)
         if row is None:
             return page(request, "error.html", session, 404, message="no such message")
         raw = await run_in_threadpool(verdicts().raw, row.id) if row.has_raw else None
