@@ -31,7 +31,9 @@ from textnb.users import ModelSet
 
 from conftest import PROJECT, SAMPLE
 from test_c_client import c_client  # noqa: F401
+from test_server import Running as Serving
 from test_server_learn import variant
+from _wire import ask as _ask, connect as _connect
 
 MESSAGES = [p.read_bytes() for p in sorted((SAMPLE / "unlabelled").iterdir())]
 LOAD_SECONDS = 20.0
@@ -50,47 +52,6 @@ def models_dir(tmp_path, sample_model_file):
     (folder / "_shared").mkdir(parents=True)
     (folder / "_shared" / "model.tnb").write_bytes(sample_model_file.read_bytes())
     return folder
-
-
-class Serving:
-    """A ScorerServer on a thread, stopped (with a bounded wait) on exit."""
-
-    def __init__(self, model, address, **options):
-        options.setdefault("timeout", 2.0)
-        options.setdefault("reload_interval", 0.1)
-        self.server = ScorerServer(model, address, **options).bind()
-        self.address = self.server.bound_address
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(self.stop,))
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(timeout=20)
-        assert not self.thread.is_alive()
-
-
-def _connect(address, timeout: float = 5.0) -> socket.socket:
-    family = socket.AF_INET if isinstance(address, tuple) else socket.AF_UNIX
-    conn = socket.socket(family, socket.SOCK_STREAM)
-    conn.settimeout(timeout)
-    conn.connect(address)
-    return conn
-
-
-def _ask(address, request: bytes) -> bytes:
-    with _connect(address) as conn:
-        conn.sendall(request)
-        data = b""
-        while b"\n" not in data:
-            chunk = conn.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-        return data
 
 
 def _wait_for(condition, seconds: float = 10.0) -> bool:

@@ -59,10 +59,13 @@ def model_file(tmp_path, models):
 class Running:
     """A ScorerServer on a thread, stopped (with a bounded wait) on exit."""
 
-    def __init__(self, model_path, address, **options):
+    def __init__(self, model, address, **options):
+        """model: a model file's path, or a resident model (ResidentModel, ModelSet)."""
         options.setdefault("timeout", 2.0)
         options.setdefault("reload_interval", 0.1)
-        self.server = ScorerServer(ResidentModel(model_path), address, **options).bind()
+        if isinstance(model, (str, os.PathLike)):
+            model = ResidentModel(model)
+        self.server = ScorerServer(model, address, **options).bind()
         self.address = self.server.bound_address
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.server.serve_forever, args=(self.stop,))
@@ -73,7 +76,7 @@ class Running:
 
     def __exit__(self, *exc):
         self.stop.set()
-        self.thread.join(timeout=15)
+        self.thread.join(timeout=20)
         assert not self.thread.is_alive()
 
 

@@ -27,6 +27,7 @@ from textnb.sources import iter_index
 from conftest import SAMPLE, SAMPLE_INDEX
 from test_operator_errors import _pickled
 from test_server import Running
+from _wire import ask as _ask, connect as _connect
 
 MESSAGES = ([m.raw for m in iter_index(SAMPLE_INDEX)]
             + [p.read_bytes() for p in sorted((SAMPLE / "unlabelled").iterdir())])
@@ -37,30 +38,6 @@ def model_file(tmp_path, sample_filter):
     path = tmp_path / "model.tnb"
     store.save(sample_filter, path)
     return path
-
-
-def _connect(address, timeout: float = 5.0) -> socket.socket:
-    family = socket.AF_INET if isinstance(address, tuple) else socket.AF_UNIX
-    conn = socket.socket(family, socket.SOCK_STREAM)
-    conn.settimeout(timeout)
-    conn.connect(address)
-    return conn
-
-
-def _reply(conn: socket.socket) -> bytes:
-    data = b""
-    while b"\n" not in data:
-        chunk = conn.recv(4096)
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
-def _ask(address, request: bytes) -> bytes:
-    with _connect(address) as conn:
-        conn.sendall(request)
-        return _reply(conn)
 
 
 # -- who may connect ---------------------------------------------------------------------
