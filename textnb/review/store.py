@@ -73,6 +73,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
 );
 CREATE INDEX IF NOT EXISTS verdicts_user ON verdicts (user, id);
 CREATE INDEX IF NOT EXISTS verdicts_at ON verdicts (at);
+CREATE INDEX IF NOT EXISTS verdicts_queue ON verdicts (user, id) WHERE has_raw AND taught IS NULL;
+CREATE INDEX IF NOT EXISTS verdicts_taught ON verdicts (user, id) WHERE taught IS NOT NULL;
 CREATE TABLE IF NOT EXISTS raws (
     id INTEGER PRIMARY KEY,
     raw BLOB NOT NULL
