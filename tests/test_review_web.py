@@ -204,6 +204,34 @@ def test_a_body_larger_than_any_form_is_refused_unread(site):
     assert reply.status_code == 413 and scorer.calls == []
 
 
+def test_a_verdict_of_one_model_or_without_a_user_is_taught_without_a_user(tmp_path,
+                                                                         users_file):
+    db = tmp_path / "v.db"
+    record(db, [(unsure_message("alice", 1), UNSURE, "alice", "model"),
+                (unsure_message("alice", 2), UNSURE, None, "shared")])
+    scorer = FakeScorer()
+    client = TestClient(make_app(db, users_file, "-", learn=scorer.learn, ping=scorer.ping))
+    token = log_in(client, "root")  # only the admin sees the verdict without a user
+    for row in VerdictStore(db).history(None):
+        client.post(f"/message/{row.id}/teach", data={"action": "ham", "csrf": token})
+    assert scorer.calls == [("ham", None), ("ham", None)]
+
+
+def test_web_listens_on_loopback_unless_told_and_needs_the_log():
+    from typer.testing import CliRunner
+
+    from textnb.cli import app
+
+    def said(result):  # rich's box around the error, unwrapped
+        return " ".join(result.output.replace("│", " ").split())
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["web", "--record", "/nonexistent/v.db", "--host", "0.0.0.0"])
+    assert result.exit_code == 2 and "not a loopback address" in said(result)
+    result = runner.invoke(app, ["web", "--record", "/nonexistent/v.db"])
+    assert result.exit_code == 2 and "textnb serve --record" in said(result)
+
+
 def test_logins_are_rate_limited(site):
     client, _, _, _ = site
     for _ in range(MAX_FAILURES):

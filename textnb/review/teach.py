@@ -43,7 +43,8 @@ def teach(store, row, action: str, learn) -> str:
     """
     if action not in ACTIONS:
         raise TeachError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
-    user = None if row.model == "model" else row.user
+    # one model: no user; a verdict scored without a user (recorded as ""): the shared model
+    user = None if row.model == "model" or not row.user else row.user
     with _LOCK:
         row = store.get(row.id, None)  # as it is now, not as the page showed it
         if action == "undo":
