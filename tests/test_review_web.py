@@ -4,9 +4,14 @@ message of the hostile catalogue shown inert; logins rate-limited; and teaching 
 a real scorer changes a user's model by exactly the message, once, with undo."""
 
 import json
+import os
 import re
+import shutil
+import socket
 import stat
+import subprocess
 import sys
+import tempfile
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
@@ -421,3 +426,61 @@ def _wait(condition, seconds=10.0):
             return True
         time.sleep(0.05)
     return False
+
+
+DOVECOT_IMAP = Path("/usr/lib/dovecot/imap")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DOVECOT_IMAP.exists() and shutil.which("dovecot")),
+                    reason="needs Dovecot's IMAP server: apt-get install dovecot-imapd")
+@pytest.mark.skipif(os.getuid() != 0, reason="Dovecot's master must start as root")
+def test_a_mail_password_logs_in_through_a_real_dovecot(users_file):
+    """textnb web --imap: a name the users file lacks logs in with the password the IMAP
+    server takes (a private Dovecot whose users all have the password 'secret'), sees
+    only its own verdicts, and is no admin; a name in the users file is not asked of IMAP."""
+    from test_learning_docs import _free_port, dovecot_base_config
+
+    root = Path(tempfile.mkdtemp(prefix="textnb-web-dovecot-"))
+    try:
+        root.chmod(0o755)
+        for path in (root / "mail", root / "state"):
+            path.mkdir(mode=0o755)
+        shutil.chown(root / "mail", "nobody")
+        port = _free_port()
+        config = root / "dovecot.conf"
+        config.write_text(dovecot_base_config(root, port))
+        db = root / "verdicts.db"
+        record(db, [(unsure_message("carol"), UNSURE, "carol", "user"),
+                    (unsure_message("alice"), UNSURE, "alice", "user")])
+        subprocess.run(["dovecot", "-c", str(config)], check=True, timeout=60)
+        try:
+            assert _wait(lambda: _accepts(port))
+            client = TestClient(make_app(db, users_file, "-", learn=FakeScorer().learn,
+                                         ping=FakeScorer().ping, imap=("127.0.0.1", port)))
+
+            def attempt(name, password):
+                token = csrf_of(client.get("/login").text)
+                return client.post("/login", data={"csrf": token, "name": name,
+                                                   "password": password},
+                                   follow_redirects=False)
+
+            assert attempt("carol", "wrong").headers["location"].startswith("/login?error")
+            assert attempt("alice", "secret").headers["location"].startswith("/login?error")
+            reply = attempt("carol", "secret")
+            assert reply.status_code == 303 and reply.headers["location"] == "/history"
+            page = client.get("/history").text
+            assert "carol&#39;s offer" in page and "alice" not in page
+            assert "(admin)" not in page
+        finally:
+            subprocess.run(["doveadm", "-c", str(config), "stop"], timeout=60)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False

@@ -30,6 +30,7 @@ def web_cli(
     port: int = typer.Option(8025, "--port", help="Port to listen on."),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="Permit a non-loopback --host."),
     secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Mark the session cookie Secure (when a TLS proxy serves the page)."),
+    imap: Optional[str] = typer.Option(None, "--imap", help="Also let users log in with their mail password, checked by this IMAP server's LOGIN ([HOST:]PORT, e.g. 143 for the local Dovecot); the users file's names are checked there first. Such logins are never admins."),
 ):
     # fmt: on
     """Serve the review page: history, review queue with one-click teaching, statistics."""
@@ -52,9 +53,14 @@ def web_cli(
         raise typer.BadParameter(f"{record} does not exist; start 'textnb serve --record "
                                  f"{record}' first", param_hint="--record")
     address = parse_address(scorer) if scorer else default_socket()
+    imap_address = None
+    if imap is not None:
+        imap_address = parse_address(imap if ":" in imap else f"127.0.0.1:{imap}")
+        if not isinstance(imap_address, tuple):
+            raise typer.BadParameter(f"{imap!r} is not [HOST:]PORT", param_hint="--imap")
     with operator_errors():
         application = make_app(record, users or _default_users(), address,
-                               secure_cookies=secure_cookies)
+                               secure_cookies=secure_cookies, imap=imap_address)
     typer.echo(f"textnb web: http://{host}:{port}/ (verdicts {record}, teaching through "
                f"{address})", err=True)
     uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import TextnbError
 from ..users import check_user
 
-__all__ = ["Accounts", "AccountError"]
+__all__ = ["Accounts", "AccountError", "ImapLogin"]
 
 
 class AccountError(TextnbError):
@@ -92,3 +92,42 @@ class Accounts:
         except (Argon2Error, InvalidHashError):
             return None
         return {"name": name, "admin": bool(entry.get("admin"))} if entry else None
+
+
+class ImapLogin:
+    """Check a name and password with the mail server's IMAP LOGIN.
+
+    address (tuple[str, int]): the IMAP server, e.g. ('127.0.0.1', 143): a local one,
+        since the password crosses the connection (STARTTLS is used when offered).
+    timeout (float): seconds the server has to answer.
+    """
+
+    def __init__(self, address, timeout: float = 5.0):
+        self.address, self.timeout = address, timeout
+
+    def verify(self, name: str, password: str) -> dict | None:
+        """{'name', 'admin': False} if the server takes the login; None otherwise."""
+        import imaplib
+        import ssl
+
+        try:
+            check_user(name)
+        except TextnbError:
+            return None
+        try:
+            imap = imaplib.IMAP4(*self.address, timeout=self.timeout)
+        except OSError as exc:
+            raise AccountError(f"the IMAP server {self.address[0]}:{self.address[1]} does not "
+                               f"answer ({exc}); logins by mail password are not possible") from None
+        try:
+            if "STARTTLS" in imap.capabilities:
+                imap.starttls(ssl.create_default_context())
+            imap.login(name, password)
+        except (imaplib.IMAP4.error, OSError, ssl.SSLError):
+            return None
+        finally:
+            try:
+                imap.logout()
+            except (imaplib.IMAP4.error, OSError):
+                pass
+        return {"name": name, "admin": False}

@@ -5,7 +5,8 @@ What each request may do, in one place (docs/review-page.md#security has the why
 - **Who.** Every page but /login needs a session: a random token in a cookie
   (HttpOnly, SameSite=Strict, Secure with ``secure_cookies``) naming a server-side
   session, which ends after ``SESSION_SECONDS`` or at logout (and at a restart).
-  Passwords are checked against the argon2 hashes of :mod:`textnb.review.accounts`;
+  Passwords are checked against the argon2 hashes of :mod:`textnb.review.accounts`
+  (or, for a name not there, by the IMAP server's LOGIN with ``imap``);
   after ``MAX_FAILURES`` failed logins in ``FAILURE_WINDOW`` seconds for one name or
   from one address, further tries are refused (429) until the window passes.
 - **Whose.** A user sees only the verdicts recorded for their name; a message id that
@@ -40,7 +41,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from . import charts
-from .accounts import Accounts
+from .accounts import AccountError, Accounts, ImapLogin
 from .store import StoreError, VerdictStore
 from .teach import ACTIONS, TeachError, teach
 
@@ -165,7 +166,7 @@ class _Throttle:
 
 
 def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = False,
-             learn=None, ping=None, days: float = 30.0, max_mb: int = 200):
+             learn=None, ping=None, days: float = 30.0, max_mb: int = 200, imap=None):
     """The review page's ASGI app.
 
     db_path (Path): the verdict log ``textnb serve --record`` writes.
@@ -173,6 +174,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     scorer_address (str | tuple): the scorer to teach through (its socket or TCP port).
     secure_cookies (bool): mark cookies Secure (behind a TLS reverse proxy).
     learn, ping: stand-ins for textnb.client.learn_remote / ping (tests).
+    imap (tuple[str, int] | None): an IMAP server that checks the logins the users file
+        does not hold (their mail passwords; textnb.review.accounts.ImapLogin).
     """
     from ..client import learn_remote, ping as ping_remote
 
@@ -184,6 +187,13 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             return ping_remote(scorer_address, timeout=2.0, user=user)
 
     accounts = Accounts(users_path)
+    mail_logins = ImapLogin(imap) if imap is not None else None
+
+    def verify(name: str, password: str) -> dict | None:
+        user = accounts.verify(name, password)
+        if user is None and mail_logins is not None and name not in accounts.load():
+            user = mail_logins.verify(name, password)
+        return user
     sessions, throttle = _Sessions(), _Throttle()
     local = threading.local()
     env = Environment(loader=FileSystemLoader(str(_HERE / "templates")),
@@ -249,7 +259,10 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         if wait:
             return HTMLResponse(f"too many failed logins; try again in {wait:.0f} s",
                                 status_code=429)
-        user = await run_in_threadpool(accounts.verify, name, password)
+        try:
+            user = await run_in_threadpool(verify, name, password)
+        except AccountError as exc:  # the users file or the IMAP server: say which
+            return page(request, "error.html", None, 503, message=str(exc))
         if user is None:
             throttle.failed("name:" + name, "addr:" + client)
             return RedirectResponse("/login?error=wrong+name+or+password", status_code=303)
