@@ -488,3 +488,16 @@ def test_a_save_without_a_thread_to_spare_writes_the_same_file(tmp_path, monkeyp
     assert inline.read_bytes() == threaded.read_bytes()
     assert store.load(inline).log_odds([b"Subject: cheap\n\npills\n"]).tolist() == \
         store.load(threaded).log_odds([b"Subject: cheap\n\npills\n"]).tolist()
+
+
+def test_the_same_model_saved_at_other_times_is_the_same_bytes(sample_filter, monkeypatch):
+    """Regression: the description member took the clock's time (ZipFile.writestr of a
+    name), so two saves a second apart differed and a save-load-save check failed under
+    load."""
+    import time
+
+    first = store.dumps(sample_filter)
+    later = time.time() + 3600
+    monkeypatch.setattr(time, "time", lambda: later)
+    monkeypatch.setattr(time, "localtime", lambda t=None: time.gmtime(later))
+    assert store.dumps(sample_filter) == first

@@ -386,7 +386,10 @@ def write_model(spam_filter: SpamFilter, fh) -> None:
             for name, array in arrays.items():
                 members.add(f"{name}.npy", lambda out, a=array: _write_npy(out, a))
         meta = {**description(spam_filter), "sha256": members.checksums}
-        zf.writestr(_META, json.dumps(meta, indent=2, sort_keys=True))
+        # A ZipInfo of its own: writestr(name) would stamp the member with the clock, and
+        # the same model saved twice must be the same bytes (as the members, 1980-01-01).
+        zf.writestr(zipfile.ZipInfo(_META), json.dumps(meta, indent=2, sort_keys=True),
+                    compress_type=zipfile.ZIP_DEFLATED, compresslevel=ZLIB_LEVEL)
 
 
 def dumps(spam_filter: SpamFilter) -> bytes:
