@@ -202,7 +202,10 @@ def test_a_program_that_froze_objects_itself_keeps_them_frozen(nothing_frozen):
         assert frozen > 0
         counts = list(Workers(2, None, _freeze_count).map(range(4)))
         assert len(counts) == 4
-        assert gc.get_freeze_count() == frozen
+        # Not unfrozen (that would be 0) and nothing more frozen; a frozen object whose
+        # last reference goes is still freed, so in a long test process the count may
+        # drop by the few that other threads let go meanwhile.
+        assert frozen - 50 <= gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 
