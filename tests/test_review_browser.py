@@ -94,8 +94,21 @@ def _log_in(driver, base, name):
     driver.get(base + "/login")
     driver.find_element(By.ID, "name").send_keys(name)
     driver.find_element(By.ID, "password").send_keys(PASSWORDS[name])
-    driver.find_element(By.ID, "login").click()
+    _submit(driver, driver.find_element(By.ID, "login"))
     assert driver.current_url.endswith("/history"), driver.current_url
+
+
+def _submit(driver, element):
+    """Click a button or link that loads a page, and wait until the new page is in."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 15).until(
+        lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def _shot(driver, name):
@@ -119,36 +132,36 @@ def test_alice_teaches_her_unsure_message_once_and_undoes_it(tmp_path, users_fil
         (alices,) = VerdictStore(db).history("alice")
         with WebPage(make_app(db, users_file, scorer.address)) as base:
             _log_in(browser, base, "alice")
-            browser.find_element(By.LINK_TEXT, "Review queue").click()
+            _submit(browser, browser.find_element(By.LINK_TEXT, "Review queue"))
             row = browser.find_element(By.ID, f"row-{alices.id}")
             assert "alice's offer 1" in row.text and "unsure" in row.text
             assert row.find_elements(By.CSS_SELECTOR, "td.clues code")  # its clues
             assert "bob" not in browser.page_source
             _shot(browser, "review-queue.png")
-            row.find_element(By.LINK_TEXT, "alice's offer 1").click()
+            _submit(browser, row.find_element(By.LINK_TEXT, "alice's offer 1"))
             assert len(browser.find_elements(By.CSS_SELECTOR, "#clues tbody tr")) >= 3
 
             spam, ham = before["alice"]
-            browser.find_element(By.ID, "teach-spam").click()
+            _submit(browser, browser.find_element(By.ID, "teach-spam"))
             assert browser.find_element(By.ID, "notice").text == "taught as spam"
             assert browser.find_element(By.ID, "taught").text == "as spam"
             _shot(browser, "message.png")
             assert scorer.counts("alice") == (spam + 1, ham)
-            browser.find_element(By.ID, "teach-spam").click()  # a second click
+            _submit(browser, browser.find_element(By.ID, "teach-spam"))  # a second click
             assert "already taught as spam" in browser.find_element(By.ID, "notice").text
             browser.refresh()  # and a reload
             assert scorer.counts("alice") == (spam + 1, ham)
 
-            browser.find_element(By.ID, "teach-undo").click()
+            _submit(browser, browser.find_element(By.ID, "teach-undo"))
             assert browser.find_element(By.ID, "notice").text == "undone: forgotten again"
             assert browser.find_element(By.ID, "taught").text == "not yet"
             assert scorer.counts("alice") == (spam, ham)
             assert scorer.counts("bob") == before["bob"]
 
-            browser.find_element(By.LINK_TEXT, "Statistics").click()
+            _submit(browser, browser.find_element(By.LINK_TEXT, "Statistics"))
             assert len(browser.find_elements(By.CSS_SELECTOR, "figure svg")) == 3
             _shot(browser, "statistics.png")
-            browser.find_element(By.CSS_SELECTOR, "nav button").click()  # log out
+            _submit(browser, browser.find_element(By.CSS_SELECTOR, "nav button"))  # log out
 
             _log_in(browser, base, "bob")
             browser.get(f"{base}/message/{alices.id}")

@@ -99,6 +99,7 @@ class VerdictRecorder:
         self._throttle = Throttle()
         self._store = None
         self._retry_at = 0.0
+        self._last_reason = "error"  # why the store failed last (a metrics label)
         self._since_prune, self._pruned_at, self._bytes_since_prune = 0, 0.0, 0
         self._pending: collections.deque = collections.deque()  # (id, raw, explainer) without clues
         self._pending_bytes = 0
@@ -182,9 +183,15 @@ class VerdictRecorder:
         has come for ``IDLE_SECONDS`` (the scorer is idle) and none is queued."""
         while (self._pending and not self._queue and not self._stop
                and time.monotonic() - self._last_submit >= IDLE_SECONDS):
-            verdict_id, raw, explainer = self._pending.popleft()
+            verdict_id, raw, explainer = self._pending[0]
+            if not explainer.lock.acquire(timeout=CLUE_WAIT):
+                return  # a verdict is being scored after all: try in the next pause
+            try:
+                clues = self._clues(raw, explainer)
+            finally:
+                explainer.lock.release()
+            self._pending.popleft()
             self._pending_bytes -= len(raw)
-            clues = self._clues(raw, explainer)
             if clues is None:
                 continue
             try:
@@ -239,14 +246,10 @@ class VerdictRecorder:
     def _clues(self, raw: bytes, explainer) -> list | None:
         from ..sources import RawMessage
 
-        if not explainer.lock.acquire(timeout=CLUE_WAIT):
-            return None  # the scorer is busy: its next verdict matters more than clues
-        try:
+        try:  # the caller holds the model's lock
             found = explainer.spam_filter.explain(RawMessage("-", bytes(raw), None), k=CLUES)
         except Exception:  # noqa: BLE001 - a message explain cannot take is still recorded
             return None
-        finally:
-            explainer.lock.release()
         return [[token, round(contribution, 3)] for token, contribution, *_ in found.clues]
 
     def _maybe_prune(self) -> None:
@@ -274,8 +277,6 @@ class VerdictRecorder:
             pass
         self._store = None
         self._retry_at = time.monotonic() + RETRY_SECONDS
-
-    _last_reason = "error"
 
     def _drop(self, n: int, why: str) -> None:
         self.counts[why] = self.counts.get(why, 0) + n
