@@ -95,7 +95,7 @@ def _log_in(driver, base, name):
     driver.find_element(By.ID, "name").send_keys(name)
     driver.find_element(By.ID, "password").send_keys(PASSWORDS[name])
     _submit(driver, driver.find_element(By.ID, "login"))
-    assert driver.current_url.endswith("/history"), driver.current_url
+    assert driver.current_url.endswith("/history"), (driver.current_url, driver.page_source[:500])
 
 
 def _submit(driver, element):
@@ -136,14 +136,15 @@ def test_alice_teaches_her_unsure_message_once_and_undoes_it(tmp_path, users_fil
             row = browser.find_element(By.ID, f"row-{alices.id}")
             assert "alice's offer 1" in row.text and "unsure" in row.text
             assert row.find_elements(By.CSS_SELECTOR, "td.clues code")  # its clues
-            assert "bob" not in browser.page_source
+            assert "bob" not in browser.find_element(By.TAG_NAME, "body").text
             _shot(browser, "review-queue.png")
             _submit(browser, row.find_element(By.LINK_TEXT, "alice's offer 1"))
             assert len(browser.find_elements(By.CSS_SELECTOR, "#clues tbody tr")) >= 3
 
             spam, ham = before["alice"]
             _submit(browser, browser.find_element(By.ID, "teach-spam"))
-            assert browser.find_element(By.ID, "notice").text == "taught as spam"
+            assert browser.find_element(By.ID, "notice").text == "taught as spam", \
+                browser.find_element(By.TAG_NAME, "main").text
             assert browser.find_element(By.ID, "taught").text == "as spam"
             _shot(browser, "message.png")
             assert scorer.counts("alice") == (spam + 1, ham)
@@ -153,7 +154,8 @@ def test_alice_teaches_her_unsure_message_once_and_undoes_it(tmp_path, users_fil
             assert scorer.counts("alice") == (spam + 1, ham)
 
             _submit(browser, browser.find_element(By.ID, "teach-undo"))
-            assert browser.find_element(By.ID, "notice").text == "undone: forgotten again"
+            assert browser.find_element(By.ID, "notice").text == "undone: forgotten again", \
+                browser.find_element(By.TAG_NAME, "main").text
             assert browser.find_element(By.ID, "taught").text == "not yet"
             assert scorer.counts("alice") == (spam, ham)
             assert scorer.counts("bob") == before["bob"]
@@ -166,5 +168,5 @@ def test_alice_teaches_her_unsure_message_once_and_undoes_it(tmp_path, users_fil
             _log_in(browser, base, "bob")
             browser.get(f"{base}/message/{alices.id}")
             assert browser.find_element(By.ID, "error").text == "no such message"
-            assert "alice" not in browser.page_source
+            assert "alice" not in browser.find_element(By.TAG_NAME, "body").text
         assert scorer.counts("bob") == before["bob"]
