@@ -246,6 +246,14 @@ MATRIX = [
      ["{B}/none.tnb", "train one first with 'textnb train"]),
     ("compact-bad-max-df", ["compact", "-m", "{M}", "--prune", "--max-df", "-1"], 2,
      ["Invalid value for '--max-df'"]),
+    ("web-no-record", ["web", "--record", "{B}/none.db", "--users", "{B}/u.json"], 2,
+     ["{B}/none.db does not exist", "textnb serve --record"]),
+    ("web-public-host", ["web", "--record", "{M}", "--host", "0.0.0.0"], 2,
+     ["'0.0.0.0' is not a loopback address", "--allow-remote"]),
+    ("web-user-bad-action", ["web-user", "frob", "alice", "--users", "{B}/u.json"], 2,
+     ["'frob': use add, remove or list"]),
+    ("web-user-remove-unknown", ["web-user", "remove", "bob", "--users", "{B}/u.json"], 1,
+     ["no user 'bob'", "{B}/u.json"]),
 ]
 
 
