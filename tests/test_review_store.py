@@ -22,28 +22,21 @@ from textnb.review.store import FIELD_CHARS, VerdictStore, headers_of, in_review
 from textnb.server import ResidentModel, ScorerServer
 from textnb.sources import RawMessage
 
-from test_server import MESSAGES, models, model_file  # noqa: F401
+from test_server import MESSAGES, Running, models, model_file  # noqa: F401
 
 
-class Recording:
+class Recording(Running):
     """A scorer on a thread with a recorder, both stopped (bounded waits) on exit."""
 
     def __init__(self, model_path, address, recorder):
         self.recorder = recorder.start()
-        self.server = ScorerServer(ResidentModel(model_path), address, timeout=2.0,
-                                   reload_interval=0, recorder=self.recorder).bind()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(self.stop,))
-
-    def __enter__(self):
-        self.thread.start()
-        return self
+        super().__init__(model_path, address, reload_interval=0, recorder=self.recorder)
 
     def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(timeout=15)
-        self.recorder.close()
-        assert not self.thread.is_alive()
+        try:
+            super().__exit__(*exc)
+        finally:
+            self.recorder.close()
 
 
 def _wait_for(condition, seconds=10.0):

@@ -34,6 +34,7 @@ from textnb.users import ModelSet  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 import hostile_cases  # noqa: E402
+from test_server import Running  # noqa: E402
 
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password", "root": "root-password"}
 UNSURE = Verdict("unsure", 0.4, 0.6, 0.0)
@@ -362,27 +363,21 @@ def unsure_model_file(tmp_path_factory):
     return path
 
 
-class PerUserScorer:
+class PerUserScorer(Running):
     """A scorer with a model per user (ModelSet) recording into ``db``, on a thread."""
 
     def __init__(self, folder: Path, shared_model: Path, db: Path):
         (folder / "models").mkdir()
         self.recorder = VerdictRecorder(db).start()
-        self.address = str(folder / "scorer.sock")
-        self.server = ScorerServer(ModelSet(folder / "models", shared_model, flush_seconds=0.2),
-                                   self.address, timeout=5.0, reload_interval=0,
-                                   recorder=self.recorder).bind()
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(self.stop,))
-
-    def __enter__(self):
-        self.thread.start()
-        return self
+        super().__init__(ModelSet(folder / "models", shared_model, flush_seconds=0.2),
+                         str(folder / "scorer.sock"), timeout=5.0, reload_interval=0,
+                         recorder=self.recorder)
 
     def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(timeout=20)
-        self.recorder.close()
+        try:
+            super().__exit__(*exc)
+        finally:
+            self.recorder.close()
 
     def counts(self, user):
         answer = ping(self.address, user=user)
