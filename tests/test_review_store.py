@@ -7,7 +7,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from types import SimpleNamespace
 

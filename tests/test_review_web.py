@@ -12,7 +12,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -29,7 +28,6 @@ from textnb.review.accounts import Accounts  # noqa: E402
 from textnb.review.recorder import VerdictRecorder  # noqa: E402
 from textnb.review.store import VerdictStore  # noqa: E402
 from textnb.review.web import MAX_FAILURES, make_app  # noqa: E402
-from textnb.server import ScorerServer  # noqa: E402
 from textnb.users import ModelSet  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -273,12 +273,21 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         response.delete_cookie(LOGIN_COOKIE, path="/")
         return response
 
-    async def logout(request: Request):
+    async def signed_post(request: Request):
+        """(session, form, None) for a POST from a signed-in session that carries its CSRF
+        token; (None, None, the response refusing it) otherwise."""
         session = current(request)
         if session is None:
-            return to_login()
-        if await checked_form(request, session) is None:
-            return HTMLResponse("refused: CSRF token missing", status_code=403)
+            return None, None, to_login()
+        form = await checked_form(request, session)
+        if form is None:
+            return None, None, HTMLResponse("refused: CSRF token missing", status_code=403)
+        return session, form, None
+
+    async def logout(request: Request):
+        session, _, refused = await signed_post(request)
+        if refused is not None:
+            return refused
         sessions.end(request.cookies.get(COOKIE))
         response = to_login()
         response.delete_cookie(COOKIE, path="/")
@@ -329,12 +338,9 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
                     attachments=attachments, notice=request.query_params.get("notice", "")[:300])
 
     async def teach_one(request: Request):
-        session = current(request)
-        if session is None:
-            return to_login()
-        form = await checked_form(request, session)
-        if form is None:
-            return HTMLResponse("refused: CSRF token missing", status_code=403)
+        session, form, refused = await signed_post(request)
+        if refused is not None:
+            return refused
         row = await run_in_threadpool(_own_row, verdicts(), request, session)
         if row is None:
             return page(request, "error.html", session, 404, message="no such message")
@@ -348,12 +354,9 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         return RedirectResponse(f"/message/{row.id}?notice={_quote(said)}", status_code=303)
 
     async def teach_many(request: Request):
-        session = current(request)
-        if session is None:
-            return to_login()
-        form = await checked_form(request, session)
-        if form is None:
-            return HTMLResponse("refused: CSRF token missing", status_code=403)
+        session, form, refused = await signed_post(request)
+        if refused is not None:
+            return refused
         action = str(form.get("action", ""))
         if action not in ("spam", "ham", "forget"):
             return HTMLResponse("unknown action", status_code=400)
