@@ -403,11 +403,14 @@ class SpamFilter:
             grown = np.zeros(n - known.size, bool)
             known, header = np.concatenate([known, grown]), np.concatenate([header, grown])
             self._headers = (self.vocabulary, known, header)
-        columns = np.arange(n) if X is None else np.unique(X.indices)
-        new = columns[~known[columns]]
+        columns = np.arange(n) if X is None else np.asarray(X.indices)
+        new = columns[~known[columns]]  # a gather: most columns are known after a batch
         if new.size:
+            new = np.unique(new)
             tokens = self.vocabulary.tokens_
-            header[new] = [is_header_token(tokens[int(c)]) for c in new]
+            take = getattr(tokens, "take", None)  # a TokenStore decodes many at once
+            words = take(new) if take is not None else [tokens[int(c)] for c in new]
+            header[new] = [is_header_token(t) for t in words]
             known[new] = True
         return header
 
