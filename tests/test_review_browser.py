@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -101,12 +100,24 @@ def _log_in(driver, base, name):
 def _submit(driver, element):
     """Click a button or link that loads a page, and wait until the new page is in."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
+
+    from selenium.common.exceptions import WebDriverException
 
     old = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(old))
+
+    def old_page_gone(_driver) -> bool:
+        # staleness_of, except that chromedriver may answer a node detached mid-check
+        # with "Node with given id does not belong to the document" (an unknown error,
+        # not StaleElementReferenceException): gone all the same.
+        try:
+            old.is_enabled()
+        except WebDriverException:
+            return True
+        return False
+
+    WebDriverWait(driver, 15).until(old_page_gone)
     WebDriverWait(driver, 15).until(
         lambda d: d.execute_script("return document.readyState") == "complete")
 
