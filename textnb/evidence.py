@@ -83,8 +83,8 @@ def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True,
         if pairs and max_pairs < k:
             text += f", at most {cap_spam} + {cap_ham} of them word pairs"
         if header_places:
-            text += (f"; of each side's places, up to {header_places} for the strongest clues "
-                     "from header fields other than Subject")
+            text += (f"; each side keeps {header_places} of its places for its strongest "
+                     "clues from header fields other than Subject, as far as it has them")
         return text
     text = f"the {k} strongest clues"
     if pairs and max_pairs < k:
