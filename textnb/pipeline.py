@@ -41,16 +41,15 @@ BATCH_SIZE = 512
 # Messages parsed together before they are tokenised together (``tokens_many``): the
 # parser's work and the tokenizer's caches then each stay in the processor's caches for
 # a while, where one message at a time made them evict each other. Parse and tokenise of
-# SpamAssassin's training split, rounds rotated, medians: one at a time 5.95 CPU-s,
-# 16 at a time 5.84, 64 at a time 5.00, the whole batch of 512 4.97 (Enron 1-3, mostly
-# plain text, 512: 0.97x). 64, not 512: each parsed message's text is kept until its
+# Parsing a group before tokenising it keeps each stage's caches warm: 64 at a time
+# took a sixth less CPU than one, and 512 no less than 64
+# (docs/design/parsing-speed.md#parsed-then-tokenised-a-few-at-a-time). 64, not 512: each parsed message's text is kept until its
 # group is tokenised, so fewer of them at once bounds that memory.
 PARSE_AHEAD = 64
 # The last two batches' worth of an input is learned in this many smaller batches of
 # about equal bytes, so that worker processes finish together: a batch's cost follows
-# its bytes (Enron 1-3's batches of ~480 messages: 0.58 to 3.2 MB, 0.12 to 0.75 s), and
-# with whole batches one worker sat idle for the other's last one, 0.26-0.41 s of a
-# 4.5 s default train (docs/benchmarks.md, stop 27).
+# its bytes, and with whole batches one worker sat idle for the other's last one
+# (docs/design/counting-and-scoring.md#the-pool-and-its-batches).
 TAIL_BATCHES = 8
 # ... but not into batches smaller than this: a small input stays one batch, in one
 # process (the workers start at a second batch).
@@ -169,9 +168,9 @@ class SpamFilter:
         class_count, feature_count, doc_freq (ndarray): shapes (2,), (2, n_tokens), (n_tokens,);
             label codes 0 ham, 1 spam.
         adopt (bool): take feature_count and doc_freq as they are when they are float64
-            (a loader's own arrays, which nothing else holds), not copies: loading the
-            1.65-million-token model copied 39 MB more for nothing (docs/benchmarks.md,
-            stop 33).
+            (a loader's own arrays, which nothing else holds), not copies: a copy of a
+            large model's counts is tens of MB for nothing
+            (docs/design/startup.md#the-load-beside-spacys-import).
         RETURNS (SpamFilter); ValueError when the shapes disagree (a repeated token:
         when the vocabulary's index is built, ``Vocabulary.check``).
         """

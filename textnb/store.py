@@ -59,9 +59,8 @@ _META = "textnb-model.json"
 # every train and retrain writes the whole file, so the time is paid often.
 ZLIB_LEVEL = 1
 # ISA-L's level 1 (python-isal, where installed: _deflater), which writes the same
-# format: Enron 1-3's vocabulary member (13.5 MB) deflated in 0.031 s instead of zlib
-# level 1's 0.104, to 4.26 MB instead of 4.48; its count arrays 9x faster, also
-# smaller (docs/benchmarks.md, stop 31).
+# format several times faster than zlib's level 1, and smaller
+# (docs/design/counting-and-scoring.md#saving).
 ISAL_LEVEL = 1
 _ARRAYS = ("class_count", "feature_count", "doc_freq")
 
@@ -96,10 +95,8 @@ class _MemberWriter(io.RawIOBase):
 
     Making the bytes (the vocabulary's JSON in C, ``speedups.json_items``), ISA-L's
     deflate and hashlib's SHA-256 all release the GIL, so the two threads run on two
-    cores, which the training's workers have left by then. ``store.save``, medians of 7
-    in 3 rounds interleaved: Enron 1-3's model (38 MB of members) 0.153-0.179 ->
-    0.121-0.144 s, SpamAssassin's 0.122-0.151 -> 0.086-0.094 (docs/benchmarks.md,
-    "stop 32"); the members are the same bytes.
+    cores, which the training's workers have left by then
+    (docs/design/counting-and-scoring.md#saving); the members are the same bytes.
     At most ``_PIPED_CHUNKS`` chunks wait between the threads (an array's are views of
     it, ``_write_npy``), and an error of the writing thread (a full disk) is raised on
     this one, at its next write or at the end of the block.
@@ -203,9 +200,9 @@ def _write_npy(out, array: np.ndarray) -> None:
     """``np.save(out, array)``'s bytes (tests/test_store.py), the data written as views of
     at most ``_NPY_PIECE`` bytes of the array itself, a row at a time when only its rows
     are contiguous (the counts' buffer has spare columns): np.save copies 16 MB at a
-    time, and with the saving thread (``_MemberWriter``) a few such copies wait at once,
-    which had added 35 MB to the calling process's peak at 100,000 messages (611 -> 646
-    MB; docs/benchmarks.md, "stop 32"). Other layouts go to np.save."""
+    time, and with the saving thread (``_MemberWriter``) a few such copies would wait at
+    once, raising the calling process's peak (docs/design/memory.md#the-workers-memory).
+    Other layouts go to np.save."""
     from numpy.lib import format as npy
 
     if array.flags.c_contiguous:
@@ -239,13 +236,11 @@ def _read_json_list(data: bytes) -> TokenStore:
     escape (a backslash) are decoded by ``json.loads``. Bytes of any other shape (other
     spacing, raw UTF-8: still JSON) go through ``json.loads`` whole.
 
-    SpamAssassin's vocabulary (549,722 tokens, 10.8 MB, 34,859 of them with an escape),
-    in a new process: 0.10 s against 0.14 (medians of 7, load 0.8; docs/benchmarks.md,
-    stop 24). One scratch array serves every byte-wide test: each new 10 MB array costs
+    One scratch array serves every byte-wide test: each new 10 MB array costs
     its page faults in a process that has just started.
     """
-    # In C, where it was built: Enron 1-3's vocabulary (746,495 tokens, 16 MB of JSON),
-    # 0.069-0.071 -> 0.030-0.041 CPU-s (best of 3, 3 rounds; docs/benchmarks.md, stop 29).
+    # In C, where it was built (speedups.read_json_items): about half the time of the
+    # NumPy cut (docs/design/startup.md#the-load-beside-spacys-import).
     read = speedups.read_json_items(data)
     if read is not None:
         return TokenStore.from_utf8(*read)
@@ -364,8 +359,8 @@ def write_model(spam_filter: SpamFilter, fh) -> None:
     Each member is encoded straight into the archive, its SHA-256 taken on the way, and
     the description with the checksums goes last: no member's bytes are ever held
     whole. Holding them all (as bytes, then compressed) had been the peak of a
-    training run's memory: 70 bytes a token on top of the model itself, 350 MB for a
-    mailbox of five million tokens (docs/benchmarks.md, memory at scale).
+    training run's memory: 70 bytes a token on top of the model itself
+    (docs/design/memory.md#the-save-streams-spacys-vocabulary-is-bounded).
     """
     model = spam_filter.model
     if not hasattr(model, "class_count_"):
@@ -654,11 +649,10 @@ def _inflater():
     """``(inflate, crc32)`` of ISA-L (python-isal) where installed, else of zlib;
     ``inflate(raw, wbits, size)`` stops one byte past ``size`` (``_bounded``).
 
-    ``ZipFile.read`` took 0.134 s for Enron 1-3's model's members (best of 5): it reads
-    through a file object, in pieces, copying each, with the CRC taken on the side.
-    Inflating each member's bytes where they lie in the file, in one call: zlib 0.070,
-    ISA-L 0.042; the model of every corpus's message (1.65 million tokens) 0.214 ->
-    0.153 / 0.096 (docs/benchmarks.md, stop 33)."""
+    ``ZipFile.read`` reads through a file object, in pieces, copying each, with the CRC
+    taken on the side; inflating each member's bytes where they lie in the file, in one
+    call, takes half its time with zlib and a third with ISA-L
+    (docs/design/startup.md#the-load-beside-spacys-import)."""
     try:
         from isal import isal_zlib
     except ImportError:
