@@ -1,9 +1,11 @@
 """Talking to a scorer with raw bytes, as a hostile or broken client would: the daemon
-tests send what the clients (textnb.client, clients/textnb-client.c) never would."""
+tests send what the clients (textnb.client, clients/textnb-client.c) never would; and
+waiting, bounded, for what a daemon does on its own threads."""
 
 from __future__ import annotations
 
 import socket
+import time
 
 
 def connect(address, timeout: float = 5.0) -> socket.socket:
@@ -31,3 +33,13 @@ def ask(address, request: bytes) -> bytes:
     with connect(address) as conn:
         conn.sendall(request)
         return reply(conn)
+
+
+def wait_for(condition, seconds: float = 10.0) -> bool:
+    """Whether ``condition()`` came true within ``seconds`` (polled every 20 ms)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False

@@ -34,6 +34,7 @@ from test_c_client import c_client  # noqa: F401
 from test_server import Running as Serving
 from test_server_learn import variant
 from _wire import ask as _ask, connect as _connect
+from _wire import wait_for as _wait_for  # noqa: E402
 
 MESSAGES = [p.read_bytes() for p in sorted((SAMPLE / "unlabelled").iterdir())]
 LOAD_SECONDS = 20.0
@@ -54,13 +55,6 @@ def models_dir(tmp_path, sample_model_file):
     return folder
 
 
-def _wait_for(condition, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 # -- F1: who may teach ----------------------------------------------------------------------

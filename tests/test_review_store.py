@@ -22,6 +22,7 @@ from textnb.server import ResidentModel, ScorerServer
 from textnb.sources import RawMessage
 
 from test_server import MESSAGES, Running, models, model_file  # noqa: F401
+from _wire import wait_for as _wait_for  # noqa: E402
 
 
 class Recording(Running):
@@ -38,13 +39,6 @@ class Recording(Running):
             self.recorder.close()
 
 
-def _wait_for(condition, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def _rows(path):

@@ -33,6 +33,7 @@ from textnb.users import ModelSet  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 import hostile_cases  # noqa: E402
 from test_server import Running  # noqa: E402
+from _wire import wait_for as _wait  # noqa: E402
 
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password", "root": "root-password"}
 UNSURE = Verdict("unsure", 0.4, 0.6, 0.0)
@@ -410,15 +411,6 @@ def test_teaching_through_the_scorer_changes_the_model_by_that_message_once(
         assert scorer.counts("bob") == before["bob"]
 
 
-def _wait(condition, seconds=10.0):
-    import time
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 DOVECOT_IMAP = Path("/usr/lib/dovecot/imap")

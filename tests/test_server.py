@@ -34,6 +34,7 @@ from textnb.server import ResidentModel, ScorerServer, ServerError
 from textnb.sources import RawMessage, iter_index
 
 from conftest import PROJECT, SAMPLE, SAMPLE_INDEX
+from _wire import wait_for as _wait_for  # noqa: E402
 
 MESSAGES = [p.read_bytes() for p in sorted((SAMPLE / "unlabelled").iterdir())]
 
@@ -80,13 +81,6 @@ class Running:
         assert not self.thread.is_alive()
 
 
-def _wait_for(condition, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # -- verdicts ---------------------------------------------------------------------

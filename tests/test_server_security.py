@@ -28,6 +28,7 @@ from conftest import SAMPLE, SAMPLE_INDEX
 from test_operator_errors import _pickled
 from test_server import Running
 from _wire import ask as _ask, connect as _connect
+from _wire import wait_for as _wait_for  # noqa: E402
 
 MESSAGES = ([m.raw for m in iter_index(SAMPLE_INDEX)]
             + [p.read_bytes() for p in sorted((SAMPLE / "unlabelled").iterdir())])
@@ -127,13 +128,6 @@ def test_error_replies_name_the_problem(tmp_path, model_file):
 # -- stalled and slow clients ----------------------------------------------------------
 
 
-def _wait_for(condition, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def _trickle(conn: socket.socket, data: bytes, stop: threading.Event) -> None:
