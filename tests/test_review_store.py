@@ -193,10 +193,10 @@ def test_a_full_disk_leaves_scoring_working_is_counted_and_recovers(tmp_path, mo
     full = [True]
     real_add = VerdictStore.add_many
 
-    def add_many(self, rows):
+    def add_many(self, rows, dropped=None):
         if full[0]:
             raise sqlite3.OperationalError("database or disk is full")
-        return real_add(self, rows)
+        return real_add(self, rows, dropped)
 
     monkeypatch.setattr(VerdictStore, "add_many", add_many)
     local = store.load(model_file)
@@ -213,6 +213,8 @@ def test_a_full_disk_leaves_scoring_working_is_counted_and_recovers(tmp_path, mo
             score_remote(address, raw)
         assert _wait_for(lambda: counts["recorded"] == len(MESSAGES)), counts
     assert running.recorder.problem is None
+    # what was dropped is in the store now, for the page to say
+    assert [(why, n) for why, n, _ in VerdictStore(db).dropped()] == [("full", len(MESSAGES))]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tmpfs is Linux's")
@@ -310,3 +312,68 @@ def test_serve_record_from_the_command_line_keeps_everything_at_sigterm(tmp_path
     assert b"recording verdicts in" in err
     rows = VerdictStore(db).history(getpass.getuser(), limit=100)[::-1]
     assert [(r.label, r.log_odds) for r in rows] == [(v.label, v.log_odds) for v in replies]
+
+
+def test_one_users_flood_leaves_the_others_kept_messages(tmp_path):
+    """3,000 spam verdicts for one user (6 MB of messages) into a 4 MB cap: whenever the
+    writer is idle, their kept messages are under their share (a quarter), and alice's
+    20 are all kept."""
+    db = tmp_path / "verdicts.db"
+    alice = [_message(i) for i in range(20)]
+    for start in range(0, 3000, 500):  # the writer idle (closed) after every 500
+        recorder = VerdictRecorder(db, max_bytes=4 * 2**20).start()
+        for raw in alice if start == 0 else []:
+            assert recorder.submit(raw, _spam(), user="alice", model="user")
+        for i in range(start, start + 500):
+            while not recorder.submit(_message(i), _spam(), user="flood", model="user"):
+                time.sleep(0.01)  # the test outruns the writer: wait, as mail would not
+        recorder.close()
+        assert recorder.counts["recorded"] == 500 + (20 if start == 0 else 0)
+        kept = VerdictStore(db).db.execute(
+            "SELECT user, count(*), sum(size) FROM verdicts WHERE has_raw GROUP BY user")
+        kept = {user: (n, size) for user, n, size in kept}
+        assert kept["alice"] == (20, sum(map(len, alice)))
+        assert kept["flood"][1] <= recorder.max_user_bytes == 2**20
+    final = VerdictStore(db)
+    assert len(final.history("flood", limit=5000)) == 3000  # the rows stay, without messages
+    assert [final.raw(r.id) for r in final.history("alice")] == alice[::-1]
+
+
+def test_dropped_verdicts_are_written_with_the_next_batch(tmp_path):
+    db = tmp_path / "v.db"
+    recorder = VerdictRecorder(db, queue_size=5)  # not started yet: the queue fills
+    for i in range(20):
+        recorder.submit(_message(i), _spam(), user="a", model="user")
+    recorder.start()
+    recorder.close()
+    assert [(why, n) for why, n, _ in VerdictStore(db).dropped()] == [("queue_full", 15)]
+    again = VerdictRecorder(db, queue_size=1)  # a second run adds to them
+    again.submit(_message(1), _spam(), user="a", model="user")
+    again.submit(_message(2), _spam(), user="a", model="user")
+    again.start()
+    again.close()
+    assert [(why, n) for why, n, _ in VerdictStore(db).dropped()] == [("queue_full", 16)]
+    assert len(VerdictStore(db).history("a")) == 6
+
+
+def test_a_search_looks_at_a_bounded_window_and_older_goes_on(tmp_path, monkeypatch):
+    from textnb.review import store as store_module
+
+    monkeypatch.setattr(store_module, "SEARCH_ROWS", 100)
+    verdicts = VerdictStore(tmp_path / "v.db")
+    rows = [{"at": time.time(), "user": user, "model": "user", "source": "serve",
+             "sender": f"s{i}@example.com", "subject": "needle" if i in (5, 300) else f"hay {i}",
+             "label": "ham", "log_odds": -5.0, "p_spam": 0.01, "threshold": 0.0,
+             "action": "scored", "digest": "", "size": 100, "clues": None, "raw": None}
+            for i in range(400) for user in ("a", "b")]
+    verdicts.add_many(rows)
+    found, before, pages = [], None, 0
+    while True:  # "Older" until the end: each page looks at 100 of a's rows at most
+        page, before = verdicts.page("a", "needle", before, limit=50)
+        found += [row.subject for row in page]
+        pages += 1
+        if before is None:
+            break
+    assert found == ["needle", "needle"] and pages == 4
+    plain, before = verdicts.page("a", "", None, limit=50)  # no search: pages of 50
+    assert len(plain) == 50 and before == plain[-1].id

@@ -13,7 +13,9 @@ RecordMaxMbOpt = typer.Option(200, "--record-max-mb", min=1, help="With --record
 
 def start_recording(path, days: float, max_mb: int, one_model: bool, who: str = "serve"):
     """The VerdictRecorder for ``--record PATH``, started; None when off. With one
-    model, verdicts are recorded as this OS user's (the page's login of that name)."""
+    model, verdicts are recorded as this OS user's (the page's login of that name), who
+    may fill the whole cap; with a model per user, one user's kept messages take at most
+    a quarter of it (textnb.review.store.USER_SHARE)."""
     if path is None:
         return None
     import getpass
@@ -23,7 +25,8 @@ def start_recording(path, days: float, max_mb: int, one_model: bool, who: str = 
     if not days > 0:
         raise typer.BadParameter(f"{days} must be > 0 days", param_hint="--record-days")
     recorder = VerdictRecorder(path, days, max_mb * 2**20,
-                               default_user=getpass.getuser() if one_model else "").start()
+                               default_user=getpass.getuser() if one_model else "",
+                               max_user_bytes=max_mb * 2**20 if one_model else None).start()
     typer.echo(f"textnb {who}: recording verdicts in {path} ({days:g} days, at most "
                f"{max_mb} MB)" + (f"; {recorder.problem}" if recorder.problem else ""), err=True)
     return recorder

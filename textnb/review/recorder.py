@@ -9,7 +9,8 @@ is full the verdict is dropped; when the store cannot be written (locked past it
 a full disk, a damaged file) the batch is dropped, the store is closed and opened again
 after ``RETRY_SECONDS``; either way the mail path never waits, and ``counts`` (which
 ``textnb serve --metrics`` exports as ``textnb_recorded_verdicts_total{outcome}``) says
-how many were recorded and how many dropped, and why.
+how many were recorded and how many dropped, and why. The dropped are also written to
+the store with the next batch that gets in (``dropped``), for the page to show.
 
 Clues: a verdict in the review band gets the ``CLUES`` strongest of
 ``SpamFilter.explain``, computed by the writer after its row is in, with the model's lock
@@ -30,8 +31,8 @@ import threading
 import time
 
 from ..request_reader import Throttle
-from .store import (HEAD_BYTES, REVIEW_BAND, VerdictStore, describe, headers_of,
-                    in_review_band, reason)
+from .store import (HEAD_BYTES, PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, describe,
+                    headers_of, in_review_band, reason)
 
 __all__ = ["BATCH", "CLUES", "QUEUE", "VerdictRecorder"]
 
@@ -52,11 +53,12 @@ CLUES = 8
 CLUE_WAIT = 0.005
 # After a failed write the store is opened again this much later (and then retried).
 RETRY_SECONDS = 2.0
-# Pruned (retention and size cap) every this many verdicts, or a tenth of the cap
-# recorded, and at least this often.
+# Pruned (retention and size caps) every this many verdicts, or a tenth of the cap
+# recorded (less when a user's cap is smaller), and at least this often.
 PRUNE_EVERY = 500
 PRUNE_SECONDS = 60.0
 OUTCOMES = ("recorded", "queue_full", "locked", "full", "damaged", "error", "explained")
+DROPPED = ("queue_full", "locked", "full", "damaged", "error")
 # Clues are computed only once no verdict has come for this long, and then one message
 # at a time: explaining costs about what scoring does (it tokenises the message again,
 # under the model's lock), so computed between verdicts it would add to their latency.
@@ -75,26 +77,31 @@ class VerdictRecorder:
     queue_size (int): verdicts waiting at most; more are dropped (``queue_full``).
     max_raw (int | None): the longest raw message kept; None: a twentieth of max_bytes.
     default_user (str): the user of verdicts given without one.
+    max_user_bytes (int | None): one user's kept messages at most; None: ``USER_SHARE``
+        of max_bytes.
     """
 
     def __init__(self, path, days: float = 30.0, max_bytes: int = 200 * 2**20, *,
                  review_band: float | None = None, queue_size: int = QUEUE,
                  queue_bytes: int = QUEUE_BYTES,
                  max_raw: int | None = None, default_user: str = "", clock=time.time,
-                 open_store=None):
+                 open_store=None, max_user_bytes: int | None = None):
         self.path, self.days, self.max_bytes = path, days, max_bytes
+        self.max_user_bytes = (int(max_bytes * USER_SHARE) if max_user_bytes is None
+                               else max_user_bytes)
         self.review_band = REVIEW_BAND if review_band is None else review_band
         self.max_raw = max_bytes // 20 if max_raw is None else max_raw
         self.default_user = default_user
         self.queue_size, self.queue_bytes = queue_size, queue_bytes
         self.queued_bytes = 0  # approximate: workers add, the writer subtracts
         self._clock = clock
-        self._open_store = open_store or (lambda: VerdictStore(path, days, max_bytes,
-                                                               clock=clock))
+        self._open_store = open_store or (lambda: VerdictStore(
+            path, days, max_bytes, clock=clock, max_user_bytes=self.max_user_bytes))
         self._queue: collections.deque = collections.deque()
         self._wake = threading.Condition(threading.Lock())
         self._stop = False
         self.counts = dict.fromkeys(OUTCOMES, 0)
+        self._dropped_written = dict.fromkeys(DROPPED, 0)  # what the store has been told
         self.problem: str | None = None  # what is wrong with the store now, for the log
         self._throttle = Throttle()
         self._store = None
@@ -213,11 +220,14 @@ class VerdictRecorder:
                 self._throttle.log(logging.ERROR, "a verdict cannot be recorded", exc_info=True)
                 self.counts["error"] += 1
             time.sleep(0)  # hand the GIL to a scoring thread that waits for it
+        counted = {why: self.counts[why] for why in DROPPED}
         try:
-            ids = self._store.add_many(rows)
+            ids = self._store.add_many(rows, {why: counted[why] - self._dropped_written[why]
+                                              for why in DROPPED})
         except Exception as exc:  # noqa: BLE001 - locked, full, damaged: drop and count
             self._failed(exc, len(rows))
             return
+        self._dropped_written = counted
         for verdict_id, row in zip(ids, rows):
             explainer = row.pop("explainer")
             if row["raw"] is not None and explainer is not None:
@@ -256,7 +266,10 @@ class VerdictRecorder:
         if self._store is None:
             return
         now = time.monotonic()
-        if (self._since_prune < PRUNE_EVERY and self._bytes_since_prune < self.max_bytes // 10
+        # a prune leaves the file at PRUNE_TO of the cap and each user at PRUNE_TO of
+        # theirs: the next comes before either could be filled up
+        room = min(self.max_bytes // 10, int(self.max_user_bytes * (1 - PRUNE_TO)))
+        if (self._since_prune < PRUNE_EVERY and self._bytes_since_prune < room
                 and now - self._pruned_at < PRUNE_SECONDS):
             return
         self._since_prune, self._pruned_at, self._bytes_since_prune = 0, now, 0

@@ -10,11 +10,23 @@ message is kept, in ``raws``, only for the review queue: verdicts in the review 
 ``ham``, ``forgotten``) and ``before`` (the message's state in the model before the
 page first taught it: ``spam``, ``ham`` or ``absent``), which is what undo restores.
 
-Bounds (:meth:`VerdictStore.prune`): rows older than ``days`` are deleted, and when
+Bounds (:meth:`VerdictStore.prune`): rows older than ``days`` are deleted; a user
+whose kept messages pass ``max_user_bytes`` loses their own oldest ones (one user's
+flood of spam does not push everybody else's mail out of the review queue); and when
 the file (with its write-ahead log) passes ``max_bytes`` the oldest raw messages go
 first, then the oldest rows, a tenth at a time, and the freed pages are given back
-(``auto_vacuum = FULL``: a commit that frees pages shortens the file). tests/test_review_store.py records 10,000 verdicts
-into a 2 MB cap and checks the file stays under it.
+(``auto_vacuum = FULL``: a commit that frees pages shortens the file).
+tests/test_review_store.py records 10,000 verdicts into a 2 MB cap and checks the file
+stays under it.
+
+Reading costs the page a bounded amount whatever the log's size: every list is an
+index range read newest first and cut at a page (``id < before``, never OFFSET, never a
+count of the table), and a search looks at no more than ``SEARCH_ROWS`` rows a page
+(docs/review-page.md#pages-under-load).
+
+Verdicts the recorder could not record (its queue full, the store locked, full or
+damaged) are counted in ``dropped`` by reason, written with the next batch that gets
+in, so the page can say how many are missing.
 
 Only the writer thread of :mod:`textnb.review.recorder` writes verdicts; ``textnb web``
 reads them and writes the ``taught``/``before`` columns (WAL lets both go on at once;
@@ -31,8 +43,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FIELD_CHARS", "REVIEW_BAND", "Row", "StoreError", "VerdictStore", "headers_of",
-           "in_review_band"]
+__all__ = ["FIELD_CHARS", "REVIEW_BAND", "Row", "SEARCH_ROWS", "StoreError", "VerdictStore",
+           "headers_of", "in_review_band"]
 
 # Sender and subject are cut to this many characters: enough for any list view, and a
 # 1 MB Subject header costs a row nothing.
@@ -44,6 +56,15 @@ REVIEW_BAND = 2.0
 # prune() cuts the data to this share of the cap: the rest is room for what comes in
 # before the next prune (a tenth of the cap) and for the write-ahead log.
 PRUNE_TO = 0.7
+# One user's kept messages may take at most this share of the size cap (their oldest
+# go first past it): a flood of spam to one address leaves the others' review queues.
+USER_SHARE = 0.25
+# A search page looks at no more than this many rows (the user's, newest first, before
+# the page's start). A row costs SQLite about 1.4 us to match (LIKE on two short
+# columns), so a search page costs at most about 3 ms however long the history is.
+# When they hold less than a page of matches, the page says how far back it looked and
+# its "Older" goes on from there.
+SEARCH_ROWS = 2000
 # How long a writer (the recorder, or the page marking a row taught) waits for the other.
 BUSY_MS = 1000
 # The head of a message read for From and Subject: headers past it are not looked at.
@@ -75,13 +96,19 @@ CREATE INDEX IF NOT EXISTS verdicts_user ON verdicts (user, id);
 CREATE INDEX IF NOT EXISTS verdicts_at ON verdicts (at);
 CREATE INDEX IF NOT EXISTS verdicts_queue ON verdicts (user, id) WHERE has_raw AND taught IS NULL;
 CREATE INDEX IF NOT EXISTS verdicts_taught ON verdicts (user, id) WHERE taught IS NOT NULL;
+CREATE INDEX IF NOT EXISTS verdicts_queue_all ON verdicts (id) WHERE has_raw AND taught IS NULL;
+CREATE INDEX IF NOT EXISTS verdicts_taught_all ON verdicts (id) WHERE taught IS NOT NULL;
+CREATE INDEX IF NOT EXISTS verdicts_kept ON verdicts (user, id, size) WHERE has_raw;
 CREATE TABLE IF NOT EXISTS raws (
     id INTEGER PRIMARY KEY,
     raw BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS dropped (
+    reason TEXT PRIMARY KEY,
+    n INTEGER NOT NULL,
+    last REAL NOT NULL
+);
 """
-
-
 class StoreError(Exception):
     """The verdict log cannot be opened or read: damaged, locked or missing."""
 
@@ -179,15 +206,19 @@ class VerdictStore:
     days (float): rows older than this are deleted by :meth:`prune`.
     max_bytes (int): the file and its write-ahead log are kept under this by :meth:`prune`.
     readonly (bool): open for reading only (a page that shows, never records).
+    max_user_bytes (int | None): one user's kept messages are kept under this by
+        :meth:`prune`; None: ``USER_SHARE`` of ``max_bytes``.
     """
 
     def __init__(self, path, days: float = 30.0, max_bytes: int = 200 * 2**20,
-                 readonly: bool = False, clock=time.time):
+                 readonly: bool = False, clock=time.time, max_user_bytes: int | None = None):
         if not days > 0 or max_bytes < 2**20:
             raise ValueError(f"days={days} must be > 0 and max_bytes={max_bytes} at least "
                              "1 MB (2**20)")
         self.path = Path(path)
         self.days, self.max_bytes = days, max_bytes
+        self.max_user_bytes = (int(max_bytes * USER_SHARE) if max_user_bytes is None
+                               else max_user_bytes)
         self._clock = clock
         self.db = self._open(readonly)
 
@@ -218,13 +249,19 @@ class VerdictStore:
         self.db.close()
 
     # -- writing (the recorder's thread) -------------------------------------------
-    def add_many(self, rows: list[dict]) -> None:
+    def add_many(self, rows: list[dict], dropped: dict | None = None) -> list[int]:
         """Insert verdicts in one transaction; each dict has the columns, and ``raw``
-        (bytes or None). RETURNS their ids."""
+        (bytes or None); ``dropped``: verdicts not recorded since the last call, by
+        reason, added to the ``dropped`` table in the same transaction. RETURNS their ids."""
         db = self.db
         ids = []
         db.execute("BEGIN IMMEDIATE")
         try:
+            for why, n in (dropped or {}).items():
+                if n:
+                    db.execute("INSERT INTO dropped (reason, n, last) VALUES (?, ?, ?) "
+                               "ON CONFLICT (reason) DO UPDATE SET n = n + excluded.n, "
+                               "last = excluded.last", (why, n, self._clock()))
             for r in rows:
                 cur = db.execute(
                     "INSERT INTO verdicts (at, user, model, source, sender, subject, label, "
@@ -268,6 +305,7 @@ class VerdictStore:
         db = self.db
         deleted = self._delete("DELETE FROM verdicts WHERE at < ?",
                                (self._clock() - self.days * 86400,))
+        self._cap_users()
         for _ in range(40):  # a tenth at a time: at most 40 rounds however far over
             if self._used() <= self.max_bytes * PRUNE_TO:
                 break
@@ -288,6 +326,32 @@ class VerdictStore:
                 deleted += self._delete("DELETE FROM verdicts WHERE id <= ?", (cut,))
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # a reader's snapshot may delay it
         return deleted
+
+    def _cap_users(self) -> None:
+        """Each user's kept messages cut to ``PRUNE_TO`` of ``max_user_bytes`` once past
+        it, their oldest first (the rows stay, without their message)."""
+        db = self.db
+        keep = int(self.max_user_bytes * PRUNE_TO)
+        over = db.execute("SELECT user, sum(size) FROM verdicts WHERE has_raw GROUP BY user "
+                          "HAVING sum(size) > ?", (self.max_user_bytes,)).fetchall()
+        for user, total in over:
+            cut, freed = None, 0
+            for verdict_id, size in db.execute("SELECT id, size FROM verdicts WHERE has_raw "
+                                               "AND user = ? ORDER BY id", (user,)):
+                cut, freed = verdict_id, freed + size
+                if total - freed <= keep:
+                    break
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("DELETE FROM raws WHERE id IN (SELECT id FROM verdicts WHERE "
+                           "has_raw AND user = ? AND id <= ?)", (user, cut))
+                db.execute("UPDATE verdicts SET has_raw = 0 WHERE has_raw AND user = ? "
+                           "AND id <= ?", (user, cut))
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
 
     def _used(self) -> int:
         """Bytes of the database's pages that hold data (the logical size less free pages)."""
@@ -322,14 +386,17 @@ class VerdictStore:
 
     def history(self, user: str | None, search: str = "", before_id: int | None = None,
                 limit: int = 50, queue: bool = False) -> list[Row]:
-        """Recent verdicts, newest first: ``user``'s (None: everybody's), those whose
-        sender or subject contains ``search``, older than ``before_id`` (paging);
-        ``queue``: only the review queue (a raw message kept, not taught yet)."""
+        """Recent verdicts, newest first (:meth:`page`'s rows)."""
+        return self.page(user, search, before_id, limit, queue)[0]
+
+    def page(self, user: str | None, search: str = "", before_id: int | None = None,
+             limit: int = 50, queue: bool = False) -> tuple[list[Row], int | None]:
+        """A page of verdicts, newest first: ``user``'s (None: everybody's), older than
+        ``before_id``, those whose sender or subject contains ``search`` among the
+        ``SEARCH_ROWS`` rows before ``before_id``; ``queue``: only the review queue (a
+        raw message kept, not taught yet). RETURNS (rows, the ``before_id`` of the next
+        page, or None when there is nothing older)."""
         extra, args = [], []
-        if search:
-            extra.append("(sender LIKE ? ESCAPE '\\' OR subject LIKE ? ESCAPE '\\')")
-            like = "%" + re.sub(r"([\\%_])", r"\\\1", search) + "%"
-            args += [like, like]
         if before_id is not None:
             extra.append("id < ?")
             args.append(before_id)
@@ -337,9 +404,44 @@ class VerdictStore:
             extra.append("has_raw AND taught IS NULL")
         where, values = self._where(user, " AND ".join(extra), args)
         try:
-            cur = self.db.execute(f"SELECT {_COLUMNS} FROM verdicts{where} ORDER BY id DESC "
-                                  "LIMIT ?", (*values, limit))
-            return [_row(v) for v in cur.fetchall()]
+            if not search:
+                rows = self.db.execute(f"SELECT {_COLUMNS} FROM verdicts{where} "
+                                       "ORDER BY id DESC LIMIT ?", (*values, limit + 1)).fetchall()
+                more = len(rows) > limit
+                rows = [_row(v) for v in rows[:limit]]
+                return rows, (rows[-1].id if more else None)
+            # the window: the SEARCH_ROWS rows the search looks at, ending (on the index)
+            # before the first row past it
+            past = self.db.execute(f"SELECT id FROM verdicts{where} ORDER BY id DESC "
+                                   "LIMIT 1 OFFSET ?", (*values, SEARCH_ROWS)).fetchone()
+            like = "%" + re.sub(r"([\\%_])", r"\\\1", search) + "%"
+            where, values = self._where(user, " AND ".join(
+                [*extra, "id > ?", "(sender LIKE ? ESCAPE '\\' OR subject LIKE ? ESCAPE '\\')"]),
+                [*args, past[0] if past else -1, like, like])
+            rows = self.db.execute(f"SELECT {_COLUMNS} FROM verdicts{where} "
+                                   "ORDER BY id DESC LIMIT ?", (*values, limit + 1)).fetchall()
+            if len(rows) > limit:
+                rows = [_row(v) for v in rows[:limit]]
+                return rows, rows[-1].id
+            return [_row(v) for v in rows], (past[0] + 1 if past else None)
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+
+    def recently_taught(self, user: str | None, limit: int = 20) -> list[Row]:
+        """The verdicts the page taught last, newest first."""
+        where, values = self._where(user, "taught IS NOT NULL")
+        try:
+            return [_row(v) for v in self.db.execute(
+                f"SELECT {_COLUMNS} FROM verdicts{where} ORDER BY id DESC LIMIT ?",
+                (*values, limit))]
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+
+    def dropped(self) -> list[tuple[str, int, float]]:
+        """(reason, verdicts, when the last was) the recorder could not record."""
+        try:
+            return self.db.execute("SELECT reason, n, last FROM dropped WHERE n > 0 "
+                                   "ORDER BY reason").fetchall()
         except sqlite3.Error as exc:
             raise StoreError(describe(exc, self.path)) from None
 
