@@ -165,7 +165,7 @@ def test_another_users_message_is_not_found(site):
     assert scorer.calls == []
     log_in(client, "root")  # the admin sees both
     assert client.get(f"/message/{ids['alice']}").status_code == 200
-    assert "alice&#39;s offer" in client.get("/history").text
+    assert "alice&#x27;s offer" in client.get("/history").text
 
 
 def test_teach_repeat_relabel_forget_and_undo_follow_the_ledger(site):
@@ -207,6 +207,42 @@ def test_a_body_larger_than_any_form_is_refused_unread(site):
     reply = client.post("/login", content=b"name=" + b"a" * 100_000,
                         headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert reply.status_code == 413 and scorer.calls == []
+
+
+def test_a_chunked_body_larger_than_any_form_is_refused_on_every_post(site):
+    """No Content-Length (Transfer-Encoding: chunked): the body is counted as it comes."""
+    client, scorer, ids, _ = site
+    token = log_in(client, "alice")
+
+    def chunks(total):
+        yield f"csrf={token}&action=spam&ids={ids['alice']}&x=".encode()
+        for _ in range(total // 4096):
+            yield b"a" * 4096
+
+    for path in ("/login", "/review", f"/message/{ids['alice']}/teach", "/logout"):
+        reply = client.post(path, content=chunks(200_000), follow_redirects=False,
+                            headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert reply.status_code == 413, path
+        assert reply.headers["content-security-policy"]  # still the page's headers
+        small = client.post(path, content=chunks(4096), follow_redirects=False,
+                            headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert small.status_code != 413, path  # a chunked form of a normal size is read
+    assert scorer.calls == [("spam", "alice")]  # the small ones: taught once, then known
+
+
+def test_the_page_says_how_many_verdicts_were_not_recorded(tmp_path, users_file):
+    db = tmp_path / "v.db"
+    recorder = VerdictRecorder(db, queue_size=2)  # not started yet: the queue fills
+    for n in range(5):
+        recorder.submit(unsure_message("alice", n), UNSURE, user="alice", model="user")
+    recorder.start()
+    recorder.close()
+    scorer = FakeScorer()
+    client = TestClient(make_app(db, users_file, "-", learn=scorer.learn, ping=scorer.ping))
+    log_in(client, "alice")
+    for path in ("/history", "/review"):
+        page = client.get(path).text
+        assert "3 verdicts could not be recorded (the recorder&#39;s queue was full: 3)" in page
 
 
 def test_a_verdict_of_one_model_or_without_a_user_is_taught_without_a_user(tmp_path,
@@ -455,7 +491,7 @@ def test_a_mail_password_logs_in_through_a_real_dovecot(users_file):
             reply = attempt("carol", "secret")
             assert reply.status_code == 303 and reply.headers["location"] == "/history"
             page = client.get("/history").text
-            assert "carol&#39;s offer" in page and "alice" not in page
+            assert "carol&#x27;s offer" in page and "alice" not in page
             assert "(admin)" not in page
         finally:
             subprocess.run(["doveadm", "-c", str(config), "stop"], timeout=60)

@@ -15,10 +15,18 @@ What each request may do, in one place (docs/review-page.md#security has the why
 - **Changes.** Every POST carries the session's CSRF token (the login form a token of
   its own, double-submitted in a cookie); without it: 403. Teaching goes through the
   scorer (:mod:`textnb.review.teach`).
+- **Size.** No request body is read past ``MAX_FORM_BYTES``: a declared length over
+  it is refused before reading (413), and a chunked body (no length) when it gets there.
 - **Mail is inert.** A message is shown as text only (textnb.mail's decoded parts; HTML
   as its visible text), escaped by Jinja2's autoescape; no link, image or style of the
   message reaches the browser. Every response has a Content-Security-Policy that
   allows only this site's stylesheet and forms, no script at all, and no frames.
+
+What a page costs: its reads of the verdict log and its rendering run as one call on a
+worker thread (a locked log waits there, never in the event loop); every read is a
+bounded index range (textnb.review.store); the tables are :mod:`textnb.review.table`;
+the statistics' charts are drawn at most once a minute per user; argon2 runs only for
+a login.
 """
 
 from __future__ import annotations
@@ -36,13 +44,15 @@ from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from . import charts
 from .accounts import AccountError, Accounts, ImapLogin
-from .store import StoreError, VerdictStore
+from .store import SEARCH_ROWS, StoreError, VerdictStore
+from .table import verdict_table, when
 from .teach import ACTIONS, TeachError, teach
 
 __all__ = ["make_app"]
@@ -62,6 +72,13 @@ PAGE_ROWS = 50
 MAX_FORM_BYTES = 64 * 1024
 # The most of a message's text a page shows.
 MAX_BODY_CHARS = 100_000
+# The statistics page's figures and charts are computed at most this often per user
+# (counting a user's 30 days of verdicts reads all of them).
+STATS_SECONDS = 60.0
+# What the page calls each reason the recorder dropped verdicts for.
+DROP_REASONS = {"queue_full": "the recorder's queue was full", "locked": "the log was locked",
+                "full": "the disk was full", "damaged": "the log was damaged",
+                "error": "the log could not be written"}
 HEADERS = {
     "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; "
                                 "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
@@ -88,6 +105,15 @@ class _SecurityHeaders:
         if not length.isdigit() or int(length) > MAX_FORM_BYTES:
             response = Response("a form this large is not one of this page's", status_code=413)
             return await response(scope, receive, send)
+        received = 0
+
+        async def receive_at_most():  # a chunked body declares no length: count it
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > MAX_FORM_BYTES:
+                raise HTTPException(413, "a form this large is not one of this page's")
+            return message
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
@@ -96,7 +122,7 @@ class _SecurityHeaders:
                     headers[name] = value
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        await self.app(scope, receive_at_most, send_with_headers)
 
 
 class _Sessions:
@@ -196,10 +222,12 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         return user
     sessions, throttle = _Sessions(), _Throttle()
     local = threading.local()
-    env = Environment(loader=FileSystemLoader(str(_HERE / "templates")),
+    # the templates are compiled once (they change only with the package)
+    env = Environment(loader=FileSystemLoader(str(_HERE / "templates")), auto_reload=False,
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    env.filters["when"] = lambda at: datetime.fromtimestamp(at, timezone.utc).strftime(
-        "%Y-%m-%d %H:%M:%S")
+    env.filters["when"] = when
+    env.globals.update(reasons=DROP_REASONS, page_rows=PAGE_ROWS, search_rows=SEARCH_ROWS)
+    figures_cache = _Cache(STATS_SECONDS)
     css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
 
     def verdicts() -> VerdictStore:
@@ -212,6 +240,14 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         body = env.get_template(name).render(session=session, path=request.url.path,
                                              **context)
         return HTMLResponse(body, status_code=status)
+
+    def shown(request, name: str, session, **context) -> HTMLResponse:
+        """A page of the log (on a worker thread), with what the recorder dropped."""
+        dropped = verdicts().dropped()
+        return page(request, name, session, dropped=dropped,
+                    dropped_total=sum(n for _, n, _ in dropped),
+                    dropped_last=max((last for _, _, last in dropped), default=0.0),
+                    notice=request.query_params.get("notice", "")[:300], **context)
 
     def current(request: Request) -> dict | None:
         return sessions.get(request.cookies.get(COOKIE))
@@ -297,61 +333,84 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     async def home(request: Request):
         return RedirectResponse("/history" if current(request) else "/login", status_code=303)
 
-    async def history(request: Request, queue: bool = False):
-        session = current(request)
-        if session is None:
-            return to_login()
-        search = request.query_params.get("q", "")[:200]
+    def listing(request: Request, session: dict, queue: bool) -> HTMLResponse:
+        search = "" if queue else request.query_params.get("q", "")[:200]
         try:
             before = int(request.query_params.get("before", "")) or None
         except ValueError:
             before = None
         user = scope_user(session, request)
+        store = verdicts()
+        rows, next_before = store.page(user, search, before, PAGE_ROWS, queue)
+        taught = store.recently_taught(user) if queue else []
+        return shown(request, "review.html" if queue else "history.html", session, rows=rows,
+                     table=verdict_table(rows, session["admin"], select=queue),
+                     search=search, next_before=next_before, user=user, taught=taught)
+
+    async def history(request: Request, queue: bool = False):
+        session = current(request)
+        if session is None:
+            return to_login()
         try:
-            rows = await run_in_threadpool(verdicts().history, user, search, before,
-                                           PAGE_ROWS + 1, queue)
-            taught = [] if not queue else await run_in_threadpool(_recently_taught, verdicts(), user)
+            return await run_in_threadpool(listing, request, session, queue)
         except StoreError as exc:
             return store_failed(request, session, exc)
-        more = len(rows) > PAGE_ROWS
-        rows = rows[:PAGE_ROWS]
-        return page(request, "review.html" if queue else "history.html", session, rows=rows,
-                    search=search, more=more, next_before=rows[-1].id if rows else None,
-                    user=user, taught=taught, notice=request.query_params.get("notice", "")[:300])
 
     async def review(request: Request):
         return await history(request, queue=True)
+
+    def message_page(request: Request, session: dict) -> HTMLResponse:
+        row = _own_row(verdicts(), request, session)
+        if row is None:
+            return page(request, "error.html", session, 404, message="no such message")
+        raw = verdicts().raw(row.id) if row.has_raw else None
+        body, attachments = _inert_text(raw) if raw is not None else ("", [])
+        return shown(request, "message.html", session, row=row, body=body,
+                     attachments=attachments)
 
     async def message(request: Request):
         session = current(request)
         if session is None:
             return to_login()
         try:
-            row = await run_in_threadpool(_own_row, verdicts(), request, session)
+            return await run_in_threadpool(message_page, request, session)
         except StoreError as exc:
             return store_failed(request, session, exc)
+
+    def teach_shown(request: Request, session: dict, action: str):
+        row = _own_row(verdicts(), request, session)
         if row is None:
             return page(request, "error.html", session, 404, message="no such message")
-        raw = await run_in_threadpool(verdicts().raw, row.id) if row.has_raw else None
-        body, attachments = _inert_text(raw) if raw is not None else ("", [])
-        return page(request, "message.html", session, row=row, body=body,
-                    attachments=attachments, notice=request.query_params.get("notice", "")[:300])
+        if action not in ACTIONS:
+            return HTMLResponse("unknown action", status_code=400)
+        try:
+            said = teach(verdicts(), row, action, learn)
+        except TeachError as exc:
+            said = f"not done: {exc}"
+        return RedirectResponse(f"/message/{row.id}?notice={_quote(said)}", status_code=303)
 
     async def teach_one(request: Request):
         session, form, refused = await signed_post(request)
         if refused is not None:
             return refused
-        row = await run_in_threadpool(_own_row, verdicts(), request, session)
-        if row is None:
-            return page(request, "error.html", session, 404, message="no such message")
-        action = str(form.get("action", ""))
-        if action not in ACTIONS:
-            return HTMLResponse("unknown action", status_code=400)
-        try:
-            said = await run_in_threadpool(teach, verdicts(), row, action, learn)
-        except TeachError as exc:
-            said = f"not done: {exc}"
-        return RedirectResponse(f"/message/{row.id}?notice={_quote(said)}", status_code=303)
+        return await run_in_threadpool(teach_shown, request, session, str(form.get("action", "")))
+
+    def teach_selected(session: dict, action: str, ids: list) -> str:
+        done, failed = 0, []
+        for value in ids[:PAGE_ROWS]:
+            row = verdicts().get(int(value), None if session["admin"] else session["name"]) \
+                if str(value).isdigit() else None
+            if row is None:
+                continue
+            try:
+                teach(verdicts(), row, action, learn)
+                done += 1
+            except TeachError as exc:
+                failed.append(str(exc))
+        said = f"{done} {'forgotten' if action == 'forget' else 'taught as ' + action}"
+        if failed:
+            said += f"; {len(failed)} not done: {failed[0]}"
+        return said
 
     async def teach_many(request: Request):
         session, form, refused = await signed_post(request)
@@ -360,20 +419,10 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         action = str(form.get("action", ""))
         if action not in ("spam", "ham", "forget"):
             return HTMLResponse("unknown action", status_code=400)
-        done, failed = 0, []
-        for value in form.getlist("ids")[:PAGE_ROWS]:
-            row = verdicts().get(int(value), None if session["admin"] else session["name"]) \
-                if str(value).isdigit() else None
-            if row is None:
-                continue
-            try:
-                await run_in_threadpool(teach, verdicts(), row, action, learn)
-                done += 1
-            except TeachError as exc:
-                failed.append(str(exc))
-        said = f"{done} {'forgotten' if action == 'forget' else 'taught as ' + action}"
-        if failed:
-            said += f"; {len(failed)} not done: {failed[0]}"
+        try:
+            said = await run_in_threadpool(teach_selected, session, action, form.getlist("ids"))
+        except StoreError as exc:
+            return store_failed(request, session, exc)
         return RedirectResponse(f"/review?notice={_quote(said)}", status_code=303)
 
     async def stats(request: Request):
@@ -382,7 +431,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             return to_login()
         user = scope_user(session, request)
         try:
-            figures = await run_in_threadpool(_statistics, verdicts(), user)
+            figures = await run_in_threadpool(figures_cache.get, user,
+                                              lambda: _statistics(verdicts(), user))
         except StoreError as exc:
             return store_failed(request, session, exc)
         try:
@@ -422,11 +472,26 @@ def _own_row(store, request, session):
         return None
 
 
-def _recently_taught(store, user):
-    rows = store.db.execute(
-        "SELECT id FROM verdicts WHERE taught IS NOT NULL" + (" AND user = ?" if user else "")
-        + " ORDER BY id DESC LIMIT 20", (user,) if user else ()).fetchall()
-    return [store.get(verdict_id, user) for (verdict_id,) in rows]
+class _Cache:
+    """Values computed at most once per ``seconds`` per key (a bounded number of keys)."""
+
+    def __init__(self, seconds: float, keys: int = 1000, clock=time.monotonic):
+        self.seconds, self.keys, self._clock = seconds, keys, clock
+        self._lock = threading.Lock()
+        self._values: dict = {}
+
+    def get(self, key, compute):
+        now = self._clock()
+        with self._lock:
+            found = self._values.get(key)
+        if found is not None and found[0] > now:
+            return found[1]
+        value = compute()
+        with self._lock:
+            if len(self._values) >= self.keys:
+                self._values.clear()
+            self._values[key] = (now + self.seconds, value)
+        return value
 
 
 def _inert_text(raw: bytes) -> tuple[str, list[str]]:
