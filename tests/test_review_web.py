@@ -351,6 +351,29 @@ def test_a_damaged_store_is_named_on_the_page(tmp_path, users_file):
     assert reply.status_code == 503 and "damaged" in reply.text and "move it aside" in reply.text
 
 
+def test_a_locked_store_is_named_on_the_page_and_the_page_comes_back(site):
+    """Another program holding the log exclusively (so that even a WAL reader waits):
+    the page says so (its reads wait only READ_WAIT_MS, in the event loop); then it
+    reads again."""
+    import sqlite3
+
+    client, _, ids, db = site
+    page = client.get("/login")  # logged in, no page of the log read yet
+    client.post("/login", data={"csrf": csrf_of(page.text), "name": "alice",
+                                "password": PASSWORDS["alice"]}, follow_redirects=False)
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("PRAGMA locking_mode = EXCLUSIVE")
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        for path in ("/history", "/review"):
+            reply = client.get(path)
+            assert reply.status_code == 503 and "locked" in reply.text, path
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert "alice&#x27;s offer" in client.get("/history").text
+
+
 def test_the_users_file_is_written_atomically_owner_only(tmp_path):
     from typer.testing import CliRunner
 

@@ -22,11 +22,14 @@ What each request may do, in one place (docs/review-page.md#security has the why
   message reaches the browser. Every response has a Content-Security-Policy that
   allows only this site's stylesheet and forms, no script at all, and no frames.
 
-What a page costs: its reads of the verdict log and its rendering run as one call on a
-worker thread (a locked log waits there, never in the event loop); every read is a
-bounded index range (textnb.review.store); the tables are :mod:`textnb.review.table`;
-the statistics' charts are drawn at most once a minute per user; argon2 runs only for
-a login.
+What a page costs: its reads of the verdict log and its rendering run in the event
+loop, on one connection: every read is a bounded index range (textnb.review.store),
+the tables are :mod:`textnb.review.table`, and a reader in WAL mode never waits for
+the writer, so a page is a millisecond or two of CPU with nothing to wait for, and a
+hop to a worker thread and back (two wake-ups, and the GIL taken back from whatever
+runs) would cost more than it spares. What may wait runs on worker threads: argon2
+(only for a login), teaching (the scorer's socket, then a write), the statistics
+(drawn at most once a minute per user) and the scorer's ping.
 """
 
 from __future__ import annotations
@@ -72,6 +75,10 @@ PAGE_ROWS = 50
 MAX_FORM_BYTES = 64 * 1024
 # The most of a message's text a page shows.
 MAX_BODY_CHARS = 100_000
+# A page's read waits at most this long for a lock: only another program can hold one
+# against a WAL reader; the page then says the log is locked rather than hold up
+# every other request (they share the event loop) for the writers' BUSY_MS.
+READ_WAIT_MS = 100
 # The statistics page's figures and charts are computed at most this often per user
 # (counting a user's 30 days of verdicts reads all of them).
 STATS_SECONDS = 60.0
@@ -231,19 +238,29 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
 
     def verdicts() -> VerdictStore:
+        """A worker thread's connection (teaching, statistics)."""
         store = getattr(local, "store", None)
         if store is None:
             store = local.store = VerdictStore(db_path, days, max_mb * 2**20)
         return store
+
+    pages_store = []
+
+    def reader() -> VerdictStore:
+        """The event loop's connection, for the pages' reads."""
+        if not pages_store:
+            pages_store.append(VerdictStore(db_path, days, max_mb * 2**20,
+                                            wait_ms=READ_WAIT_MS))
+        return pages_store[0]
 
     def page(request, name: str, session, status: int = 200, **context) -> HTMLResponse:
         body = env.get_template(name).render(session=session, path=request.url.path,
                                              **context)
         return HTMLResponse(body, status_code=status)
 
-    def shown(request, name: str, session, **context) -> HTMLResponse:
-        """A page of the log (on a worker thread), with what the recorder dropped."""
-        dropped = verdicts().dropped()
+    def shown(request, name: str, session, store, **context) -> HTMLResponse:
+        """A page of the log, with what the recorder dropped."""
+        dropped = store.dropped()
         return page(request, name, session, dropped=dropped,
                     dropped_total=sum(n for _, n, _ in dropped),
                     dropped_last=max((last for _, _, last in dropped), default=0.0),
@@ -340,11 +357,11 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         except ValueError:
             before = None
         user = scope_user(session, request)
-        store = verdicts()
+        store = reader()
         rows, next_before = store.page(user, search, before, PAGE_ROWS, queue)
         taught = store.recently_taught(user) if queue else []
-        return shown(request, "review.html" if queue else "history.html", session, rows=rows,
-                     table=verdict_table(rows, session["admin"], select=queue),
+        return shown(request, "review.html" if queue else "history.html", session, store,
+                     rows=rows, table=verdict_table(rows, session["admin"], select=queue),
                      search=search, next_before=next_before, user=user, taught=taught)
 
     async def history(request: Request, queue: bool = False):
@@ -352,7 +369,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         if session is None:
             return to_login()
         try:
-            return await run_in_threadpool(listing, request, session, queue)
+            return listing(request, session, queue)
         except StoreError as exc:
             return store_failed(request, session, exc)
 
@@ -360,12 +377,13 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         return await history(request, queue=True)
 
     def message_page(request: Request, session: dict) -> HTMLResponse:
-        row = _own_row(verdicts(), request, session)
+        store = reader()
+        row = _own_row(store, request, session)
         if row is None:
             return page(request, "error.html", session, 404, message="no such message")
-        raw = verdicts().raw(row.id) if row.has_raw else None
+        raw = store.raw(row.id) if row.has_raw else None
         body, attachments = _inert_text(raw) if raw is not None else ("", [])
-        return shown(request, "message.html", session, row=row, body=body,
+        return shown(request, "message.html", session, store, row=row, body=body,
                      attachments=attachments)
 
     async def message(request: Request):
@@ -373,7 +391,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         if session is None:
             return to_login()
         try:
-            return await run_in_threadpool(message_page, request, session)
+            return message_page(request, session)
         except StoreError as exc:
             return store_failed(request, session, exc)
 
