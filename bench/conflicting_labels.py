@@ -1,5 +1,5 @@
 """Conflicting labels: one mailing list's advertisements filed as spam in the past and as
-ham from now on, the way a real mailbox's owner changed their mind (issue 35).
+ham from now on, the way a real mailbox's owner changed their mind.
 
     python -m bench.conflicting_labels [--list fork.xent.com ...] [--variant NAME=k=v,k=v ...]
         [--no-peer] [--json docs/results/conflicting-labels.json]
