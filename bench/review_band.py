@@ -1,0 +1,87 @@
+"""How wide the review queue's band should be: mail kept for review against mistakes caught.
+
+    python -m bench.review_band [--corpus spamassassin ...] [--json OUT]
+
+The review page (docs/review-page.md) keeps the raw message of every spam verdict
+(mail the user may want back) and of every ham verdict within ``REVIEW_BAND`` log-odds
+of the threshold (``textnb.review.store``), so that a spam let through by a small
+margin can be taught with one click. A wider band catches more of those mistakes and
+keeps more mail (bounded by the store's size cap, so a wide band shortens how long
+anything stays). Measured on the cells every default is chosen on (hash
+cross-validation of each corpus's training part, and chronological validation for the
+corpora with dates: bench/select_defaults.py), at the default threshold (log-odds 0):
+per band width b, the share of ham verdicts kept (log-odds in (-b, 0]) and the share of
+the spams delivered as ham that are among them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from bench.select_defaults import Corpus
+from textnb.config import load_config
+from textnb.corpora import CORPORA, corpora_root
+from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds
+from textnb.vectorize import binarize
+
+BANDS = (0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
+
+
+def cell_scores(corpus: Corpus, cfg) -> dict:
+    """cell -> (labels, log-odds) scored by models that never saw the messages."""
+    X, pairs, _ = corpus.matrix(cfg)
+    headers = corpus.header_columns(cfg)
+    rows = corpus.hash_train
+    y = corpus.y[rows]
+    out = {"hash_cv": (y, out_of_fold_log_odds(X[rows], y, cfg.model, cfg.features,
+                                               stratified_folds(y, 5), pairs, headers))}
+    if corpus.chrono is not None:
+        fit, valid = corpus.chrono
+        model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features)
+        Xf = binarize(X) if cfg.features.features == "binary" else X
+        out["chrono_val"] = (corpus.y[valid],
+                             score_rows(model, Xf[valid], cfg.model, pairs, headers))
+    return out
+
+
+def band_figures(y: np.ndarray, scores: np.ndarray, threshold: float = 0.0) -> list[dict]:
+    ham_verdict = scores <= threshold
+    missed = ham_verdict & (y == 1)
+    out = []
+    for b in BANDS:
+        kept = ham_verdict & (scores > threshold - b)
+        out.append({"band": b,
+                    "ham_verdicts_kept_pct": 100 * kept.sum() / max(ham_verdict.sum(), 1),
+                    "missed_spams_caught_pct": 100 * (kept & missed).sum() / max(missed.sum(), 1),
+                    "missed_spams": int(missed.sum())})
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", action="append", choices=CORPORA)
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    if corpora_root() is None:
+        sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
+    cfg = load_config(None, {})
+    result = {}
+    for name in args.corpus or CORPORA:
+        for cell, (y, s) in cell_scores(Corpus(name), cfg).items():
+            result[f"{name}:{cell}"] = rows = band_figures(y, s)
+            print(f"{name}:{cell} ({rows[0]['missed_spams']} spams delivered as ham): " + "  ".join(
+                f"b={r['band']:g} keeps {r['ham_verdicts_kept_pct']:.1f}% catches "
+                f"{r['missed_spams_caught_pct']:.0f}%" for r in rows), flush=True)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"bands": BANDS, "cells": result}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
