@@ -288,3 +288,88 @@ def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = 
         with model_lock(model_path):
             store.save(spam_filter, model_path)
     return result
+
+
+def forget(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),
+           tsv: Sequence[str] = (), progress: Callable[[int], None] | None = None,
+           lock_timeout: float | None = None) -> dict[str, Any]:
+    """Remove messages' counts from the model exactly, as if never learned (locked,
+    atomic, through the ledger: ``textnb.retrain.forget``). Returns a summary."""
+    from .retrain import forget as forget_messages
+
+    return forget_messages(model_path, sources, index, tsv, progress=progress,
+                           lock_timeout=lock_timeout)
+
+
+def compact(model_path: Path, prune: bool = False, max_df: int | None = None,
+            keep_last: int | None = None, lock_timeout: float | None = None) -> dict[str, Any]:
+    """Fold the model's journal into its file; with ``prune``, also drop rare tokens
+    (``max_df`` and ``keep_last`` default to the bound measured in
+    docs/model-file.md#a-bound-on-size). Returns a summary."""
+    from .prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF
+    from .prune import compact as compact_model
+
+    return compact_model(model_path, prune, PRUNE_MAX_DF if max_df is None else max_df,
+                         PRUNE_KEEP_LAST if keep_last is None else keep_last,
+                         lock_timeout=lock_timeout)
+
+
+EXPORT_FORMATS = ("pmml", "text")
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"format {fmt!r} is not one textnb writes; use "
+                         f"{' or '.join(EXPORT_FORMATS)}")
+
+
+def export(model_path: Path, out: Path, fmt: str = "pmml", max_features: int = 0
+           ) -> dict[str, Any]:
+    """Write the model as a PMML 4.4 document or as a text dump (``out`` replaced
+    atomically; ``-`` is standard output for a dump). ``max_features`` prunes a PMML
+    export to its most frequent terms (0: all). Returns a summary."""
+    _check_format(fmt)
+    if fmt == "text":
+        if max_features:
+            raise ValueError("max_features prunes PMML documents only; a text dump holds "
+                             "the whole model")
+        from .dump import export_file as export_text
+
+        return export_text(model_path, out)
+    from .pmml import export_file as export_pmml
+
+    return export_pmml(model_path, out, max_features)
+
+
+def import_model(source: Path, model_path: Path, fmt: str = "pmml") -> dict[str, Any]:
+    """A model file (written atomically) from a PMML document or text dump that textnb
+    exported; it scores as the exported model did. Returns the model's summary."""
+    _check_format(fmt)
+    if fmt == "text":
+        from .dump import import_file
+    else:
+        from .pmml import import_file
+    return import_file(source, model_path)
+
+
+def merge(inputs: Sequence[str | Path], model_path: Path, mail: Sequence[str] = (),
+          index: Sequence[str] = (), on_conflict: str = "refuse",
+          lock_timeout: float | None = None) -> dict[str, Any]:
+    """Merge models trained with equal settings into ``model_path``, as if trained on all
+    of their mail: a message learned by several (found in ``mail``/``index``) counts
+    once; ``on_conflict`` settles one learned under both labels
+    (``textnb.merge.CONFLICT_POLICIES``). Returns a summary."""
+    from .merge import merge_files
+
+    if len(inputs) < 2:
+        raise ValueError(f"give two or more models to merge, got {len(inputs)}")
+    return merge_files(inputs, model_path, mail, index, on_conflict, lock_timeout=lock_timeout)
+
+
+def pmml_score(pmml_path: Path, csv_path: Path) -> dict[str, Any]:
+    """Score a CSV file's records with any PMML NaiveBayesModel, by the specification's
+    procedure: ``classes``, ``predicted`` and ``probabilities`` per record, and the
+    ``ignored_columns`` the model does not read."""
+    from .pmml.score import score_csv
+
+    return score_csv(pmml_path, csv_path)

@@ -29,12 +29,10 @@ def compact_cli(
     and relabelling stay exact for what the model still holds and report the messages
     whose dropped tokens they could not remove.
     """
-    from ..prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF, compact
+    from ..commands import compact
 
     with operator_errors():
-        result = compact(model_path(model), prune,
-                         PRUNE_MAX_DF if max_df is None else max_df,
-                         PRUNE_KEEP_LAST if keep_last is None else keep_last, lock_timeout=wait)
+        result = compact(model_path(model), prune, max_df, keep_last, lock_timeout=wait)
     if as_json:
         typer.echo(json.dumps(result))
         return

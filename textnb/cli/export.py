@@ -10,6 +10,7 @@ import typer
 
 from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
 
+# textnb.commands.EXPORT_FORMATS (not imported here: `textnb --help` loads no NumPy).
 FORMATS = ("pmml", "text")
 
 
@@ -46,15 +47,10 @@ def export_cli(
     if fmt == "text" and max_features:
         raise typer.BadParameter("--max-features prunes PMML documents only; a text dump "
                                  "holds the whole model", param_hint="--max-features")
+    from ..commands import export
+
     with operator_errors():
-        if fmt == "text":
-            from ..dump import export_file as export_text
-
-            summary = export_text(model_path(model), out)
-        else:
-            from ..pmml import export_file
-
-            summary = export_file(model_path(model), out, max_features)
+        summary = export(model_path(model), out, fmt, max_features)
     if as_json:
         typer.echo(json.dumps(summary), err=str(out) == "-")
         return

@@ -41,13 +41,13 @@ def forget_cli(
     Inputs that cannot be read are skipped and listed on stderr (exit 0 if any message
     was read); with --strict the first one stops the run (exit 1) and the model stays.
     """
-    from .. import retrain
+    from ..commands import forget
 
     with operator_errors(), skipping_unreadable(strict) as skipped:
         progress = Progress("read")
         try:
-            result = retrain.forget(model_path(model), sources or [], index or [], tsv or [],
-                                    progress=progress, lock_timeout=wait)
+            result = forget(model_path(model), sources or [], index or [], tsv or [],
+                            progress=progress, lock_timeout=wait)
         finally:
             progress.close()
     nothing_done(skipped, result["read"])

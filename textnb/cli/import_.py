@@ -26,12 +26,10 @@ def import_cli(
     The model file is replaced atomically. A damaged or wrongly edited text dump is
     refused with the number of the line that is wrong, and the model is left as it was.
     """
+    from ..commands import import_model
+
     with operator_errors():
-        if fmt == "text":
-            from ..dump import import_file
-        else:
-            from ..pmml import import_file
-        summary = import_file(source, model_path(model))
+        summary = import_model(source, model_path(model), fmt)
     if as_json:
         typer.echo(json.dumps(summary))
         return

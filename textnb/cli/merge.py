@@ -35,14 +35,14 @@ def merge_cli(
     found in --mail/--index and counted once; under different labels it is refused
     unless --on-conflict says which label wins. See docs/model-file.md.
     """
-    from ..merge import merge_files
+    from ..commands import merge
 
     if len(inputs) < 2:
         raise typer.BadParameter(f"give two or more models to merge, got {len(inputs)}",
                                  param_hint="INPUTS")
     out = model_path(model)
     with operator_errors():
-        result = merge_files(inputs, out, mail or [], index or [], on_conflict, lock_timeout=wait)
+        result = merge(inputs, out, mail or [], index or [], on_conflict, lock_timeout=wait)
     if as_json:
         typer.echo(json.dumps(result))
         return

@@ -25,10 +25,10 @@ def pmml_score_cli(
     implement (Targets, transformations other than Discretize, other models) are refused
     by name.
     """
-    from ..pmml.score import score_csv
+    from ..commands import pmml_score
 
     with operator_errors():
-        result = score_csv(pmml, data)
+        result = pmml_score(pmml, data)
     classes = result["classes"]
     if not as_json:
         typer.echo(",".join(["record", "predicted"] + [f"probability({c})" for c in classes]))
