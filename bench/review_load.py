@@ -2,7 +2,7 @@
 searching a large verdict log.
 
     python -m bench.review_load [--verdicts 100000] [--sessions 50] [--seconds 60]
-        [--think 0 1] [--rate 10] [--limit] [--json OUT]
+        [--think 0 1] [--rate 10] [--limit] [--control] [--json OUT]
 
 A verdict log of ``--verdicts`` rows spread over 10 users and 30 days (a tenth of them
 with a 2 KB message kept for review) is written directly. Then, each in a process of
@@ -24,7 +24,8 @@ its own, as deployed on one host:
 All run for ``--seconds``, once per ``--think``. Reported per run: requests, median,
 90th and 95th percentile latency per page kind and over all, page errors, and the
 scorers' median, 90th and 95th percentile per-message latency with their ratios (on /
-off); the load average before it. ``--limit`` adds the machine's own limit: the same
+off); the load average before it. ``--control`` records on neither scorer: the ratio an
+A/A run gives, the noise the real ratio is read against. ``--limit`` adds the machine's own limit: the same
 readers (no pause) against a Starlette endpoint that only returns a page of the
 history's size, under uvicorn the same way, with the scorers and the mail running.
 """
@@ -267,7 +268,7 @@ def _summary(values: list[float]) -> dict:
 
 def run_one(tmp: Path, db: Path, users: Path, model: Path, messages: Path, n: int,
             sessions: int, seconds: float, think: float, rate: float,
-            trivial: bool = False) -> dict:
+            trivial: bool = False, control: bool = False) -> dict:
     """One timed run: scorers, the page (or the trivial endpoint), mail and readers."""
     from textnb.client import ping
 
@@ -277,7 +278,8 @@ def run_one(tmp: Path, db: Path, users: Path, model: Path, messages: Path, n: in
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     processes = [subprocess.Popen([sys.executable, "-m", "textnb", "serve", "--model", str(model),
                                    "--socket", addresses[name], "--reload-interval", "0"]
-                                  + (["--record", str(db)] if name == "on" else []), **quiet)
+                                  + (["--record", str(db)] if name == "on" and not control
+                                     else []), **quiet)
                  for name in ("on", "off")]
     try:
         for address in addresses.values():
@@ -317,11 +319,12 @@ def run_one(tmp: Path, db: Path, users: Path, model: Path, messages: Path, n: in
 
 
 def run(n: int, sessions: int, seconds: float, thinks: list[float], rate: float,
-        limit: bool) -> dict:
+        limit: bool, control: bool = False) -> dict:
     from textnb.review.accounts import Accounts
     from textnb.review.store import VerdictStore
 
-    out: dict = {"verdicts": n, "mail_per_second_per_scorer": rate, "cores": os.cpu_count()}
+    out: dict = {"verdicts": n, "mail_per_second_per_scorer": rate, "cores": os.cpu_count(),
+                 "control": control}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         db, users, model, messages = (tmp / "verdicts.db", tmp / "users.json",
@@ -335,13 +338,14 @@ def run(n: int, sessions: int, seconds: float, thinks: list[float], rate: float,
             accounts.add(user, PASSWORD)
         for think in thinks:
             out[f"think_{think:g}s"] = run_one(tmp, db, users, model, messages, n, sessions,
-                                               seconds, think, rate)
+                                               seconds, think, rate, control=control)
         if limit:
             out["limit"] = run_one(tmp, db, users, model, messages, n, sessions, seconds,
-                                   0.0, rate, trivial=True)
+                                   0.0, rate, trivial=True, control=control)
         store = VerdictStore(db, max_bytes=2**31)
-        out["recorded_by_the_scorer"] = store.db.execute(
-            "SELECT count(*) FROM verdicts WHERE id > ?", (n,)).fetchone()[0]
+        out["recorded_by_the_scorer"] = dict(zip(("verdicts", "kept", "with_clues"), store.db.execute(
+            "SELECT count(*), sum(has_raw), sum(clues IS NOT NULL) FROM verdicts WHERE id > ?",
+            (n,)).fetchone()))
         out["dropped"] = {why: count for why, count, _ in store.dropped()}
         store.close()
     return out
@@ -359,9 +363,12 @@ def main() -> None:
                         help="messages a second the mail client sends each scorer")
     parser.add_argument("--limit", action="store_true",
                         help="also time a trivial endpoint under the same readers and mail")
+    parser.add_argument("--control", action="store_true",
+                        help="A/A: neither scorer records (what the ratio is by chance)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    result = run(args.verdicts, args.sessions, args.seconds, args.think, args.rate, args.limit)
+    result = run(args.verdicts, args.sessions, args.seconds, args.think, args.rate, args.limit,
+                 args.control)
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -56,7 +56,8 @@ def _spam(log_odds=5.0):
     return Verdict("spam", log_odds, 0.99, 0.0)
 
 
-def test_every_verdict_is_recorded_as_the_client_got_it(tmp_path, model_file):
+def test_every_verdict_is_recorded_as_the_client_got_it(tmp_path, model_file, monkeypatch):
+    monkeypatch.setattr(recorder_module, "EXPLAIN_SHARE", 1.0)  # every clue now, not paced
     local = store.load(model_file)
     db = tmp_path / "verdicts.db"
     with Recording(model_file, str(tmp_path / "s.sock"),
@@ -377,3 +378,42 @@ def test_a_search_looks_at_a_bounded_window_and_older_goes_on(tmp_path, monkeypa
     assert found == ["needle", "needle"] and pages == 4
     plain, before = verdicts.page("a", "", None, limit=50)  # no search: pages of 50
     assert len(plain) == 50 and before == plain[-1].id
+
+
+def test_clues_are_paced_to_their_share_of_the_time(tmp_path, monkeypatch):
+    """After an explanation that took t, the next waits until t / EXPLAIN_SHARE after the
+    first began: the scorer's lock is held for clues at most that share of the time."""
+    monkeypatch.setattr(recorder_module, "EXPLAIN_SHARE", 0.25)
+    clock = [1000.0]
+    monkeypatch.setattr(recorder_module.time, "monotonic", lambda: clock[0])
+    recorder = VerdictRecorder(tmp_path / "v.db")
+    recorder._store = VerdictStore(tmp_path / "v.db")
+
+    class Explainer:
+        lock = __import__("threading").Lock()
+        calls = 0
+
+    def clues(raw, explainer):
+        Explainer.calls += 1
+        clock[0] += 2.0  # each explanation takes 2 s
+        return [["token", 1.0]]
+
+    monkeypatch.setattr(recorder, "_clues", clues)
+    ids = recorder._store.add_many([{**_row_fields(i), "raw": _message(i)} for i in range(3)])
+    for verdict_id in ids:
+        recorder._pending.append((verdict_id, _message(verdict_id), Explainer))
+    recorder._explain_while_idle()
+    assert Explainer.calls == 1  # 2 s taken: the next not before 8 s after the first began
+    clock[0] = 1000.0 + 7.9
+    recorder._explain_while_idle()
+    assert Explainer.calls == 1
+    clock[0] = 1000.0 + 8.0
+    recorder._explain_while_idle()
+    assert Explainer.calls == 2 and recorder.counts["explained"] == 2
+
+
+def _row_fields(i: int) -> dict:
+    return {"at": time.time(), "user": "a", "model": "user", "source": "serve",
+            "sender": f"s{i}", "subject": f"offer {i}", "label": "spam", "log_odds": 5.0,
+            "p_spam": 0.99, "threshold": 0.0, "action": "scored", "digest": "", "size": 2000,
+            "clues": None}

@@ -63,6 +63,14 @@ DROPPED = ("queue_full", "locked", "full", "damaged", "error")
 # at a time: explaining costs about what scoring does (it tokenises the message again,
 # under the model's lock), so computed between verdicts it would add to their latency.
 IDLE_SECONDS = 0.05
+# Explaining holds the model's lock, so a verdict asked for meanwhile waits for it, and
+# a pause in the mail says nothing of when the next message comes: clues take at most
+# this share of the time (by the wall clock, so a busy machine, where each takes
+# longer, gets fewer). A verdict then meets an explanation in progress about as often
+# as this share, which keeps it out of the 95th percentile; explaining in every pause
+# did not, under a steady stream of mail with the page loaded on both cores
+# (docs/review-page.md#the-cost-of-recording).
+EXPLAIN_SHARE = 0.02
 # Verdicts waiting for their clues (and at most queue_bytes of their messages); past
 # it the oldest is recorded without them.
 MAX_PENDING = 1000
@@ -111,6 +119,7 @@ class VerdictRecorder:
         self._pending: collections.deque = collections.deque()  # (id, raw, explainer) without clues
         self._pending_bytes = 0
         self._last_submit = 0.0
+        self._explain_after = 0.0  # no explaining before this (EXPLAIN_SHARE)
         self._thread = threading.Thread(target=self._run, name="textnb-record", daemon=True)
 
     def start(self) -> "VerdictRecorder":
@@ -187,16 +196,22 @@ class VerdictRecorder:
 
     def _explain_while_idle(self) -> None:
         """Give the verdicts waiting for clues theirs, one at a time, while no verdict
-        has come for ``IDLE_SECONDS`` (the scorer is idle) and none is queued."""
+        has come for ``IDLE_SECONDS`` (the scorer is idle) and none is queued, and at
+        most ``EXPLAIN_SHARE`` of the time: after an explanation that took t seconds,
+        the next waits t / EXPLAIN_SHARE from its start."""
         while (self._pending and not self._queue and not self._stop
-               and time.monotonic() - self._last_submit >= IDLE_SECONDS):
+               and time.monotonic() - self._last_submit >= IDLE_SECONDS
+               and time.monotonic() >= self._explain_after):
             verdict_id, raw, explainer = self._pending[0]
             if not explainer.lock.acquire(timeout=CLUE_WAIT):
                 return  # a verdict is being scored after all: try in the next pause
+            started = time.monotonic()
             try:
                 clues = self._clues(raw, explainer)
             finally:
                 explainer.lock.release()
+            took = time.monotonic() - started
+            self._explain_after = started + took / EXPLAIN_SHARE
             self._pending.popleft()
             self._pending_bytes -= len(raw)
             if clues is None:
