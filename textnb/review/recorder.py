@@ -14,13 +14,15 @@ the store with the next batch that gets in (``dropped``), for the page to show.
 
 Clues: a verdict in the review band gets the ``CLUES`` strongest of
 ``SpamFilter.explain``, computed by the writer after its row is in, with the model's lock
-held (the tokenizer is not meant for threads), and only while the scorer is idle (no
-verdict for ``IDLE_SECONDS``, the lock free within ``CLUE_WAIT``): explaining costs what
-scoring does, and computed in step with verdicts it made the scorer's median latency
-1.5 times and its 90th percentile 3.5 times that of a scorer without recording
-(bench/record_latency.py on SpamAssassin). A scorer that is never idle records
-verdicts without clues (the page says so). Other verdicts get none (their raw message
-is not kept either, so the page has nothing to explain).
+held (the tokenizer is not meant for threads), only while the scorer is idle (no
+verdict for ``IDLE_SECONDS``, the lock free within ``CLUE_WAIT``), and for at most
+``EXPLAIN_SHARE`` of the time: an explanation costs about twenty scores (25 ms a
+SpamAssassin message, most of it counting the message's unknown tokens one look-up at
+a time), and a verdict that comes while one runs waits for it
+(docs/review-page.md#the-cost-of-recording). Verdicts that get no clues in time (a
+busy scorer, more kept verdicts than the share explains) are recorded without them,
+and the page says so. Other verdicts get none (their raw message is not kept either,
+so the page has nothing to explain).
 """
 
 from __future__ import annotations
