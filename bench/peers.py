@@ -109,6 +109,7 @@ class PeerRun:
     commands: list[str]
     n_unsure: int = 0
     extra: dict = field(default_factory=dict)
+    is_unsure_pred: np.ndarray | None = None  # a peer with a third verdict (bogofilter)
 
 
 def write_split(corpus: str, workdir: Path, chronological: bool = False) -> Split:
@@ -204,6 +205,7 @@ def run_bogofilter(s: Split, flags: tuple[str, ...] = ()) -> PeerRun:
             _shown(classify, len(s.test), "test"),
         ],
         n_unsure=verdicts.count("Unsure"),
+        is_unsure_pred=np.array([v == "Unsure" for v in verdicts]),
         extra={
             "msg_count": " ".join(counts.split()[-2:]) + " (spam good)",
             # The same scores as bogofilter's other outputs print them: -T ("%g", six

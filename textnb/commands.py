@@ -252,7 +252,8 @@ def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarra
 def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = (),
          spam: Sequence[str] = (), ham: Sequence[str] = (), tsv: Sequence[str] = (),
          n_folds: int = 5, chronological: bool = False, search: bool = False,
-         write: bool = False, progress: Callable[[int], None] | None = None):
+         write: bool = False, progress: Callable[[int], None] | None = None,
+         review_cost: float | None = None):
     """Cross-validate the model's settings on labelled mail and tune its decision.
 
     With ``write``, the model file is replaced by one trained on that mail (as
@@ -260,6 +261,10 @@ def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = 
     calibration: the map was fitted to the scores of models trained on this mail,
     so it belongs to such a model and to no other. The mail is read a second time
     for that. An explicit first cost ratio becomes the model's default.
+    review_cost (float | None): the cost of a person's look at one message, in units of
+        a spam let through: the rows then give the three-way rule's figures
+        (``decision.review_region``), and with ``write`` it becomes the model's
+        ``decision.review_cost``. None: the model's own (0: two-way).
     Returns a ``textnb.tune.TuneResult``.
     """
     from dataclasses import replace
@@ -273,11 +278,15 @@ def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = 
         raise SourceError("tune --write reads the mail twice (to tune, then to train), so "
                           "it cannot take '-' (standard input); save the mail to a file")
     config = store.load(model_path).config
+    if review_cost is not None:
+        config = replace(config, decision=replace(config.decision,
+                                                  review_cost=float(review_cost))).validate()
     result = tune_filter(config, labelled_messages(spam, ham, index, tsv),
                          cost_ratios or DEFAULT_COST_RATIOS, n_folds=n_folds,
-                         chronological=chronological, do_search=search, progress=progress)
+                         chronological=chronological, do_search=search, progress=progress,
+                         review_cost=config.decision.review_cost)
     if write:
-        chosen = result.config
+        chosen = replace(result.config, decision=config.decision)
         if cost_ratios:
             chosen = replace(chosen, decision=replace(chosen.decision,
                                                       cost_ratio=float(cost_ratios[0])))

@@ -75,6 +75,7 @@ class ModelConfig:
 class DecisionConfig:
     cost_ratio: float = 1.0
     unsure_band: float = 0.0
+    review_cost: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,12 @@ class FilterConfig:
                "use a positive ratio: cost of losing a ham / cost of letting a spam through")
         _check(d.unsure_band >= 0, "decision.unsure_band", d.unsure_band,
                "use 0 (two-way decision) or a positive log-odds margin")
+        _check(d.review_cost >= 0 and math.isfinite(d.review_cost), "decision.review_cost",
+               d.review_cost, "use 0 (two-way decision) or the cost of a look at one "
+               "message in units of a spam let through, e.g. 0.1")
+        _check(not (d.review_cost > 0 and d.unsure_band > 0), "decision.review_cost",
+               d.review_cost, "give decision.unsure_band or decision.review_cost, not both "
+               "(two rules for 'unsure')")
         _check(self.mail.html_renderer in ("lexbor", "stdlib"), "mail.html_renderer",
                self.mail.html_renderer, "use 'lexbor' (selectolax's C parser) or 'stdlib' "
                "(Python's html.parser, what models saved before the setting use)")

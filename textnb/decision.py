@@ -12,6 +12,11 @@ cost of letting a spam through (c_fn), this is: spam iff
 c_fn P(spam|x) > c_fp P(ham|x), i.e. log-odds > ln(c_fp / c_fn) = ln λ.
 The rule is optimal only for calibrated log-odds; raw naive Bayes log-odds are
 not, which is why a threshold learned from data (``textnb tune``) may replace ln λ.
+
+A third action, 'unsure' (a person looks at the message and files it right), that
+costs ``review_cost`` whatever the truth, gives Chow's reject rule (C. K. Chow, "On
+optimum recognition error and reject tradeoff", IEEE Transactions on Information
+Theory 16(1), 1970): unsure where it is cheaper than both verdicts (``review_region``).
 """
 
 from __future__ import annotations
@@ -52,6 +57,45 @@ class Decision:
     threshold: float    # log-odds threshold in force
 
 
+def review_region(cost_ratio: float, review_cost: float) -> tuple[float, float] | None:
+    """The P(spam) interval in which a person's look costs less than either verdict.
+
+    Calling a message spam costs λ·P(ham) in expectation, calling it ham P(spam), and
+    a look ``review_cost`` (in units of a spam let through) whatever the truth; so the
+    look is the least expected cost iff review_cost < min(P(spam), λ·(1 - P(spam))),
+    i.e. for review_cost < P(spam) < 1 - review_cost/λ. RETURNS that interval, or None
+    when it is empty (review_cost >= λ/(1+λ): a look is never worth its cost) or
+    review_cost is 0 (a two-way decision).
+    """
+    if not review_cost > 0:
+        return None
+    low, high = review_cost, 1.0 - review_cost / cost_ratio
+    return (low, high) if low < high else None
+
+
+def logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
+
+
+def review_log_odds(cost_ratio: float, review_cost: float, threshold: float | None,
+                    log_odds_at=logit) -> tuple[float, float] | None:
+    """``review_region`` as the model's log-odds (low, high), for ``CostModel``.
+
+    log_odds_at (callable): the log-odds at which a model's P(spam) reaches a
+        probability: its calibration's crossing for a tuned model
+        (``calibration.log_odds_threshold(map, p / (1 - p))``), else the logit.
+    threshold (float | None): the spam threshold in force (None: ln λ); the bounds are
+        widened to hold it, since a threshold learned without a map need not lie
+        between the logits.
+    """
+    region = review_region(cost_ratio, review_cost)
+    if region is None:
+        return None
+    low, high = (log_odds_at(p) for p in region)
+    t = math.log(cost_ratio) if threshold is None else threshold
+    return min(low, t), max(high, t)
+
+
 @dataclass(frozen=True)
 class CostModel:
     """Two-class costs and the threshold they imply.
@@ -60,11 +104,15 @@ class CostModel:
     threshold (float | None): a learned log-odds threshold; None means ln λ.
     unsure_band (float): log-odds half-width around the threshold labelled 'unsure'
         (0 = two-way decision).
+    unsure_between (tuple | None): log-odds (low, high), low <= threshold <= high:
+        'unsure' for low < log-odds <= high (``review_region`` mapped to the model's
+        log-odds: ``SpamFilter.cost_model``); None = two-way.
     """
 
     cost_ratio: float = 1.0
     threshold: float | None = None
     unsure_band: float = 0.0
+    unsure_between: tuple[float, float] | None = None
 
     def __post_init__(self):
         if not self.cost_ratio > 0:
@@ -72,6 +120,11 @@ class CostModel:
                              "divided by the cost of a spam let through)")
         if not self.unsure_band >= 0:
             raise ValueError(f"unsure_band={self.unsure_band!r} must be >= 0")
+        if self.unsure_between is not None:
+            low, high = self.unsure_between
+            if not low <= self.log_threshold <= high:
+                raise ValueError(f"unsure_between={self.unsure_between!r} must hold the "
+                                 f"threshold {self.log_threshold!r}")
 
     @property
     def log_threshold(self) -> float:
@@ -84,6 +137,9 @@ class CostModel:
         out = np.where(log_odds > t, "spam", "ham").astype(object)
         if self.unsure_band > 0:
             out[np.abs(log_odds - t) < self.unsure_band] = "unsure"
+        if self.unsure_between is not None:
+            low, high = self.unsure_between
+            out[(log_odds > low) & (log_odds <= high)] = "unsure"
         return out
 
     def decide(self, log_odds: float, p_spam: float | None = None) -> Decision:

@@ -17,7 +17,7 @@ import numpy as np
 from . import evidence
 from .buffers import with_room
 from .config import FilterConfig
-from .decision import CostModel, Decision, expit
+from .decision import CostModel, Decision, expit, logit, review_log_odds
 from .errors import EmptyTrainingSetError, NotFittedError
 from .labels import LABEL_CODES, LABELS, require_both_classes
 from .lazy_import import lazy_module
@@ -442,12 +442,21 @@ class SpamFilter:
             # log-odds above the point where the calibration map crosses λ/(1+λ).
             from .calibration import log_odds_threshold
 
-            return CostModel(cost_ratio=ratio, threshold=log_odds_threshold(self.calibration, ratio),
-                             unsure_band=d.unsure_band)
-        # A learned threshold belongs to the cost ratio it was tuned for; an explicit
-        # other ratio falls back to the Bayes rule ln(ratio).
-        threshold = self.threshold if cost_ratio is None else None
-        return CostModel(cost_ratio=ratio, threshold=threshold, unsure_band=d.unsure_band)
+            threshold = log_odds_threshold(self.calibration, ratio)
+        else:
+            # A learned threshold belongs to the cost ratio it was tuned for; an explicit
+            # other ratio falls back to the Bayes rule ln(ratio).
+            threshold = self.threshold if cost_ratio is None else None
+        between = None
+        if d.review_cost > 0:
+            log_odds_at = logit
+            if self.calibration is not None:
+                from .calibration import log_odds_threshold
+
+                log_odds_at = lambda p: log_odds_threshold(self.calibration, p / (1.0 - p))  # noqa: E731
+            between = review_log_odds(ratio, d.review_cost, threshold, log_odds_at)
+        return CostModel(cost_ratio=ratio, threshold=threshold, unsure_band=d.unsure_band,
+                         unsure_between=between)
 
     def p_spam(self, log_odds: np.ndarray) -> np.ndarray:
         """P(spam) for log-odds: calibrated when the model carries a calibration."""

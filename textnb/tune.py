@@ -31,6 +31,7 @@ from scipy.special import expit
 from . import calibration as cal
 from . import metrics
 from .config import FilterConfig
+from .decision import review_log_odds
 from .errors import EmptyTrainingSetError
 from .evaluate import chronological_folds, fit_rows, out_of_fold_log_odds, stratified_folds
 from .evidence import RankedEvidence
@@ -224,6 +225,55 @@ def cross_fitted(y, scores, folds: Sequence[np.ndarray], cost_ratios: Sequence[f
     return p, flagged
 
 
+def review_point(y, scores, between: tuple[float, float] | None, cost_ratio: float,
+                 review_cost: float) -> dict:
+    """The figures of a three-way rule at one λ: spam above ``between[1]``, ham at or
+    below ``between[0]``, 'unsure' (a person's look, ``review_cost`` each) in between.
+
+    Returns ``low, high, fp, fn, unsure`` (counts; a spam or ham called unsure is
+    neither an FP nor an FN: the look files it right) and ``cost`` =
+    λ·FP + FN + review_cost·unsure.
+    """
+    if between is None:
+        raise ValueError("review_point needs a review region (decision.review_log_odds)")
+    y = np.asarray(y).astype(bool)
+    scores = np.asarray(scores, dtype=np.float64)
+    low, high = between
+    spam, ham = scores > high, scores <= low
+    unsure = ~(spam | ham)
+    fp, fn, n_unsure = int(np.sum(spam & ~y)), int(np.sum(ham & y)), int(unsure.sum())
+    return {"low": float(low), "high": float(high), "fp": fp, "fn": fn, "unsure": n_unsure,
+            "unsure_spam": int(np.sum(unsure & y)),
+            "cost": cost_ratio * fp + fn + review_cost * n_unsure}
+
+
+def cross_fitted_review(y, scores, folds: Sequence[np.ndarray], cost_ratios: Sequence[float],
+                        review_cost: float, method: str = "isotonic") -> dict[float, float]:
+    """Per λ, the three-way cost of each fold decided by a map fitted on the other folds
+    (as ``cross_fitted`` for the two-way rule): the honest cost for new mail."""
+    y = np.asarray(y).astype(bool)
+    scores = np.asarray(scores, dtype=np.float64)
+    total = {lam: 0.0 for lam in cost_ratios}
+    for test in folds:
+        rest = np.setdiff1d(np.arange(len(y)), test, assume_unique=True)
+        fold_map = cal.fit(scores[rest], y[rest], method)
+        for lam in cost_ratios:
+            between = _review_between(fold_map, lam, review_cost)
+            if between is None:
+                flagged = scores[test] > cal.log_odds_threshold(fold_map, lam)
+                total[lam] += float(lam * np.sum(flagged & ~y[test])
+                                    + np.sum(~flagged & y[test]))
+            else:
+                total[lam] += review_point(y[test], scores[test], between, lam,
+                                           review_cost)["cost"]
+    return total
+
+
+def _review_between(calibration: dict, cost_ratio: float, review_cost: float):
+    return review_log_odds(cost_ratio, review_cost, cal.log_odds_threshold(calibration, cost_ratio),
+                           lambda p: cal.log_odds_threshold(calibration, p / (1.0 - p)))
+
+
 def _held_out_costs(y, flagged: dict[float, np.ndarray]) -> dict[float, float]:
     y = np.asarray(y).astype(bool)
     return {lam: float(lam * np.sum(f & ~y) + np.sum(~f & y)) for lam, f in flagged.items()}
@@ -340,33 +390,38 @@ def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
 def tune(config: FilterConfig, messages: Iterable, cost_ratios: Sequence[float] = DEFAULT_COST_RATIOS,
          n_folds: int = 5, chronological: bool = False, do_search: bool = False,
          method: str = "isotonic", grid: dict | None = None,
-         progress: Callable[[int], None] | None = None) -> TuneResult:
+         progress: Callable[[int], None] | None = None, review_cost: float = 0.0) -> TuneResult:
     """Tune a filter's decision on labelled mail (see the module docstring).
 
     config : the settings to start from (the model's own).
     messages : labelled RawMessages; tokenised once.
     The map belongs to a model trained on *this* mail with ``result.config``: it was
     fitted to such models' scores. `textnb tune --write` trains that model.
+    review_cost : with a value above 0, each row also gives the three-way rule's figures
+    (``row["review"]``: ``review_point`` in sample, and its ``held_out_cost``).
     """
     spam_filter = SpamFilter(config)
     X, y = tokenise(spam_filter, messages, progress)
     return tune_matrix(X, y, config, cost_ratios, make_folds(y, n_folds, chronological),
                        chronological=chronological, do_search=do_search, method=method,
                        grid=grid, pair_columns=spam_filter.pair_columns(),
-                       header_columns=spam_filter.header_columns())
+                       header_columns=spam_filter.header_columns(), review_cost=review_cost)
 
 
 def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
                 folds: Sequence[np.ndarray], chronological: bool = False,
                 do_search: bool = False, method: str = "isotonic",
                 grid: dict | None = None, pair_columns: np.ndarray | None = None,
-                header_columns: np.ndarray | None = None) -> TuneResult:
+                header_columns: np.ndarray | None = None, review_cost: float = 0.0) -> TuneResult:
     """`tune` on messages already counted (X raw term counts, y 1 = spam; pair_columns,
     header_columns: which columns are word pairs and which come from header fields, see
     :mod:`textnb.evidence`)."""
     cost_ratios = tuple(float(r) for r in cost_ratios)
     if not cost_ratios or min(cost_ratios) <= 0:
         raise ValueError(f"cost ratios {cost_ratios} must be positive (e.g. 1, 9, 999)")
+    if not (review_cost >= 0 and math.isfinite(review_cost)):
+        raise ValueError(f"review cost {review_cost} must be >= 0 (the cost of a look at one "
+                         "message, in units of a spam let through; 0: two-way)")
     y = np.asarray(y, dtype=np.int64)
     search_rows = []
     if do_search:
@@ -378,11 +433,17 @@ def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
     calibration = cal.fit(scores, y, method)
     p_cf, flagged = cross_fitted(y, scores, folds, cost_ratios, method)
     held_out = _held_out_costs(y, flagged)
+    held_out_review = (cross_fitted_review(y, scores, folds, cost_ratios, review_cost, method)
+                       if review_cost > 0 else {})
     rows = []
     for lam in cost_ratios:
         row = operating_point(y, scores, cal.log_odds_threshold(calibration, lam), lam)
         row["untuned_cost"] = operating_point(y, scores, math.log(lam), lam)["cost"]
         row["held_out_cost"] = held_out[lam]
+        between = _review_between(calibration, lam, review_cost) if review_cost > 0 else None
+        if between is not None:
+            row["review"] = {**review_point(y, scores, between, lam, review_cost),
+                             "held_out_cost": held_out_review[lam]}
         rows.append(row)
     calibration["tuning"] = {
         "folds": len(folds),

@@ -40,6 +40,7 @@ def tune_cli(
     search: bool = typer.Option(False, "--search", help="Also choose alpha, the event model, tf/binary features and max_discriminators by the same cross-validation (48 settings; about a minute per 5,000 messages)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the ROC, cost and reliability plots to this PNG (needs matplotlib: pip install 'textnb[plots]')."),
     write: bool = typer.Option(False, "--write", help="Replace the model with one trained on this mail with the chosen settings, carrying the calibration; classify then decides by P(spam) > λ/(1+λ)."),
+    review_cost: Optional[float] = typer.Option(None, "--review-cost", min=0.0, help="Cost of a person's look at one message, in units of a spam let through: also report the three-way rule (unsure where a look costs less than either verdict: docs/tuning.md#a-third-verdict); with --write the model keeps it. Default: the model's (0, two-way)."),
     as_json: bool = JsonOpt,
     strict: bool = StrictOpt,
 ):
@@ -60,7 +61,7 @@ def tune_cli(
             result = commands.tune(model_path(model), cost_ratio or [], index or [], spam or [],
                                    ham or [], tsv or [], n_folds=folds,
                                    chronological=chronological, search=search, write=write,
-                                   progress=progress)
+                                   progress=progress, review_cost=review_cost)
         finally:
             progress.close()
         if plot is not None:
@@ -99,6 +100,7 @@ def _report_lines(result, write: bool, plot: Optional[Path], path: Path) -> list
         "tuned on the other folds only, the estimate for new mail; 'ln λ' is the untuned rule:",
         *cost_rows(result.rows, extra=(("held-out", "held_out_cost"), ("ln λ", "untuned_cost"))),
         "",
+        *_review_lines(result.rows),
         f"P(spam), out of fold: Brier {q0['brier']:.5f} -> {q1['brier']:.5f}, "
         f"ECE {q0['ece']:.5f} -> {q1['ece']:.5f} ({result.calibration['method']} calibration)",
     ]
@@ -107,6 +109,24 @@ def _report_lines(result, write: bool, plot: Optional[Path], path: Path) -> list
     lines.append(f"model {path} rewritten: trained on this mail, calibrated" if write else
                  "nothing written (add --write to store the settings and calibration in the model)")
     return lines
+
+
+def _review_lines(rows: list[dict]) -> list[str]:
+    """The three-way rule's figures per λ, when the tuning had a review cost."""
+    reviewed = [r for r in rows if "review" in r]
+    if not reviewed:
+        return []
+    lines = ["with a person's look at the unsure (review cost per message as given): "
+             "spam above 'high', ham at or below 'low';",
+             "cost = λ·FP + FN + review cost × unsure, in sample and held out:",
+             f"{'λ':>6} {'low':>8} {'high':>8} {'FP':>5} {'FN':>5} {'unsure':>7} "
+             f"{'of them spam':>12} {'cost':>9} {'held-out':>9}"]
+    for r in reviewed:
+        v = r["review"]
+        lines.append(f"{r['cost_ratio']:>6g} {v['low']:>8.2f} {v['high']:>8.2f} {v['fp']:>5} "
+                     f"{v['fn']:>5} {v['unsure']:>7} {v['unsure_spam']:>12} {v['cost']:>9.4g} "
+                     f"{v['held_out_cost']:>9.4g}")
+    return lines + [""]
 
 
 def _as_dict(result, write: bool, plot: Optional[Path]) -> dict:
@@ -118,8 +138,10 @@ def _as_dict(result, write: bool, plot: Optional[Path]) -> dict:
         "settings": describe(result.config), "config": result.config.to_dict(),
         "one_minus_auc_pct": result.one_minus_auc_pct,
         # JSON has no infinity: a threshold no score can pass ("flag nothing") is null.
-        "cost_ratios": [{**r, "threshold": r["threshold"] if math.isfinite(r["threshold"])
-                         else None} for r in result.rows],
+        "cost_ratios": [{**r, "threshold": _finite(r["threshold"]),
+                         **({"review": {**r["review"], "low": _finite(r["review"]["low"]),
+                                        "high": _finite(r["review"]["high"])}}
+                            if "review" in r else {})} for r in result.rows],
         "calibration_quality": result.quality,
         "calibration": {"method": result.calibration["method"],
                         "thresholds": result.calibration["tuning"]["thresholds"]},
@@ -128,6 +150,10 @@ def _as_dict(result, write: bool, plot: Optional[Path]) -> dict:
                     "one_minus_auc_pct": r["one_minus_auc_pct"]} for r in result.search_rows],
         "written": write, "plot": str(plot) if plot is not None else None,
     }
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _json_default(value):
