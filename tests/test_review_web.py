@@ -27,7 +27,8 @@ from textnb.filter import Verdict  # noqa: E402
 from textnb.review.accounts import Accounts  # noqa: E402
 from textnb.review.recorder import VerdictRecorder  # noqa: E402
 from textnb.review.store import VerdictStore  # noqa: E402
-from textnb.review.web import MAX_FAILURES, make_app  # noqa: E402
+from textnb.review.guard import MAX_FAILURES  # noqa: E402
+from textnb.review.web import make_app  # noqa: E402
 from textnb.users import ModelSet  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -1,6 +1,8 @@
 """``textnb web``: the review page (history, review queue, statistics) as a Starlette app.
 
-What each request may do, in one place (docs/review-page.md#security has the why):
+What each request may do, in one place (docs/review-page.md#security has the why; the
+sessions, the login throttle, the headers and the body limit are
+:mod:`textnb.review.guard`'s):
 
 - **Who.** Every page but /login needs a session: a random token in a cookie
   (HttpOnly, SameSite=Strict, Secure with ``secure_cookies``) naming a server-side
@@ -38,7 +40,6 @@ import hmac
 import secrets
 import threading
 import time
-from collections import deque
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -46,33 +47,20 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import MutableHeaders
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from . import charts
 from .accounts import AccountError, Accounts, ImapLogin
+from .guard import SESSION_SECONDS, Cache, SecurityHeaders, Sessions, Throttle
 from .store import SEARCH_ROWS, StoreError, VerdictStore
 from .table import verdict_table, when
 from .teach import ACTIONS, TeachError, teach
 
 __all__ = ["make_app"]
 
-# A session lasts this long from login (a work day), and this many exist at once at
-# most (the oldest goes first): each is a few hundred bytes.
-SESSION_SECONDS = 12 * 3600
-MAX_SESSIONS = 10_000
-# Failed logins allowed per name and per client address in the window. argon2's check
-# already costs ~50 ms; five tries per five minutes makes guessing a password of a
-# million candidates take ten years.
-MAX_FAILURES = 5
-FAILURE_WINDOW = 300.0
 PAGE_ROWS = 50
-# The largest request body (the forms are a few hundred bytes; a bulk selection of 50
-# ids a few KB); anything larger is refused before it is read.
-MAX_FORM_BYTES = 64 * 1024
 # The most of a message's text a page shows.
 MAX_BODY_CHARS = 100_000
 # A page's read waits at most this long for a lock: only another program can hold one
@@ -86,116 +74,9 @@ STATS_SECONDS = 60.0
 DROP_REASONS = {"queue_full": "the recorder's queue was full", "locked": "the log was locked",
                 "full": "the disk was full", "damaged": "the log was damaged",
                 "error": "the log could not be written"}
-HEADERS = {
-    "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; "
-                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 COOKIE = "textnb_session"
 LOGIN_COOKIE = "textnb_login"
 _HERE = Path(__file__).resolve().parent
-
-
-class _SecurityHeaders:
-    """ASGI middleware: HEADERS on every response, whatever made it."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        length = dict(scope.get("headers") or []).get(b"content-length", b"0")
-        if not length.isdigit() or int(length) > MAX_FORM_BYTES:
-            response = Response("a form this large is not one of this page's", status_code=413)
-            return await response(scope, receive, send)
-        received = 0
-
-        async def receive_at_most():  # a chunked body declares no length: count it
-            nonlocal received
-            message = await receive()
-            received += len(message.get("body", b""))
-            if received > MAX_FORM_BYTES:
-                raise HTTPException(413, "a form this large is not one of this page's")
-            return message
-
-        async def send_with_headers(message):
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                for name, value in HEADERS.items():
-                    headers[name] = value
-            await send(message)
-
-        await self.app(scope, receive_at_most, send_with_headers)
-
-
-class _Sessions:
-    def __init__(self, clock=time.monotonic):
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._by_token: dict[str, dict] = {}
-
-    def new(self, user: dict) -> tuple[str, dict]:
-        token = secrets.token_urlsafe(32)
-        session = {**user, "csrf": secrets.token_urlsafe(32),
-                   "expires": self._clock() + SESSION_SECONDS}
-        with self._lock:
-            while len(self._by_token) >= MAX_SESSIONS:
-                self._by_token.pop(next(iter(self._by_token)))
-            self._by_token[token] = session
-        return token, session
-
-    def get(self, token: str | None) -> dict | None:
-        if not token:
-            return None
-        with self._lock:
-            session = self._by_token.get(token)
-            if session is not None and session["expires"] < self._clock():
-                del self._by_token[token]
-                return None
-            return session
-
-    def end(self, token: str | None) -> None:
-        with self._lock:
-            self._by_token.pop(token or "", None)
-
-
-class _Throttle:
-    """Failed logins per key (a name, an address) within FAILURE_WINDOW."""
-
-    def __init__(self, clock=time.monotonic):
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._failures: dict[str, deque] = {}
-
-    def wait(self, *keys: str) -> float:
-        """Seconds until a login may be tried for these keys (0: now)."""
-        now = self._clock()
-        with self._lock:
-            longest = 0.0
-            for key in keys:
-                times = self._failures.get(key)
-                while times and times[0] < now - FAILURE_WINDOW:
-                    times.popleft()
-                if times is not None and not times:
-                    del self._failures[key]
-                elif times is not None and len(times) >= MAX_FAILURES:
-                    longest = max(longest, times[0] + FAILURE_WINDOW - now)
-            return longest
-
-    def failed(self, *keys: str) -> None:
-        with self._lock:
-            if len(self._failures) > 100_000:  # a flood of made-up names: start afresh
-                self._failures.clear()
-            for key in keys:
-                self._failures.setdefault(key, deque()).append(self._clock())
-
-    def clear(self, key: str) -> None:
-        with self._lock:
-            self._failures.pop(key, None)
 
 
 def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = False,
@@ -227,14 +108,14 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         if user is None and mail_logins is not None and name not in accounts.load():
             user = mail_logins.verify(name, password)
         return user
-    sessions, throttle = _Sessions(), _Throttle()
+    sessions, throttle = Sessions(), Throttle()
     local = threading.local()
     # the templates are compiled once (they change only with the package)
     env = Environment(loader=FileSystemLoader(str(_HERE / "templates")), auto_reload=False,
                       autoescape=select_autoescape(default=True, default_for_string=True))
     env.filters["when"] = when
     env.globals.update(reasons=DROP_REASONS, page_rows=PAGE_ROWS, search_rows=SEARCH_ROWS)
-    figures_cache = _Cache(STATS_SECONDS)
+    figures_cache = Cache(STATS_SECONDS)
     css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
 
     def verdicts() -> VerdictStore:
@@ -478,7 +359,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         Route("/stats", stats), Route("/static/style.css", stylesheet),
     ]
     app = Starlette(routes=routes)
-    return _SecurityHeaders(app)
+    return SecurityHeaders(app)
 
 
 def _own_row(store, request, session):
@@ -488,28 +369,6 @@ def _own_row(store, request, session):
                          None if session["admin"] else session["name"])
     except StoreError:
         return None
-
-
-class _Cache:
-    """Values computed at most once per ``seconds`` per key (a bounded number of keys)."""
-
-    def __init__(self, seconds: float, keys: int = 1000, clock=time.monotonic):
-        self.seconds, self.keys, self._clock = seconds, keys, clock
-        self._lock = threading.Lock()
-        self._values: dict = {}
-
-    def get(self, key, compute):
-        now = self._clock()
-        with self._lock:
-            found = self._values.get(key)
-        if found is not None and found[0] > now:
-            return found[1]
-        value = compute()
-        with self._lock:
-            if len(self._values) >= self.keys:
-                self._values.clear()
-            self._values[key] = (now + self.seconds, value)
-        return value
 
 
 def _inert_text(raw: bytes) -> tuple[str, list[str]]:
