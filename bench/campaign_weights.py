@@ -33,21 +33,19 @@ docs/conflicting-evidence.md#campaigns-counted-once-measured-not-built.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from bench.common import corpus_arguments, require_corpora, write_json
 from bench.conflicting_labels import LISTS, conflicting, figures, parts
 from bench.list_reader import list_id
 from bench.select_defaults import Corpus, geometric_mean
 from bench.stats import paired_bootstrap
 from textnb.config import load_config
-from textnb.corpora import CORPORA, chronological_split, corpora_root, iter_corpus
+from textnb.corpora import CORPORA, chronological_split, iter_corpus
 from textnb.evaluate import score_rows, stratified_folds
 from textnb.evidence import header_columns, pair_columns
 from textnb.metrics import one_minus_auc_pct, sm_at_hm
@@ -192,15 +190,12 @@ def conflict_test(cfg, split: str) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", action="append", choices=CORPORA)
+    parser = corpus_arguments(__doc__)
     parser.add_argument("--no-conflict", action="store_true")
     parser.add_argument("--test", action="store_true",
                         help="also score the test parts once (paired bootstrap against none)")
-    parser.add_argument("--json")
     args = parser.parse_args(argv)
-    if corpora_root() is None:
-        sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
+    require_corpora()
     cfg = load_config(None, {})
     table: dict = {}
     for name in args.corpus or CORPORA:
@@ -237,9 +232,7 @@ def main(argv=None) -> int:
                     print(f"test {name}:{split:<14} {variant:<16} " + "  ".join(
                         f"{metric} {r['value']:.3f} (diff 95% [{r['diff_ci95'][0]:+.3f}, "
                         f"{r['diff_ci95'][1]:+.3f}])" for metric, r in m.items()), flush=True)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    write_json(args.json, result)
     return 0
 
 

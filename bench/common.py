@@ -78,3 +78,37 @@ def named_variants(texts: list[str], base: dict | None = None) -> dict[str, dict
         variants[name] = {**base, **{k: parse_override_value(v) for k, _, v in
                                      (s.partition("=") for s in settings.split(",") if s)}}
     return variants
+
+
+def corpus_arguments(doc: str, corpora=None):
+    """The argument parser most bench scripts start from: ``--corpus`` (repeatable, one of
+    ``corpora``, default every public corpus) and ``--json OUT``; the description is the
+    first line of the script's docstring."""
+    import argparse
+
+    from textnb.corpora import CORPORA
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--corpus", action="append", choices=corpora or CORPORA)
+    parser.add_argument("--json")
+    return parser
+
+
+def require_corpora() -> None:
+    """Stop with the fix when the public corpora are not where the scripts look."""
+    import sys
+
+    from textnb.corpora import corpora_root
+
+    if corpora_root() is None:
+        sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
+
+
+def write_json(path, data) -> None:
+    """``data`` as indented JSON at ``path`` (folders made), if a path was given."""
+    import json
+    from pathlib import Path
+
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data, indent=1) + "\n")

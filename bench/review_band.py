@@ -16,16 +16,14 @@ the spams delivered as ham that are among them.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
+from bench.common import corpus_arguments, require_corpora, write_json
 from bench.select_defaults import Corpus
 from textnb.config import load_config
-from textnb.corpora import CORPORA, corpora_root
+from textnb.corpora import CORPORA
 from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds
 from textnb.vectorize import binarize
 
@@ -63,12 +61,8 @@ def band_figures(y: np.ndarray, scores: np.ndarray, threshold: float = 0.0) -> l
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", action="append", choices=CORPORA)
-    parser.add_argument("--json")
-    args = parser.parse_args(argv)
-    if corpora_root() is None:
-        sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
+    args = corpus_arguments(__doc__).parse_args(argv)
+    require_corpora()
     cfg = load_config(None, {})
     result = {}
     for name in args.corpus or CORPORA:
@@ -77,9 +71,7 @@ def main(argv=None) -> int:
             print(f"{name}:{cell} ({rows[0]['missed_spams']} spams delivered as ham): " + "  ".join(
                 f"b={r['band']:g} keeps {r['ham_verdicts_kept_pct']:.1f}% catches "
                 f"{r['missed_spams_caught_pct']:.0f}%" for r in rows), flush=True)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"bands": BANDS, "cells": result}, indent=1) + "\n")
+    write_json(args.json, {"bands": BANDS, "cells": result})
     return 0
 
 

@@ -17,18 +17,16 @@ docs/accuracy.md#a-third-verdict-unsure.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from bench.common import corpus_arguments, require_corpora, write_json
 from bench.tune_costs import tokenised
 from textnb import calibration as cal
 from textnb.config import load_config
-from textnb.corpora import corpora_root
 from textnb.decision import review_log_odds
 from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows
 from textnb.pipeline import SpamFilter
@@ -96,13 +94,10 @@ def run(name: str, cfg, peer: bool) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", action="append", choices=("spamassassin", "enron"))
+    parser = corpus_arguments(__doc__, ("spamassassin", "enron"))
     parser.add_argument("--no-peer", action="store_true")
-    parser.add_argument("--json")
     args = parser.parse_args(argv)
-    if corpora_root() is None:
-        sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
+    require_corpora()
     cfg = load_config(None, {})
     results = []
     for name in args.corpus or ("spamassassin", "enron"):
@@ -120,10 +115,7 @@ def main(argv=None) -> int:
                 print(f"    c={c:<5} FP/FN/unsure {cell['fp']}/{cell['fn']}/{cell['unsure']} "
                       f"cost {cell['cost']:.4g} (held out {cell['held_out_cost']:.4g}){peer}",
                       flush=True)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"review_costs": REVIEW_COSTS, "results": results},
-                                              indent=1) + "\n")
+    write_json(args.json, {"review_costs": REVIEW_COSTS, "results": results})
     return 0
 
 
