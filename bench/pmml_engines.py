@@ -8,7 +8,7 @@ training split, exports it as PMML 4.4, and scores the test split's term feature
 with JPMML-Evaluator and PyPMML (both need Java: apt-get install default-jre-headless;
 pip install 'textnb[pmml]'), reporting the largest absolute difference from textnb's
 own P(spam) over every kept term (what the document scores; textnb classify's evidence
-selection is a different score). Also times textnb's own scorer (textnb.pmml_score) on
+selection is a different score). Also times textnb's own scorer (textnb.pmml.score) on
 NaiveBayesModel documents, and the import.
 
 JPMML-Evaluator is built with lax=True (it refuses "too many input fields" otherwise)
@@ -90,7 +90,7 @@ def main(argv=None):
         records = [{names[j]: value(v) for j, v in zip(X[i].indices, X[i].data) if kept[j]}
                    for i in range(X.shape[0])]
         if event_model == "bernoulli":
-            from textnb.pmml_score import load_naive_bayes
+            from textnb.pmml.score import load_naive_bayes
 
             start = time.perf_counter()
             doc = load_naive_bayes(path)
