@@ -444,10 +444,12 @@ class VerdictStore:
             raise StoreError(describe(exc, self.path)) from None
 
     def dropped(self) -> list[tuple[str, int, float]]:
-        """(reason, verdicts, when the last was) the recorder could not record."""
+        """(reason, verdicts, when the last was) the recorder could not record, for the
+        reasons that dropped one within the retention days."""
         try:
-            return self.db.execute("SELECT reason, n, last FROM dropped WHERE n > 0 "
-                                   "ORDER BY reason").fetchall()
+            return self.db.execute("SELECT reason, n, last FROM dropped WHERE n > 0 AND "
+                                   "last >= ? ORDER BY reason",
+                                   (self._clock() - self.days * 86400,)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(describe(exc, self.path)) from None
 
