@@ -366,7 +366,7 @@ def test_a_locked_store_is_named_on_the_page_and_the_page_comes_back(site):
     other.execute("PRAGMA locking_mode = EXCLUSIVE")
     other.execute("BEGIN EXCLUSIVE")
     try:
-        for path in ("/history", "/review"):
+        for path in ("/history", "/review", f"/message/{ids['alice']}"):
             reply = client.get(path)
             assert reply.status_code == 503 and "locked" in reply.text, path
     finally:

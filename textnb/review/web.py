@@ -292,7 +292,11 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         session, form, refused = await signed_post(request)
         if refused is not None:
             return refused
-        return await run_in_threadpool(teach_shown, request, session, str(form.get("action", "")))
+        try:
+            return await run_in_threadpool(teach_shown, request, session,
+                                           str(form.get("action", "")))
+        except StoreError as exc:
+            return store_failed(request, session, exc)
 
     def teach_selected(session: dict, action: str, ids: list) -> str:
         done, failed = 0, []
@@ -363,12 +367,10 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
 
 
 def _own_row(store, request, session):
-    """The verdict of the URL's id if this session may see it; None otherwise (404)."""
-    try:
-        return store.get(int(request.path_params["id"]),
-                         None if session["admin"] else session["name"])
-    except StoreError:
-        return None
+    """The verdict of the URL's id if this session may see it; None otherwise (404).
+    StoreError when the log cannot be read (503)."""
+    return store.get(int(request.path_params["id"]),
+                     None if session["admin"] else session["name"])
 
 
 def _inert_text(raw: bytes) -> tuple[str, list[str]]:
