@@ -1,8 +1,8 @@
 """The table of verdicts that history and the review queue show, as HTML.
 
-One f-string per row, every value from the row escaped by :func:`html.escape`: a page
-of 50 rows through a Jinja2 macro made about 800 calls of markupsafe's escape and was
-most of a page's time in the server (docs/review-page.md#pages-under-load); the page
+The table is most of a page: through a Jinja2 macro each of its cells costs an escape
+call and a context look-up, so here it is one f-string per row, every value from the
+row escaped by :func:`html.escape` (docs/review-page.md#pages-under-load). The page
 around the table stays a template. The table's markup is this module's alone.
 """
 
