@@ -128,3 +128,14 @@ def test_learning_batches_leave_no_batch_empty_around_a_huge_message():
     batches = list(learning_batches(messages))
     assert [m for b in batches for m in b] == messages
     assert all(batches) and len(batches) > 1
+
+
+def test_explain_counts_the_tokens_the_model_never_saw():
+    from textnb.sources import RawMessage
+
+    spam_filter = SpamFilter().fit(iter_index(SAMPLE / "index"))
+    raw = (b"Subject: zqxjv meeting\n\nzqxjv wlorbq wlorbq the meeting agenda\n")
+    tokens = spam_filter.tokens(raw)
+    expected = sum(1 for t in tokens if t not in spam_filter.vocabulary)
+    explanation = spam_filter.explain(RawMessage("-", raw, None))
+    assert explanation.unknown_tokens == expected > 0

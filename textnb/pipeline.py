@@ -509,7 +509,8 @@ class SpamFilter:
                  for i in order[:k]]
         costs = self.cost_model(cost_ratio)
         decision = costs.decide(score, float(self.p_spam(np.array([score]))[0]))
-        unknown = sum(1 for t in tokens if t not in self.vocabulary)
+        # One batched look-up: token by token it was most of an explanation's time.
+        unknown = int(np.count_nonzero(self.vocabulary.columns(tokens) < 0))
         return Explanation(message.source, decision, prior, baseline - prior, clues, unknown,
                            tokens_used=used, combining_log_odds=correction)
 
