@@ -417,3 +417,18 @@ def _row_fields(i: int) -> dict:
             "sender": f"s{i}", "subject": f"offer {i}", "label": "spam", "log_odds": 5.0,
             "p_spam": 0.99, "threshold": 0.0, "action": "scored", "digest": "", "size": 2000,
             "clues": None}
+
+
+def test_the_record_options_set_the_caps(tmp_path):
+    from textnb.cli._record import start_recording
+
+    per_user = start_recording(tmp_path / "a.db", 30.0, 8, one_model=False, user_mb=2)
+    shared = start_recording(tmp_path / "b.db", 30.0, 8, one_model=False)
+    alone = start_recording(tmp_path / "c.db", 30.0, 8, one_model=True)
+    try:
+        assert per_user.max_user_bytes == 2 * 2**20
+        assert shared.max_user_bytes == 8 * 2**20 // 4  # USER_SHARE of the cap
+        assert alone.max_user_bytes == 8 * 2**20
+    finally:
+        for recorder in (per_user, shared, alone):
+            recorder.close()

@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from ._metrics import MetricsOpt, start_metrics, stop_metrics
-from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, start_recording
+from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, RecordUserMbOpt, start_recording
 from ._util import CostOpt, ModelOpt, app, check_cost_ratio, model_path, operator_errors
 
 
@@ -34,6 +34,7 @@ def milter_cli(
     record: Optional[Path] = RecordOpt,
     record_days: float = RecordDaysOpt,
     record_max_mb: int = RecordMaxMbOpt,
+    record_user_mb: Optional[int] = RecordUserMbOpt,
 ):
     # fmt: on
     """Run as a milter: add X-TextNB-Status and X-TextNB-Score to each message, until SIGTERM.
@@ -77,7 +78,7 @@ def milter_cli(
             typer.echo(f"textnb milter: warning: {line}", err=True)
         telemetry, metrics_port = start_metrics(metrics, resident)
         recorder = start_recording(record, record_days, record_max_mb, models is None,
-                                   "milter")
+                                   "milter", user_mb=record_user_mb)
         if telemetry is not None:
             telemetry.recorder = recorder
 

@@ -12,7 +12,7 @@ from typing import Optional
 import typer
 
 from ._metrics import MetricsOpt, start_metrics, stop_metrics
-from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, start_recording
+from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, RecordUserMbOpt, start_recording
 from ._util import ModelOpt, app, model_path, operator_errors
 
 
@@ -38,6 +38,7 @@ def serve_cli(
     record: Optional[Path] = RecordOpt,
     record_days: float = RecordDaysOpt,
     record_max_mb: int = RecordMaxMbOpt,
+    record_user_mb: Optional[int] = RecordUserMbOpt,
 ):
     # fmt: on
     """Keep the model loaded and answer 'textnb filter --server' / 'textnb-client' until SIGTERM."""
@@ -80,7 +81,8 @@ def serve_cli(
             path = model_path(model)
             resident = ResidentModel(path, flush_seconds=flush_seconds)
         telemetry, metrics_port = start_metrics(metrics, resident)  # a port in use fails here
-        recorder = start_recording(record, record_days, record_max_mb, models is None)
+        recorder = start_recording(record, record_days, record_max_mb, models is None,
+                                   user_mb=record_user_mb)
         if telemetry is not None:
             telemetry.recorder = recorder
         server = ScorerServer(resident, address, max_bytes=max_bytes,

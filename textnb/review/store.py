@@ -52,6 +52,9 @@ FIELD_CHARS = 200
 # Verdicts whose log-odds lie within this distance of the threshold keep their raw
 # message for the review queue (with the default threshold 0: P(spam) between 0.12 and
 # 0.88), as does every spam verdict (mail the user may want back) and every 'unsure'.
+# The widest band that keeps at most about one ham verdict in fifty on every validation
+# cell, while holding 41% of the spams let through (bench/review_band.py,
+# docs/review-page.md#how-it-fits-together).
 REVIEW_BAND = 2.0
 # prune() cuts the data to this share of the cap: the rest is room for what comes in
 # before the next prune (a tenth of the cap) and for the write-ahead log.
