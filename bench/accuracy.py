@@ -21,11 +21,11 @@ import numpy as np
 
 from bench.common import test_scores
 from textnb.config import load_config, parse_override_value
-from textnb.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
-                            iter_corpus, split)
-from textnb.evaluate import out_of_fold_log_odds, stratified_folds
-from textnb.metrics import summary
-from textnb.pipeline import SpamFilter
+from textnb.evaluation.cross_validation import out_of_fold_log_odds, stratified_folds
+from textnb.evaluation.metrics import summary
+from textnb.mail.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
+                                 iter_corpus, split)
+from textnb.spamfilter import SpamFilter
 
 KEYS = ("one_minus_auc_pct", "hm_pct", "sm_pct", "sm_pct_at_hm_0.1pct", "fp", "fn")
 

@@ -45,13 +45,13 @@ from bench.list_reader import list_id
 from bench.select_defaults import Corpus, geometric_mean
 from bench.stats import paired_bootstrap
 from textnb.config import load_config
-from textnb.corpora import CORPORA, chronological_split, iter_corpus
-from textnb.evaluate import score_rows, stratified_folds
-from textnb.evidence import header_columns, pair_columns
-from textnb.metrics import one_minus_auc_pct, sm_at_hm
-from textnb.naive_bayes import make_model
-from textnb.pipeline import SpamFilter
-from textnb.vectorize import Vocabulary, binarize, feature_mask
+from textnb.evaluation.cross_validation import score_rows, stratified_folds
+from textnb.evaluation.metrics import one_minus_auc_pct, sm_at_hm
+from textnb.features.vectorize import Vocabulary, binarize, feature_mask
+from textnb.mail.corpora import CORPORA, chronological_split, iter_corpus
+from textnb.models.evidence import header_columns, pair_columns
+from textnb.models.naive_bayes import make_model
+from textnb.spamfilter import SpamFilter
 
 # What makes a message itself: tokens in more than this share of its class are left out
 # of the similarity (greetings, "click here", the list footer).

@@ -3,9 +3,9 @@
     python -m bench.ceiling [--corpus spamassassin] [--repeats 3] [--json OUT.json]
 
 How close ``textnb train`` and ``classify`` can come to bogofilter's throughput has a
-bound: whatever else changes, a textnb that parses mail as ``textnb.mail`` does and
+bound: whatever else changes, a textnb that parses mail as ``textnb.mail.parse`` does and
 tokenises it with spaCy's rules cannot be faster than a process that only does that. This measures that process: it imports what the commands import to
-tokenise (``textnb.mail``, ``textnb.tokenize``, spaCy's blank pipeline), then reads
+tokenise (``textnb.mail.parse``, ``textnb.text.tokenize``, spaCy's blank pipeline), then reads
 the split's files and parses and tokenises them in ``jobs`` processes (forked after
 spaCy's load, each with the cold caches a worker starts with; the calling process
 waits), and throws the tokens away. Its wall time, start-up included, is the floor
@@ -34,14 +34,14 @@ import time
 from pathlib import Path
 
 from bench import peers
-from textnb.corpora import corpora_root
+from textnb.mail.corpora import corpora_root
 
 CEILING = r"""
 import json, multiprocessing, sys, time
 start = time.perf_counter()
 from textnb.config import FilterConfig
-from textnb.mail import parse_message
-from textnb.tokenize import EmailTokenizer
+from textnb.mail.parse import parse_message
+from textnb.text.tokenize import EmailTokenizer
 config = FilterConfig()
 tokenizer = EmailTokenizer(config.tokenizer)
 tokenizer.spacy  # loaded before the fork, as the commands' workers inherit it

@@ -14,7 +14,7 @@ cell with their geometric means. The rules, with S and H the spam and ham sides'
 totals (S = sum of the positive log-likelihood ratios, H = minus that of the negative):
 
 - ``sum``: S - H, naive Bayes (the default);
-- ``chi-square``: Fisher's log-ratio of the two tails (textnb.combining, an option);
+- ``chi-square``: Fisher's log-ratio of the two tails (textnb.models.combining, an option);
 - ``fisher``: the logit of bogofilter's and SpamBayes' indicator (1 + Q_H - Q_S) / 2,
   computed in log space so that it has no ties; over the selected clues, and over
   every clue stronger than |LLR| 2 (bogofilter's way: every token not near 0.5);
@@ -41,13 +41,13 @@ import numpy as np
 from scipy.special import gammaln
 
 from bench.select_defaults import Corpus, geometric_mean
-from textnb import combining
 from textnb.config import load_config
-from textnb.corpora import CORPORA, corpora_root
-from textnb.evaluate import fit_rows, stratified_folds
-from textnb.evidence import RankedEvidence
-from textnb.metrics import one_minus_auc_pct, sm_at_hm
-from textnb.vectorize import binarize
+from textnb.evaluation.cross_validation import fit_rows, stratified_folds
+from textnb.evaluation.metrics import one_minus_auc_pct, sm_at_hm
+from textnb.features.vectorize import binarize
+from textnb.mail.corpora import CORPORA, corpora_root
+from textnb.models import combining
+from textnb.models.evidence import RankedEvidence
 
 
 def side_totals(values, rows, n_rows):

@@ -5,7 +5,7 @@
 
 The stage functions are wrapped before the command starts, and each call's CPU time
 (its thread's, ``time.thread_time``, less the wrapped calls inside it) is added to its
-stage: parsing (``mail.parse_message``), tokenising (``EmailTokenizer.__call__``),
+stage: parsing (``parse.parse_message``), tokenising (``EmailTokenizer.__call__``),
 counting (``engines.counting.count_tokens`` and ``Counts.add_to``, the model's merge) or
 scoring (``SpamFilter.log_odds_tokens``), reading the files, the ledger's plan
 (normalising, digests), loading and saving the model, and spaCy's import. "Everything
@@ -13,9 +13,9 @@ else" is the process's CPU (``time.process_time``, every thread) less the stages
 interpreter's start, the other imports, the ledger's bookkeeping, output.
 
 A stage is charged its own thread's CPU, not the process's, because the model loads on a
-second thread while spaCy is imported (``textnb.beside``); and not the calls nested inside
-it, so spaCy's import, made at the tokenizer's first call, counts as start-up rather than
-tokenising (about 0.25 s of each command). All parts come from one run, so the shares hold
+second thread while spaCy is imported (``textnb.modelfile.load_in_background``); and not the calls
+nested inside it, so spaCy's import, made at the tokenizer's first call, counts as start-up rather
+than tokenising (about 0.25 s of each command). All parts come from one run, so the shares hold
 however fast the machine is that minute; ``bench.stages`` also times each stage
 alone, in memory, which on this shared machine moves 15-40% between runs
 (docs/performance.md#how-these-figures-are-measured). The wrappers cost two clock reads a
@@ -89,21 +89,24 @@ def _timed_iterator(label: str, fn):
 
 
 def instrument() -> None:
-    from textnb import mail, pipeline, store, tokenize
+    from textnb import spamfilter
     from textnb.engines import counting, local
+    from textnb.mail import parse
+    from textnb.modelfile import store
+    from textnb.text import tokenize
 
-    pipeline.parse_message = _timed("parse", mail.parse_message)
+    spamfilter.parse_message = _timed("parse", parse.parse_message)
     _wrap(tokenize.EmailTokenizer, "__call__", "tokenise")
     counting.count_tokens = _timed("count", counting.count_tokens)
     _wrap(counting.Counts, "add_to", "count")
-    _wrap(pipeline.SpamFilter, "log_odds_tokens", "score")
+    _wrap(spamfilter.SpamFilter, "log_odds_tokens", "score")
     local.read_planned = _timed_iterator("read", local.read_planned)
     _wrap(local._Planner, "plan", "plan (normalise, digest, ledger)")
     _wrap(store, "save", "save")
     _wrap(store, "load", "load")
     _wrap(store, "load_for_update", "load")
     # spaCy's import is start-up, wherever it happens: at the tokenizer's first call, or
-    # beside the model's load (textnb.beside).
+    # beside the model's load (textnb.modelfile.load_in_background).
     for name in ("import_spacy_modules", "make_spacy_tokenizer", "lexical_attributes"):
         _wrap(tokenize, name, "spaCy import")
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from textnb import metrics
 from textnb.config import parse_override_value
-from textnb.evaluate import fit_rows, score_rows
-from textnb.evidence import PAIR_PREFIX, header_columns, pair_columns
-from textnb.pipeline import SpamFilter
-from textnb.vectorize import Vocabulary, binarize
+from textnb.evaluation import metrics
+from textnb.evaluation.cross_validation import fit_rows, score_rows
+from textnb.features.vectorize import Vocabulary, binarize
+from textnb.models.evidence import PAIR_PREFIX, header_columns, pair_columns
+from textnb.spamfilter import SpamFilter
 
 
 def test_scores(tokens, y, n_train: int, cfg):
@@ -86,7 +86,7 @@ def corpus_arguments(doc: str, corpora=None):
     first line of the script's docstring."""
     import argparse
 
-    from textnb.corpora import CORPORA
+    from textnb.mail.corpora import CORPORA
 
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--corpus", action="append", choices=corpora or CORPORA)
@@ -98,7 +98,7 @@ def require_corpora() -> None:
     """Stop with the fix when the public corpora are not where the scripts look."""
     import sys
 
-    from textnb.corpora import corpora_root
+    from textnb.mail.corpora import corpora_root
 
     if corpora_root() is None:
         sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")

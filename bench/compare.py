@@ -65,7 +65,7 @@ import numpy as np
 
 from bench import peers
 from bench.bytecode import compile_textnb
-from textnb.corpora import CORPORA, corpora_root, iter_corpus, split
+from textnb.mail.corpora import CORPORA, corpora_root, iter_corpus, split
 
 DEFAULT_PEERS = ("bogofilter", "spamprobe (spam/good)", "spamprobe (spam/good) +sep",
                  "sklearn MNB", "sklearn BNB")

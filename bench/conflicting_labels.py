@@ -35,9 +35,9 @@ from bench.common import named_variants
 from bench.folds import peer_folds
 from bench.list_reader import MIN_LIST_HAMS, list_id
 from bench.tenfold_parts import textnb_folds
-from textnb import metrics
 from textnb.config import load_config
-from textnb.corpora import chronological_split, corpora_root, iter_corpus
+from textnb.evaluation import metrics
+from textnb.mail.corpora import chronological_split, corpora_root, iter_corpus
 
 LISTS = ("fork.xent.com", "ilug.linux.ie", "social.linux.ie")
 

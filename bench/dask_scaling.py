@@ -26,11 +26,11 @@ import zipfile
 from pathlib import Path
 
 from textnb import commands
+from textnb.config import FilterConfig
 from textnb.engines import dask as dd
 from textnb.engines.dask import DaskEngine
-from textnb.config import FilterConfig
-from textnb.corpora import corpora_root
-from textnb.pipeline import SpamFilter
+from textnb.mail.corpora import corpora_root
+from textnb.spamfilter import SpamFilter
 
 SPAM = ("spam", "spam_2")
 HAM = ("easy_ham", "easy_ham_2", "hard_ham")

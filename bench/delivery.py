@@ -23,9 +23,9 @@ def console_script(name: str, module: str) -> list[str]:
 
 
 def train_textnb(train, model: Path) -> None:
-    from textnb import store
-    from textnb.pipeline import SpamFilter
-    from textnb.sources import RawMessage
+    from textnb.mail.sources import RawMessage
+    from textnb.modelfile import store
+    from textnb.spamfilter import SpamFilter
 
     spam_filter = SpamFilter().fit(RawMessage(e.relpath, e.raw, e.label) for e in train)
     store.save(spam_filter, model)
@@ -53,7 +53,7 @@ def build_c_client(workdir: Path) -> Path | None:
 
 
 def wait_for_scorer(sock: Path, server: subprocess.Popen, seconds: float = 180.0) -> None:
-    from textnb.client import ScorerUnavailable, ping
+    from textnb.delivery.client import ScorerUnavailable, ping
 
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

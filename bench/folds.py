@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
-from textnb.corpora import chronological_split, iter_corpus
+from textnb.mail.corpora import chronological_split, iter_corpus
 
 
 def fold_of(corpus: str, relpath: str) -> str:

@@ -4,7 +4,7 @@
 
 Each case of tests/hostile_cases.py runs in a fresh Python process that trains the
 small sample-corpus model, builds the case's bytes and then parses, tokenises and
-classifies them (mbox cases: reads them through textnb.sources first). The time is
+classifies them (mbox cases: reads them through textnb.mail.sources first). The time is
 that last step's (wall clock); the peak RSS is the whole process's, as the child
 reads it from its own /proc/self/status (VmHWM) at the end, so it includes the
 interpreter, spaCy, the model and the case's own bytes (a 50 MB case holds 50 MB
@@ -32,8 +32,8 @@ PROJECT = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import json, sys, time
 from tests.hostile_cases import CASES
-from textnb.pipeline import SpamFilter
-from textnb.sources import RawMessage, iter_index, iter_messages
+from textnb.spamfilter import SpamFilter
+from textnb.mail.sources import RawMessage, iter_index, iter_messages
 spam_filter = SpamFilter().fit(iter_index(sys.argv[2] + "/corpora/sample/index"))
 case = next((c for c in CASES if c.name == sys.argv[1]), None)
 raw = case.build() if case else b""

@@ -10,7 +10,7 @@ parse_message over its training split, interleaved rounds in one process; with
 The HTML parts are the strings parse_message hands its renderer (decoded, as in a
 real run), captured once from the training split of the corpora README's hash split.
 Each round times both renderers on all of them and parse_message on every training
-message with each ``mail.html_renderer``, the order of the two swapped every round,
+message with each ``parse.html_renderer``, the order of the two swapped every round,
 so a change in the machine's load falls on both. The load average is recorded before
 and after: compare the two columns of one run, not runs on different days.
 """
@@ -29,12 +29,12 @@ import numpy as np
 from bench.accuracy import tokenised_split
 from bench.common import test_scores
 from bench.stats import paired_bootstrap
-from textnb import mail
 from textnb.config import load_config
-from textnb.corpora import corpora_root, iter_corpus, split
-from textnb.html_lexbor import lexbor_to_text
-from textnb.html_text import html_to_text
-from textnb.pipeline import SpamFilter
+from textnb.mail import parse
+from textnb.mail.corpora import corpora_root, iter_corpus, split
+from textnb.mail.html_lexbor import lexbor_to_text
+from textnb.mail.html_text import html_to_text
+from textnb.spamfilter import SpamFilter
 
 RENDERERS = {"stdlib": html_to_text, "lexbor": lexbor_to_text}
 
@@ -47,12 +47,12 @@ def html_parts(raws: list[bytes]) -> list[tuple[str, int]]:
         parts.append((markup, max_chars))
         return html_to_text(markup, max_chars)
 
-    mail.html_to_text = capture  # the stdlib renderer's one call site in mail._Body
+    parse.html_to_text = capture  # the stdlib renderer's one call site in parse._Body
     try:
         for raw in raws:
-            mail.parse_message(raw, mail.MailLimits(html_renderer="stdlib"))
+            parse.parse_message(raw, parse.MailLimits(html_renderer="stdlib"))
     finally:
-        mail.html_to_text = html_to_text
+        parse.html_to_text = html_to_text
     return parts
 
 
@@ -66,7 +66,7 @@ def run(corpus: str, rounds: int) -> dict:
     train, _ = split(iter_corpus(corpus))
     raws = [e.raw for e in train]
     parts = html_parts(raws)
-    limits = {name: mail.MailLimits(html_renderer=name) for name in RENDERERS}
+    limits = {name: parse.MailLimits(html_renderer=name) for name in RENDERERS}
     times: dict[str, dict[str, list[float]]] = {"render": {}, "parse_message": {}}
     load_before = os.getloadavg()
     for i in range(rounds):
@@ -77,7 +77,7 @@ def run(corpus: str, rounds: int) -> dict:
                 cpu(lambda render=render: [render(m, c) for m, c in parts]))
         for name in order:
             times["parse_message"].setdefault(name, []).append(
-                cpu(lambda name=name: [mail.parse_message(raw, limits[name]) for raw in raws]))
+                cpu(lambda name=name: [parse.parse_message(raw, limits[name]) for raw in raws]))
     return {"corpus": corpus, "messages": len(raws), "html_parts": len(parts),
             "html_chars": sum(len(m) for m, _ in parts), "rounds": rounds,
             "load_before": [round(x, 2) for x in load_before],
@@ -91,7 +91,7 @@ def paired(corpus: str, chronological: bool, resamples: int) -> dict:
     bootstrap of (1-AUC)% and sm% at hm 0.1%, lexbor - stdlib (negative: lexbor better)."""
     runs = {}
     for name in RENDERERS:
-        cfg = load_config(overrides={"mail.html_renderer": name})
+        cfg = load_config(overrides={"parse.html_renderer": name})
         tokens, y, n_train, _ = tokenised_split(corpus, SpamFilter(cfg), chronological)
         runs[name] = (tokens, test_scores(tokens, y, n_train, cfg)[0])
     # y and n_train: the split's, the same for both renderers.

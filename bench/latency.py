@@ -9,7 +9,7 @@ split (the corpora README's md5 split), each piped, one process per message, thr
   trained on the SpamAssassin train split;
 - ``textnb filter --model M`` (loads spaCy and the model in every process);
 - ``textnb-client --server SOCK`` talking to a ``textnb serve`` started once, as
-  installed (console script), and again as ``python -S -m textnb.client``: without
+  installed (console script), and again as ``python -S -m textnb.delivery.client``: without
   the site-packages start-up hooks (``.pth`` files), which cost tens of milliseconds
   on some machines and nothing on others;
 - the compiled client (clients/textnb-client.c, built here with ``cc`` as
@@ -49,11 +49,11 @@ from pathlib import Path
 from bench.delivery import (build_c_client, console_script, train_bogofilter, train_textnb,
                             wait_for_scorer)
 from bench.stats import percentile
-from textnb.corpora import corpora_root, iter_corpus, split
+from textnb.mail.corpora import corpora_root, iter_corpus, split
 
 
 def run(n: int, model: Path | None, workdir: Path, rounds: int = 1) -> dict:
-    from textnb.client import score_remote
+    from textnb.delivery.client import score_remote
 
     root = corpora_root()
     train, test = split(iter_corpus("spamassassin"))
@@ -78,10 +78,12 @@ def run(n: int, model: Path | None, workdir: Path, rounds: int = 1) -> dict:
             "bogofilter -p -e": (["bogofilter", "-C", "-d", str(db), "-p", "-e"], b"X-Bogosity:"),
             "textnb filter": ([*console_script("textnb", "textnb"), "filter", "--model", str(model)],
                               b"X-TextNB-Status:"),
-            "textnb-client -> serve": ([*console_script("textnb-client", "textnb.client"), *client_args],
-                                       b"X-TextNB-Status:"),
-            "python -S -m textnb.client -> serve": (
-                [sys.executable, "-S", "-m", "textnb.client", *client_args], b"X-TextNB-Status:"),
+            "textnb-client -> serve": (
+                [*console_script("textnb-client", "textnb.delivery.client"), *client_args],
+                b"X-TextNB-Status:"),
+            "python -S -m textnb.delivery.client -> serve": (
+                [sys.executable, "-S", "-m", "textnb.delivery.client", *client_args],
+                b"X-TextNB-Status:"),
             "python -c pass": ([sys.executable, "-c", "pass"], None),
             "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], None),
         }
@@ -147,9 +149,9 @@ def _time_one(path: Path, paths: dict, order: list[str], times: dict, r: int, en
 
 def _in_process_scorer(model: Path):
     """score_with on a model loaded and warmed up here, as the scorer's own."""
-    from textnb import store
-    from textnb.filter import score_with
-    from textnb.server import WARM_UP
+    from textnb.delivery.server import WARM_UP
+    from textnb.delivery.verdict_headers import score_with
+    from textnb.modelfile import store
 
     spam_filter = store.load(model)
     score_with(spam_filter, WARM_UP)

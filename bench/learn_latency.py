@@ -44,7 +44,7 @@ from pathlib import Path
 from bench.delivery import (build_c_client, console_script, train_bogofilter, train_textnb,
                             wait_for_scorer)
 from bench.stats import percentile
-from textnb.corpora import corpora_root, iter_corpus, split
+from textnb.mail.corpora import corpora_root, iter_corpus, split
 
 BOGOFILTER = "bogofilter -s|-n"
 RETRAIN = "textnb retrain (one message)"
@@ -56,7 +56,7 @@ def variant(raw: bytes, tag: str) -> bytes:
 
 
 def run(n: int, rounds: int, retrain_n: int, workdir: Path) -> dict:
-    from textnb.client import learn_remote
+    from textnb.delivery.client import learn_remote
 
     root = corpora_root()
     train, test = split(iter_corpus("spamassassin"))
@@ -80,7 +80,8 @@ def run(n: int, rounds: int, retrain_n: int, workdir: Path) -> dict:
         paths["textnb-client (C) --learn -> serve"] = lambda label, f: [
             str(c_client), "--server", str(sock), "--learn", label]
     paths["textnb-client (Python) --learn -> serve"] = lambda label, f: [
-        *console_script("textnb-client", "textnb.client"), "--server", str(sock), "--learn", label]
+        *console_script("textnb-client", "textnb.delivery.client"), "--server", str(sock),
+        "--learn", label]
     paths[BOGOFILTER] = lambda label, f: ["bogofilter", "-C", "-d", str(db),
                                           "-s" if label == "spam" else "-n"]
     paths[RETRAIN] = lambda label, f: [*console_script("textnb", "textnb"), "retrain", "--model",

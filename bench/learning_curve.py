@@ -2,7 +2,7 @@
 
     python -m bench.learning_curve [--corpus spamassassin|enron] [--repeats 5] [--json OUT]
 
-Chooses textnb.health's minimum per class and its imbalance limit. The corpus is split
+Chooses textnb.models.health's minimum per class and its imbalance limit. The corpus is split
 by the corpora README's md5 hash (test = 1 in 5); every test message is scored by models
 trained on random subsets of the training part:
 
@@ -11,7 +11,7 @@ trained on random subsets of the training part:
   class is short alternates: both directions are in the mean).
 
 Reported per row: mean and spread (min-max) over ``--repeats`` draws of (1-AUC)% and
-sm% at hm 0.1% (TREC's measures; textnb.metrics), and the error rate of the default
+sm% at hm 0.1% (TREC's measures; textnb.evaluation.metrics), and the error rate of the default
 threshold (ln λ, λ = the default cost ratio), since that is what a new user's verdicts
 use. Messages are tokenised once; the models are counted from the token lists.
 """
@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from bench.common import measures, tokenised, trained
-from textnb.corpora import corpora_root, iter_corpus, split
-from textnb.pipeline import SpamFilter
+from textnb.mail.corpora import corpora_root, iter_corpus, split
+from textnb.spamfilter import SpamFilter
 
 SIZES = (25, 50, 100, 200, 400, 800)
 RATIOS = (1, 4, 10, 20, 40)

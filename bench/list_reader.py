@@ -39,9 +39,9 @@ from bench import peers
 from bench.common import named_variants
 from bench.folds import chronological_parts, load_folds, peer_folds
 from bench.tenfold_parts import textnb_folds
-from textnb import metrics
 from textnb.config import load_config, parse_override_value
-from textnb.corpora import corpora_root
+from textnb.evaluation import metrics
+from textnb.mail.corpora import corpora_root
 
 # A list "the owner reads" delivered at least this many hams: fixed before any run, so
 # that a list that only ever brought spam (a spammer's List-Id) keeps its spam label.

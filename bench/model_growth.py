@@ -3,11 +3,11 @@
     python -m bench.model_growth [--step 2500] [--json OUT]
 
 Growth. SpamAssassin in delivery order, then Enron 1-3 in delivery order
-(``textnb.corpora.delivery_order``): one mailbox's years, then another's, 22,588
+(``textnb.mail.corpora.delivery_order``): one mailbox's years, then another's, 22,588
 messages. They are learned through the ledger as ``textnb retrain`` learns them
 (``retrain.learn_messages``), with the default settings, with word pairs and without
 (``tokenizer.bigrams = false``), and with word pairs under the bound
-(``textnb.prune.prune`` with PRUNE_MAX_DF / PRUNE_KEEP_LAST, applied every --step
+(``textnb.modelfile.prune.prune`` with PRUNE_MAX_DF / PRUNE_KEEP_LAST, applied every --step
 messages as ``textnb compact --prune`` would be). Every ``--step`` messages: the
 tokens held, how many of them are in only one or two learned messages (df 1,
 df <= 2), and the model file's size (``store.dumps``: the compressed arrays and the
@@ -41,14 +41,15 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import TokenCache, measures
-from textnb import dump, metrics, store
 from textnb.config import load_config
-from textnb.corpora import chronological_split, corpora_root, delivery_order, iter_corpus
-from textnb.ledger import normalise
-from textnb.pipeline import SpamFilter
-from textnb.prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF, prune
-from textnb.retrain import learn_messages
-from textnb.sources import RawMessage
+from textnb.evaluation import metrics
+from textnb.mail.corpora import chronological_split, corpora_root, delivery_order, iter_corpus
+from textnb.mail.sources import RawMessage
+from textnb.modelfile import dump, store
+from textnb.modelfile.prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF, prune
+from textnb.modelfile.retrain import learn_messages
+from textnb.models.ledger import normalise
+from textnb.spamfilter import SpamFilter
 
 CORPORA = ("spamassassin", "enron")
 # (k, N): drop tokens in <= k learned messages unless in the last N learned ones.

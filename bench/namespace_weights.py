@@ -37,11 +37,11 @@ from sklearn.linear_model import LogisticRegression
 
 from bench.select_defaults import Corpus, geometric_mean
 from textnb.config import load_config
-from textnb.corpora import CORPORA, corpora_root
-from textnb.evaluate import fit_rows, stratified_folds
-from textnb.evidence import strongest
-from textnb.metrics import one_minus_auc_pct, sm_at_hm
-from textnb.vectorize import Vocabulary, binarize
+from textnb.evaluation.cross_validation import fit_rows, stratified_folds
+from textnb.evaluation.metrics import one_minus_auc_pct, sm_at_hm
+from textnb.features.vectorize import Vocabulary, binarize
+from textnb.mail.corpora import CORPORA, corpora_root
+from textnb.models.evidence import strongest
 
 CLIPS = (2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
 GROUPS = ("body", "pair", "subject", "header", "url", "other")

@@ -2,10 +2,10 @@
 
     python -m bench.numeric_features [--corpus spamassassin] [--cv 5] [--json OUT]
 
-Parses and tokenises each message of the corpus once (textnb.numeric.FEATURES come
+Parses and tokenises each message of the corpus once (textnb.models.numeric.FEATURES come
 from the same parse), then reports (1-AUC)% for the default text model alone, the
 text model plus a Gaussian or a kernel-density model of the numeric features
-(textnb.numeric: their log-likelihood ratio is added to the tokens' log-odds, as
+(textnb.models.numeric: their log-likelihood ratio is added to the tokens' log-odds, as
 naive Bayes does), and the numeric features alone. Both on the README's test split
 (trained on the training split) and, with --cv K, out of fold on the training split
 only, which is what a default is chosen by.
@@ -22,13 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from textnb.config import FilterConfig
-from textnb.corpora import iter_corpus, split
-from textnb.evaluate import fit_rows, stratified_folds
-from textnb.mail import parse_message
-from textnb.metrics import one_minus_auc_pct
-from textnb.numeric import FEATURES, make_numeric_model, message_features
-from textnb.tokenize import EmailTokenizer
-from textnb.vectorize import Vocabulary, binarize
+from textnb.evaluation.cross_validation import fit_rows, stratified_folds
+from textnb.evaluation.metrics import one_minus_auc_pct
+from textnb.features.vectorize import Vocabulary, binarize
+from textnb.mail.corpora import iter_corpus, split
+from textnb.mail.parse import parse_message
+from textnb.models.numeric import FEATURES, make_numeric_model, message_features
+from textnb.text.tokenize import EmailTokenizer
 
 
 def load(corpus: str, cfg: FilterConfig):

@@ -4,13 +4,13 @@
         [--json OUT]
 
 Each message, in order, is first classified by the model as it stands, then
-offered to ``textnb.retrain.learn_messages`` with its true label, which learns it
+offered to ``textnb.modelfile.retrain.learn_messages`` with its true label, which learns it
 or not according to the regime (``all``, ``error``, ``thick`` with margin M; the
 same code ``textnb retrain`` runs). Reported per corpus and regime: (1-AUC)% of
 the online scores, hm% and sm% of the online decisions at the default threshold
 (ln 1 = 0), how many messages the regime learned, and the time taken.
 
-Order: delivery order (``textnb.corpora.delivery_order``). SpamAssassin by its
+Order: delivery order (``textnb.mail.corpora.delivery_order``). SpamAssassin by its
 ``Date:`` headers (undated ones first); Enron 1-3 in the corpus's own order: enron1,
 then enron2, then enron3, and within each the leading number of the file name, which
 interleaves ham and spam each in date order (the order Metsis et al. used for their
@@ -44,13 +44,13 @@ from pathlib import Path
 
 import numpy as np
 
-from textnb import metrics
 from textnb.config import load_config, parse_override_value
-from textnb.corpora import corpora_root, delivery_order, iter_corpus
-from textnb.ledger import normalise
-from textnb.pipeline import SpamFilter
-from textnb.retrain import DEFAULT_MARGIN, learn_messages
-from textnb.sources import RawMessage
+from textnb.evaluation import metrics
+from textnb.mail.corpora import corpora_root, delivery_order, iter_corpus
+from textnb.mail.sources import RawMessage
+from textnb.modelfile.retrain import DEFAULT_MARGIN, learn_messages
+from textnb.models.ledger import normalise
+from textnb.spamfilter import SpamFilter
 
 SEED = 2003
 

@@ -2,7 +2,7 @@
 
 usage: python -m bench.peers [--corpus NAME ...] [--peer NAME ...] [--out bench/results/peers.json]
 
-For each corpus (default: all of ``textnb.corpora.CORPORA``) the README split
+For each corpus (default: all of ``textnb.mail.corpora.CORPORA``) the README split
 (test iff md5(relpath) % 5 == 0) is written to a temporary folder, one file per
 message (SMS: one file per text), and each peer is trained on the train files
 and scores the test files:
@@ -19,7 +19,7 @@ and scores the test files:
 For every corpus and peer it reports (1-AUC)% of the scores the peer prints,
 hm% and sm% at the peer's own default verdict, sm% at hm = 0.1%, and train and
 classify wall time. Peers that are not installed are skipped with a note.
-The corpora are read from ``textnb.corpora.corpora_root()`` and never copied
+The corpora are read from ``textnb.mail.corpora.corpora_root()`` and never copied
 anywhere but the temporary folder, which is deleted afterwards.
 """
 
@@ -41,8 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from textnb import metrics
-from textnb.corpora import CORPORA, chronological_split, corpora_root, iter_corpus, split
+from textnb.evaluation import metrics
+from textnb.mail.corpora import CORPORA, chronological_split, corpora_root, iter_corpus, split
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "peers.json"
 
@@ -436,9 +436,10 @@ def run_peers(corpora: list[str], only: list[str] | None = None, log=print,
                 rows.append(row)
                 log(f"  {name}: (1-AUC)% {row['one_minus_auc_pct']:.4f}  {row['train_s']:.2f}s train")
     return {
-        "split": ("per class, the latest fifth by date (textnb.corpora.chronological_split)"
+        "split": ("per class, the latest fifth by date (textnb.mail.corpora.chronological_split)"
                   if chronological else
-                  "test iff int(md5(relpath).hexdigest(), 16) % 5 == 0 (textnb.corpora.is_test)"),
+                  "test iff int(md5(relpath).hexdigest(), 16) % 5 == 0 "
+                  "(textnb.mail.corpora.is_test)"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), **versions()},
         "notes": notes,
         "errors": errors,

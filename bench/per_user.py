@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import measures, tokenised, trained
-from textnb import metrics
-from textnb.corpora import corpora_root, iter_corpus
-from textnb.pipeline import SpamFilter
+from textnb.evaluation import metrics
+from textnb.mail.corpora import corpora_root, iter_corpus
+from textnb.spamfilter import SpamFilter
 
 USERS = ("enron1", "enron2", "enron3")
 

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from textnb.config import load_config
-from textnb.corpora import iter_corpus, split
-from textnb.pipeline import SpamFilter
+from textnb.mail.corpora import iter_corpus, split
 from textnb.pmml import export_pmml, field_name, import_pmml, with_max_features
+from textnb.spamfilter import SpamFilter
 
 
 def engine_scorer(name: str, path: Path):

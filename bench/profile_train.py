@@ -30,22 +30,22 @@ import sys
 import time
 from pathlib import Path
 
-from textnb import mail
-from textnb.corpora import CORPORA, corpora_root, iter_corpus, split
-from textnb.mail import parse_message
-from textnb.pipeline import SpamFilter
-from textnb.sources import RawMessage
+from textnb.mail import parse
+from textnb.mail.corpora import CORPORA, corpora_root, iter_corpus, split
+from textnb.mail.parse import parse_message
+from textnb.mail.sources import RawMessage
+from textnb.spamfilter import SpamFilter
 
 # (label, file name ending, function name): the entry point of each stage.
 STAGES = [
-    ("parse (mail.parse_message)", "textnb/mail.py", "parse_message"),
+    ("parse (parse.parse_message)", "textnb/mail/parse.py", "parse_message"),
     ("  stdlib email parser", "email/parser.py", "parsebytes"),
-    ("  HTML to text", "textnb/html_text.py", "html_to_text"),
-    ("tokenise (EmailTokenizer.__call__)", "textnb/tokenize.py", "__call__"),
+    ("  HTML to text", "textnb/mail/html_text.py", "html_to_text"),
+    ("tokenise (EmailTokenizer.__call__)", "textnb/text/tokenize.py", "__call__"),
     ("  spaCy Tokenizer.__call__", "spacy/tokenizer.pyx", "__call__"),
-    ("  header fields", "textnb/tokenize.py", "header_tokens"),
-    ("matrix (Vocabulary.transform)*", "textnb/vectorize.py", "transform"),
-    ("counts (model.partial_fit)", "textnb/naive_bayes.py", "partial_fit"),
+    ("  header fields", "textnb/text/tokenize.py", "header_tokens"),
+    ("matrix (Vocabulary.transform)*", "textnb/features/vectorize.py", "transform"),
+    ("counts (model.partial_fit)", "textnb/models/naive_bayes.py", "partial_fit"),
 ]
 
 
@@ -59,7 +59,7 @@ def stage_times(stats: pstats.Stats) -> list[tuple[str, float]]:
 
     * Vocabulary.transform once pulled its token lists from a generator, so its
     cumulative time held the parsing and tokenising; what it spent in generators of
-    textnb/pipeline.py is taken off.
+    textnb/spamfilter.py is taken off.
     """
     out = []
     for label, path, name in STAGES:
@@ -85,21 +85,21 @@ def _cpu(fn, repeats: int) -> float:
 def unprofiled_stages(raws: list[bytes], repeats: int) -> list[tuple[str, float]]:
     """CPU seconds of each stage run alone, without the profiler's overhead."""
     html_parts: list[tuple] = []
-    render = mail.html_to_text
+    render = parse.html_to_text
 
     def keep(*args, **kwargs):  # the HTML parts (and parse_message's bounds) as met
         html_parts.append((args, kwargs))
         return render(*args, **kwargs)
 
-    mail.html_to_text = keep
+    parse.html_to_text = keep
     try:
         parsed = [parse_message(raw) for raw in raws]
     finally:
-        mail.html_to_text = render
+        parse.html_to_text = render
     tokenizer = SpamFilter().tokenizer
     compat32 = email.policy.compat32
     return [
-        ("parse (mail.parse_message)", _cpu(lambda: [parse_message(r) for r in raws], repeats)),
+        ("parse (parse.parse_message)", _cpu(lambda: [parse_message(r) for r in raws], repeats)),
         ("  stdlib email parser", _cpu(
             lambda: [email.message_from_bytes(r, policy=compat32) for r in raws], repeats)),
         ("  HTML to text", _cpu(lambda: [render(*a, **k) for a, k in html_parts], repeats)),

@@ -31,8 +31,8 @@ from bench.stats import percentile
 
 
 def _messages(n: int):
-    from textnb.corpora import corpora_root, iter_corpus, split
-    from textnb.sources import RawMessage, iter_index
+    from textnb.mail.corpora import corpora_root, iter_corpus, split
+    from textnb.mail.sources import RawMessage, iter_index
 
     if corpora_root() is not None:
         train, test = split(iter_corpus("spamassassin"))
@@ -47,7 +47,7 @@ def _messages(n: int):
 _CLIENT = """
 import json, sys, time
 from pathlib import Path
-from textnb.client import score_remote
+from textnb.delivery.client import score_remote
 folder, addresses, rounds = Path(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
 raws = [p.read_bytes() for p in sorted(folder.iterdir())]
 servers = list(addresses.items())
@@ -63,10 +63,10 @@ print(json.dumps(times))
 
 
 def run(n: int, rounds: int, control: bool = False) -> dict:
-    from textnb import store
-    from textnb.pipeline import SpamFilter
+    from textnb.delivery.server import ResidentModel, ScorerServer
+    from textnb.modelfile import store
     from textnb.review.recorder import VerdictRecorder
-    from textnb.server import ResidentModel, ScorerServer
+    from textnb.spamfilter import SpamFilter
 
     corpus, train, test = _messages(n)
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,7 +2,7 @@
 
     python -m bench.resident_users --model MODEL [--users 16] [--cap 4] [--json OUT]
 
-A user's first learn makes their model a copy of the shared one (textnb.users), so
+A user's first learn makes their model a copy of the shared one (textnb.delivery.users), so
 each resident user costs about the shared model's arrays and vocabulary again. In a
 temporary folder whose ``_shared/model.tnb`` is MODEL, one ModelSet learns one message
 for each of ``--users`` new users with every model kept loaded, and reports the
@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from textnb.filter import score_with
-from textnb.users import ModelSet
+from textnb.delivery.users import ModelSet
+from textnb.delivery.verdict_headers import score_with
 
 MESSAGE = b"Subject: resident user %d\nFrom: a@example.org\n\nlearned once by user %d\n"
 

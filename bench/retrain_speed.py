@@ -42,12 +42,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from textnb import retrain, store
-from textnb.corpora import corpora_root, iter_corpus
-from textnb.ledger import normalise
-from textnb.lock import model_lock
-from textnb.pipeline import SpamFilter
-from textnb.sources import RawMessage, iter_index
+from textnb.mail.corpora import corpora_root, iter_corpus
+from textnb.mail.sources import RawMessage, iter_index
+from textnb.modelfile import retrain, store
+from textnb.modelfile.lock import model_lock
+from textnb.models.ledger import normalise
+from textnb.spamfilter import SpamFilter
 
 SEED = 2003
 N_NEW = 100

@@ -23,9 +23,10 @@ import numpy as np
 from bench.common import corpus_arguments, require_corpora, write_json
 from bench.select_defaults import Corpus
 from textnb.config import load_config
-from textnb.corpora import CORPORA
-from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds
-from textnb.vectorize import binarize
+from textnb.evaluation.cross_validation import (fit_rows, out_of_fold_log_odds, score_rows,
+                                                stratified_folds)
+from textnb.features.vectorize import binarize
+from textnb.mail.corpora import CORPORA
 
 BANDS = (0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
 

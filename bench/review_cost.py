@@ -5,7 +5,7 @@
 textnb's three-way rule (``decision.review_cost`` = c, in units of a spam let through):
 a message is unsure where a person's look costs less than either verdict's expected
 cost, c < P(spam) < 1 - c/λ on the calibrated P(spam) (Chow's reject rule,
-textnb/decision.py). As bench/tune_costs.py does: the calibration from 5-fold
+textnb/decision/costs.py). As bench/tune_costs.py does: the calibration from 5-fold
 cross-validation on the hash split's training part, the test part scored once by a
 model trained on the whole training part. Per λ (1, 9, 999) and c (``REVIEW_COSTS``):
 the test's FP, FN, unsure and cost λ·FP + FN + c·unsure, beside the two-way tuned rule
@@ -25,14 +25,14 @@ import numpy as np
 
 from bench.common import corpus_arguments, require_corpora, write_json
 from bench.tune_costs import tokenised
-from textnb import calibration as cal
 from textnb.config import load_config
-from textnb.decision import review_log_odds
-from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows
-from textnb.pipeline import SpamFilter
-from textnb.tune import (DEFAULT_COST_RATIOS, cross_fitted, cross_fitted_review, make_folds,
-                         operating_point, review_point)
-from textnb.vectorize import binarize
+from textnb.decision import calibration as cal
+from textnb.decision.costs import review_log_odds
+from textnb.evaluation.cross_validation import fit_rows, out_of_fold_log_odds, score_rows
+from textnb.evaluation.tune import (DEFAULT_COST_RATIOS, cross_fitted, cross_fitted_review, make_folds,
+                                    operating_point, review_point)
+from textnb.features.vectorize import binarize
+from textnb.spamfilter import SpamFilter
 
 # A look at a message costs a tenth, a fifth or half of a spam in the inbox, or 2% of it
 # (an admin skimming a quarantine list).

@@ -85,10 +85,10 @@ def fill(db: Path, n: int) -> None:
 
 def train(model: Path, folder: Path, n: int = 600) -> str:
     """Fit the scorers' model; write ``n`` test messages to ``folder``. RETURNS the corpus."""
-    from textnb import store
-    from textnb.corpora import corpora_root, iter_corpus, split
-    from textnb.pipeline import SpamFilter
-    from textnb.sources import RawMessage, iter_index
+    from textnb.mail.corpora import corpora_root, iter_corpus, split
+    from textnb.mail.sources import RawMessage, iter_index
+    from textnb.modelfile import store
+    from textnb.spamfilter import SpamFilter
 
     if corpora_root() is not None:
         corpus = "spamassassin"
@@ -202,7 +202,7 @@ def readers(port: int, sessions: int, start: float, seconds: float, think: float
 # -- the mail ------------------------------------------------------------------------
 def mail(addresses: dict, folder: str, start: float, seconds: float, rate: float) -> dict:
     """The mail client's process: ``rate`` messages a second to each scorer, in turn."""
-    from textnb.client import score_remote
+    from textnb.delivery.client import score_remote
 
     raws = [p.read_bytes() for p in sorted(Path(folder).iterdir())]
     servers = list(addresses.items())
@@ -270,7 +270,7 @@ def run_one(tmp: Path, db: Path, users: Path, model: Path, messages: Path, n: in
             sessions: int, seconds: float, think: float, rate: float,
             trivial: bool = False, control: bool = False) -> dict:
     """One timed run: scorers, the page (or the trivial endpoint), mail and readers."""
-    from textnb.client import ping
+    from textnb.delivery.client import ping
 
     run_dir = Path(tempfile.mkdtemp(dir=tmp))
     addresses = {"on": str(run_dir / "on.sock"), "off": str(run_dir / "off.sock")}

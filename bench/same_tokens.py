@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from textnb.corpora import corpora_root
+from textnb.mail.corpora import corpora_root
 
 DEFAULT_CORPORA = ("spamassassin", "enron", "lingspam", "sms")
 
@@ -35,8 +35,8 @@ def record(corpora: list[str], config: str | None, out: Path) -> None:
     """Write one line per message: corpus, relpath, token count, digest (hex)."""
     import textnb
     from textnb.config import FilterConfig, load_config
-    from textnb.corpora import iter_corpus
-    from textnb.pipeline import SpamFilter
+    from textnb.mail.corpora import iter_corpus
+    from textnb.spamfilter import SpamFilter
 
     spam_filter = SpamFilter(load_config(config) if config else FilterConfig())
     start = time.process_time()

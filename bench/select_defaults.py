@@ -8,7 +8,7 @@ Each ``--variant`` is a comma-separated list of ``section.key=value`` overrides 
 default configuration ("" = the defaults). For every variant and corpus it reports:
 
 - **hash CV**: 5-fold stratified cross-validation on the training part of the corpora
-  README's hash split (``textnb.corpora.split``), out-of-fold scores pooled;
+  README's hash split (``textnb.mail.corpora.split``), out-of-fold scores pooled;
 - **chronological validation** (SpamAssassin and Enron 1-3, the corpora with dates): the
   training part of the README's chronological split (``chronological_split``) is split
   again the same way -- per class (and Enron set), by date, the latest fifth of the
@@ -31,13 +31,14 @@ from pathlib import Path
 import numpy as np
 
 from textnb.config import load_config, parse_override_value
-from textnb.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
-                            is_test, iter_corpus)
-from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows, stratified_folds
-from textnb.evidence import header_columns, pair_columns
-from textnb.metrics import one_minus_auc_pct, sm_at_hm
-from textnb.pipeline import SpamFilter
-from textnb.vectorize import Vocabulary, binarize
+from textnb.evaluation.cross_validation import (fit_rows, out_of_fold_log_odds, score_rows,
+                                                stratified_folds)
+from textnb.evaluation.metrics import one_minus_auc_pct, sm_at_hm
+from textnb.features.vectorize import Vocabulary, binarize
+from textnb.mail.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
+                                 is_test, iter_corpus)
+from textnb.models.evidence import header_columns, pair_columns
+from textnb.spamfilter import SpamFilter
 
 
 def parse_variant(text: str) -> dict:

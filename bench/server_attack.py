@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from textnb.client import PROTOCOL, ScorerUnavailable, score_remote
+from textnb.delivery.client import PROTOCOL, ScorerUnavailable, score_remote
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "corpora" / "sample"
@@ -135,10 +135,10 @@ def wait_for_socket(path: Path, server: subprocess.Popen, seconds: float = 180.0
 
 
 def run(args, workdir: Path) -> dict:
-    from textnb import store
-    from textnb.filter import score_with
-    from textnb.pipeline import SpamFilter
-    from textnb.sources import iter_index, iter_messages
+    from textnb.delivery.verdict_headers import score_with
+    from textnb.mail.sources import iter_index, iter_messages
+    from textnb.modelfile import store
+    from textnb.spamfilter import SpamFilter
 
     model = args.model
     if model is None:

@@ -41,8 +41,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from textnb.client import ScorerUnavailable, ping, score_remote
-from textnb.corpora import corpora_root, iter_corpus, split
+from textnb.delivery.client import ScorerUnavailable, ping, score_remote
+from textnb.mail.corpora import corpora_root, iter_corpus, split
 
 SAMPLE = ROOT / "corpora" / "sample"
 # Distinct messages the clients cycle through; each is scored once in process first.
@@ -65,7 +65,7 @@ def cpu_seconds(pid: int) -> float | None:
 
 def corpus() -> tuple[str, list, list[bytes]]:
     """(name, labelled training messages, messages to send)."""
-    from textnb.sources import RawMessage, iter_index, iter_messages
+    from textnb.mail.sources import RawMessage, iter_index, iter_messages
 
     if corpora_root() is not None:
         train, test = split(iter_corpus("spamassassin"))
@@ -128,9 +128,9 @@ def load(address, messages: list[bytes], expected: list, clients: int, rounds: i
 
 
 def run(args, workdir: Path) -> dict:
-    from textnb import store
-    from textnb.filter import score_with
-    from textnb.pipeline import SpamFilter
+    from textnb.delivery.verdict_headers import score_with
+    from textnb.modelfile import store
+    from textnb.spamfilter import SpamFilter
 
     name, train, messages = corpus()
     model = args.model

@@ -39,10 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 from bench.common import test_scores
 from bench.peers import run_bogofilter, write_split
 from bench.stats import paired_bootstrap
-from textnb import metrics
 from textnb.config import load_config, parse_override_value
-from textnb.corpora import CHRONOLOGICAL, corpora_root
-from textnb.pipeline import SpamFilter
+from textnb.evaluation import metrics
+from textnb.mail.corpora import CHRONOLOGICAL, corpora_root
+from textnb.spamfilter import SpamFilter
 
 CORPORA = ("spamassassin", "enron", "lingspam", "sms")
 

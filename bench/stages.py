@@ -9,7 +9,7 @@ On the corpus's README split (written to a temporary folder, one file a message,
    files, the ledger's normalisation and digest, ``parse_message``, tokenising
    (a new tokenizer: cold caches, as training sees them; spaCy's load is start-up),
    counting as the one-process command does (``engines.counting.count_tokens`` in
-   batches of ``pipeline.BATCH_SIZE``, which also takes the ledger's tokens hashes in
+   batches of ``spamfilter.BATCH_SIZE``, which also takes the ledger's tokens hashes in
    its sort, then ``Counts.add_to`` the model), and the same without the hashes (to
    show their share), saving; and for the test split, scoring the token lists.
 2. The commands a user runs, CPU and wall seconds: ``textnb train --index`` and
@@ -52,13 +52,14 @@ from pathlib import Path
 
 from bench import peers
 from bench.bytecode import compile_textnb
-from textnb import pipeline, store
+from textnb import spamfilter
 from textnb.config import FilterConfig
 from textnb.engines.counting import count_tokens
-from textnb.ledger import normalise
-from textnb.mail import parse_message
-from textnb.pipeline import SpamFilter
-from textnb.sources import plan_unlabelled, read_planned
+from textnb.mail.parse import parse_message
+from textnb.mail.sources import plan_unlabelled, read_planned
+from textnb.modelfile import store
+from textnb.models.ledger import normalise
+from textnb.spamfilter import SpamFilter
 
 # ``textnb filter`` itself (``python -m textnb filter``, run as runpy runs it), with a
 # timestamp at each boundary: the in-process scorer is swapped for one that does the
@@ -72,17 +73,17 @@ stamps = [("python", time.perf_counter())]          # the interpreter is up (sit
 model, marks_path = sys.argv[1:3]
 import textnb.cli                                   # what every command imports
 stamps.append(("import_cli", time.perf_counter()))
-import textnb.filter
+import textnb.delivery.verdict_headers
 
 
-def timed_scorer(model_path, cost_ratio=None):      # textnb.filter.in_process_scorer's work
+def timed_scorer(model_path, cost_ratio=None):  # verdict_headers.in_process_scorer's work
     def score(raw):
         stamps.append(("dispatch", time.perf_counter()))
-        from textnb import store                    # NumPy, SciPy, the pipeline
-        from textnb.filter import score_with
+        from textnb.modelfile import store                    # NumPy, SciPy, the pipeline
+        from textnb.delivery.verdict_headers import score_with
         stamps.append(("import_scoring", time.perf_counter()))
         if hasattr(store, "load_while"):            # an older --before code may lack it
-            from textnb.tokenize import import_spacy_modules
+            from textnb.text.tokenize import import_spacy_modules
             spam_filter = store.load_while(model_path, import_spacy_modules)
         else:
             spam_filter = store.load(model_path)
@@ -101,7 +102,7 @@ def write_marks():
         json.dump(stamps, fh)
 
 
-textnb.filter.in_process_scorer = timed_scorer
+textnb.delivery.verdict_headers.in_process_scorer = timed_scorer
 atexit.register(write_marks)  # registered first, so it runs after the command's own
 sys.argv = ["textnb", "filter", "--model", model]
 runpy.run_module("textnb", run_name="__main__", alter_sys=True)
@@ -112,7 +113,8 @@ STARTUP_PARTS = {
               "until the first line runs",
     "import_cli": "importing textnb.cli (typer, click, every command's module)",
     "dispatch": "runpy, typer building and parsing the command line, reading the message",
-    "import_scoring": "importing the scoring modules (textnb.store, the pipeline, NumPy, SciPy)",
+    "import_scoring": "importing the scoring modules (textnb.modelfile.store, the spamfilter, "
+                      "NumPy, SciPy)",
     "load_model": "store.load: reading the file, unzipping, checksums, building the filter "
                   "(on a second thread, spaCy's modules imported meanwhile: store.load_while)",
     "tokenizer": "spaCy's tokenizer, with the lexical attributes (and spaCy's import, for a "
@@ -146,7 +148,7 @@ def stages(s: peers.Split) -> dict[str, float]:
     spam_filter.tokenizer.spacy  # start-up, not tokenising
     tokens, out["tokenise"] = cpu(lambda: [spam_filter.tokenizer(p) for p in parsed])
     codes = [1 if "/spam/" in f.path else 0 for f in files]
-    size = pipeline.BATCH_SIZE
+    size = spamfilter.BATCH_SIZE
 
     def count(into: SpamFilter, hashes: bool) -> None:
         for i in range(0, len(tokens), size):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from textnb import metrics
+from textnb.evaluation import metrics
 
 
 METRICS = {

@@ -36,13 +36,13 @@ import numpy as np
 from bench import peers
 from bench.folds import load_folds, peer_folds
 from bench.stats import paired_bootstrap
-from textnb import metrics
 from textnb.config import load_config, parse_override_value
-from textnb.corpora import CORPORA, corpora_root
-from textnb.evaluate import fit_rows, score_rows
-from textnb.evidence import header_columns, pair_columns
-from textnb.pipeline import SpamFilter
-from textnb.vectorize import Vocabulary, binarize
+from textnb.evaluation import metrics
+from textnb.evaluation.cross_validation import fit_rows, score_rows
+from textnb.features.vectorize import Vocabulary, binarize
+from textnb.mail.corpora import CORPORA, corpora_root
+from textnb.models.evidence import header_columns, pair_columns
+from textnb.spamfilter import SpamFilter
 
 PEERS = {
     "bogofilter": peers.run_bogofilter,

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from textnb.config import FilterConfig
-from textnb.corpora import iter_corpus, split
+from textnb.mail.corpora import iter_corpus, split
 
 
 def import_before(folder: Path):
@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import_before(args.before)
     from textnb_before import ledger as ledger_a, mail as mail_a, tokenize as tokenize_a
-    from textnb import ledger as ledger_b, mail as mail_b, tokenize as tokenize_b
+    from textnb.mail import parse as mail_b
+    from textnb.models import ledger as ledger_b
+    from textnb.text import tokenize as tokenize_b
 
     train, _ = split(iter_corpus(args.corpus))
     raws = [e.raw for e in train]

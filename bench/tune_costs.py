@@ -5,7 +5,7 @@
 
 For each corpus: tokenise train and test once; 5-fold stratified out-of-fold
 log-odds on the *training* split give the calibration map and, for each λ, the
-tuned threshold (textnb.tune; with --search the settings too). A model trained on
+tuned threshold (textnb.evaluation.tune; with --search the settings too). A model trained on
 the whole training split then scores the test split, which is touched only here:
 
 - the test cost λ·FP + FN of the tuned rule (P(spam) > λ/(1+λ)), of the untuned
@@ -34,13 +34,11 @@ from scipy.special import expit
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from textnb import calibration as cal
 from textnb.config import load_config
-from textnb.corpora import corpora_root, iter_corpus, split
-from textnb.evaluate import fit_rows, out_of_fold_log_odds, score_rows
-from textnb.metrics import one_minus_auc_pct
-from textnb.pipeline import SpamFilter
-from textnb.tune import (
+from textnb.decision import calibration as cal
+from textnb.evaluation.cross_validation import fit_rows, out_of_fold_log_odds, score_rows
+from textnb.evaluation.metrics import one_minus_auc_pct
+from textnb.evaluation.tune import (
     DEFAULT_COST_RATIOS,
     cross_fitted,
     describe,
@@ -48,7 +46,9 @@ from textnb.tune import (
     operating_point,
     search,
 )
-from textnb.vectorize import Vocabulary, binarize
+from textnb.features.vectorize import Vocabulary, binarize
+from textnb.mail.corpora import corpora_root, iter_corpus, split
+from textnb.spamfilter import SpamFilter
 
 DEFAULT_OUT = ROOT / "bench" / "results" / "tune-costs.json"
 
@@ -160,7 +160,7 @@ def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
                         "one_minus_auc_pct": r["one_minus_auc_pct"]} for r in search_rows[:10]],
     }
     if plots is not None:
-        from textnb.plots import tuning_figure
+        from textnb.evaluation.plots import tuning_figure
 
         path = plots / f"tune-{name}{'-search' if do_search else ''}.png"
         tuning_figure(path, y_te, test, cal.predict_proba(maps["isotonic"], test),

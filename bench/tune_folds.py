@@ -33,14 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from bench import peers
 from bench.folds import chronological_parts, load_folds, peer_folds
-from textnb import calibration as cal
 from textnb.config import load_config
-from textnb.corpora import corpora_root
-from textnb.evaluate import fit_rows, score_rows
-from textnb.evidence import header_columns, pair_columns
-from textnb.pipeline import SpamFilter
-from textnb.tune import DEFAULT_COST_RATIOS, describe, make_folds, tune_matrix
-from textnb.vectorize import Vocabulary, binarize
+from textnb.decision import calibration as cal
+from textnb.evaluation.cross_validation import fit_rows, score_rows
+from textnb.evaluation.tune import DEFAULT_COST_RATIOS, describe, make_folds, tune_matrix
+from textnb.features.vectorize import Vocabulary, binarize
+from textnb.mail.corpora import corpora_root
+from textnb.models.evidence import header_columns, pair_columns
+from textnb.spamfilter import SpamFilter
 
 
 def cost(y, flagged, lam: float) -> dict:

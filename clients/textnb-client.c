@@ -1,9 +1,9 @@
 /* textnb-client: the compiled thin client of `textnb serve`, as spamc is to spamd.
  *
- * It does what the Python `textnb-client` (textnb/client.py) does, with the same
+ * It does what the Python `textnb-client` (textnb/delivery/client.py) does, with the same
  * options, exit codes and output, byte for byte: read one message on stdin, ask the
  * resident scorer for its verdict, and write the message to stdout with the verdict
- * headers inserted exactly where and how textnb/filter.py inserts them. What it saves
+ * headers inserted exactly where and how textnb/delivery/verdict_headers.py inserts them. What it saves
  * is the Python interpreter's start-up on every message (20 ms bare, more with
  * site-packages), which is most of the Python client's time.
  *
@@ -15,7 +15,7 @@
  * - `textnb filter`, not the Python client: the scorer was just found unavailable,
  *   and the Python client would ask it again (and wait out a timeout a second time).
  *
- * The protocol is documented at the top of textnb/client.py. Build with
+ * The protocol is documented at the top of textnb/delivery/client.py. Build with
  * `make -C clients`: it sets TEXTNB_VERSION from textnb/__init__.py (the
  * X-TextNB-Score header carries it) and TEXTNB_COMMAND to the `textnb` found at
  * build time. C99 and POSIX only.
@@ -51,7 +51,7 @@
 #endif
 
 #define EXIT_ERROR 3
-/* The same bounds as textnb/client.py (MAX_LINE, MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT):
+/* The same bounds as textnb/delivery/client.py (MAX_LINE, MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT):
  * the client sends at most one byte more than the parser keeps, so the scorer sees
  * exactly what an in-process filter would. */
 #define MAX_LINE 1024
@@ -166,7 +166,7 @@ static void copy_through(void)
     }
 }
 
-/* -- options (parsed as textnb.client.parse_args does) ------------------------------ */
+/* -- options (parsed as textnb.delivery.client.parse_args does) ------------------------------ */
 
 struct options {
     const char *server, *model, *cost_text, *timeout_text, *user, *learn;
@@ -358,10 +358,10 @@ struct address {
     int tcp;
     char *path;       /* Unix socket */
     char *host, *port; /* TCP */
-    char *shown;      /* for messages, as textnb.client.show_address writes it */
+    char *shown;      /* for messages, as textnb.delivery.client.show_address writes it */
 };
 
-/* A Unix socket path, or HOST:PORT, :PORT, [::1]:PORT (textnb.client.parse_address). */
+/* A Unix socket path, or HOST:PORT, :PORT, [::1]:PORT (textnb.delivery.client.parse_address). */
 static void parse_address(const char *spec, struct address *a)
 {
     const char *colon = strrchr(spec, ':');
@@ -430,7 +430,7 @@ static int wait_fd(int fd, short events, double deadline)
     }
 }
 
-/* Fill err with "<address>: <reason>" as textnb.client._exchange words it. */
+/* Fill err with "<address>: <reason>" as textnb.delivery.client._exchange words it. */
 static int fail(char *err, const struct address *a, const char *reason)
 {
     snprintf(err, ERR_SIZE, "%s: %s", a->shown, reason);
@@ -544,7 +544,7 @@ static int connect_scorer(const struct address *a, double timeout, char *err)
  * reply's first line (each read within timeout). RETURNS 0 with the line in reply. */
 /* exchange()'s result when the request was sent and no reply came: it may have been acted on. */
 #define NO_ANSWER (-2)
-/* textnb/client.py's NO_ANSWER_NOTE, word for word */
+/* textnb/delivery/client.py's NO_ANSWER_NOTE, word for word */
 #define NO_ANSWER_NOTE " (sent, not answered; sending it again is safe: a message learned twice counts once)"
 
 static int exchange(const struct address *a, const char *head, size_t head_len,
@@ -726,7 +726,7 @@ static int ping(const struct address *a, const struct options *o)
     return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
 }
 
-/* -- the verdict headers, inserted as textnb/filter.py inserts them -------------------- */
+/* -- the verdict headers, inserted as textnb/delivery/verdict_headers.py inserts them -------------------- */
 
 enum line_kind { FIELD, MORE, END };
 
@@ -1143,7 +1143,7 @@ static int filter(const struct options *o, const struct address *a)
     return pass_through(o, &raw);
 }
 
-/* --learn / --forget: the message on stdin to the scorer's ledger (textnb.client.run_learn). */
+/* --learn / --forget: the message on stdin to the scorer's ledger (textnb.delivery.client.run_learn). */
 static int learn(const struct options *o, const struct address *a)
 {
     static char empty[1];

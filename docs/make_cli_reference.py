@@ -7,7 +7,7 @@
 Every command registered on ``textnb.cli.app`` gets a section: its help text, its
 usage line and one table row per argument and option, each the record ``--help``
 prints (names, metavar, help, default), so the reference cannot say other than the
-commands do. ``textnb-client`` (argparse-free, textnb/client.py) has its own help text,
+commands do. ``textnb-client`` (argparse-free, textnb/delivery/client.py) has its own help text,
 included as it prints it. tests/test_docs.py checks that the committed file is current.
 """
 
@@ -51,7 +51,7 @@ def _records(command, ctx) -> list[tuple[str, str]]:
 
 
 def _client_help() -> str:
-    from textnb import client
+    from textnb.delivery import client
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -91,7 +91,7 @@ def render() -> str:
         summary = _paragraphs(command.help or "").split("\n\n")[0]
         lines.append(f"| [`textnb {name}`](#textnb-{name}) | {_cell(summary)} |")
     lines.append("| [`textnb-client`](#textnb-client) | The resident scorer's client "
-                 "(textnb/client.py), for delivery agents. |")
+                 "(textnb/delivery/client.py), for delivery agents. |")
     for name, command in commands.items():
         ctx = click.Context(command, info_name=name, parent=root)
         usage = " ".join(["textnb", name, *command.collect_usage_pieces(ctx)])

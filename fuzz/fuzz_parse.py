@@ -58,9 +58,9 @@ def main(argv: list[str]) -> None:
 
     with atheris.instrument_imports():
         from textnb.config import TokenizerConfig
-        from textnb.html_text import html_to_text  # noqa: F401 - instrumented for coverage
-        from textnb.mail import MailLimits, parse_message
-        from textnb.tokenize import EmailTokenizer
+        from textnb.mail.html_text import html_to_text  # noqa: F401 - instrumented for coverage
+        from textnb.mail.parse import MailLimits, parse_message
+        from textnb.text.tokenize import EmailTokenizer
 
     limits = MailLimits(**LIMITS_ARGS)
     # libFuzzer saves the input of a crash it sees; an exception raised here ends the

@@ -14,8 +14,8 @@ def spamassassin_split():
     """(X, y, n_train, pairs, headers): term counts of the train then test messages, y 1 =
     spam, and which of X's columns are word pairs and which come from header fields (for the
     evidence selection)."""
-    from textnb.corpora import iter_corpus, split
-    from textnb.pipeline import SpamFilter
+    from textnb.mail.corpora import iter_corpus, split
+    from textnb.spamfilter import SpamFilter
 
     train, test = split(iter_corpus("spamassassin"))
     spam_filter = SpamFilter()
@@ -31,9 +31,9 @@ def spamassassin_tuned():
     settings (λ = 1, 9, 999; 5 folds), and the test split scored by a model trained on
     the whole training split."""
     from textnb.config import FilterConfig
-    from textnb.evaluate import fit_rows, score_rows
-    from textnb.tune import make_folds, tune_matrix
-    from textnb.vectorize import binarize
+    from textnb.evaluation.cross_validation import fit_rows, score_rows
+    from textnb.evaluation.tune import make_folds, tune_matrix
+    from textnb.features.vectorize import binarize
 
     X, y, n_train, pairs, headers = spamassassin_split()
     cfg = FilterConfig()

@@ -1,5 +1,5 @@
 """Talking to a scorer with raw bytes, as a hostile or broken client would: the daemon
-tests send what the clients (textnb.client, clients/textnb-client.c) never would; and
+tests send what the clients (textnb.delivery.client, clients/textnb-client.c) never would; and
 waiting, bounded, for what a daemon does on its own threads."""
 
 from __future__ import annotations

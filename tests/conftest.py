@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from textnb.corpora import corpora_root
+from textnb.mail.corpora import corpora_root
 
 PROJECT = Path(__file__).resolve().parents[1]
 SAMPLE = PROJECT / "corpora" / "sample"
@@ -28,8 +28,8 @@ def shared_corpora() -> Path:
 @pytest.fixture(scope="session")
 def sample_filter():
     """A filter trained on the whole sample index with the default config."""
-    from textnb.pipeline import SpamFilter
-    from textnb.sources import iter_index
+    from textnb.mail.sources import iter_index
+    from textnb.spamfilter import SpamFilter
 
     return SpamFilter().fit(iter_index(SAMPLE_INDEX))
 
@@ -37,7 +37,7 @@ def sample_filter():
 @pytest.fixture(scope="session")
 def sample_model_file(tmp_path_factory, sample_filter) -> Path:
     """``sample_filter`` saved as a model file (read-only use: tests must not change it)."""
-    from textnb import store
+    from textnb.modelfile import store
 
     path = tmp_path_factory.mktemp("sample-model") / "sample.tnb"
     store.save(sample_filter, path)
@@ -50,7 +50,7 @@ def memo_tokens():
     tokenizer is deterministic, and modules about counts, ledgers and files (retrain,
     prune, the journal) would take minutes tokenising the sample over and over. Use it
     with ``pytestmark = pytest.mark.usefixtures("memo_tokens")``."""
-    from textnb.pipeline import SpamFilter
+    from textnb.spamfilter import SpamFilter
 
     cache = {}
     tokens = SpamFilter.tokens

@@ -15,7 +15,7 @@ bench/hostile.py for the time and memory figures in docs/performance.md, "Hostil
 - ``seconds``: the time parse + tokenise + classify may take, generous for a slow
   CI machine (the measured times are in bench/results/hostile.json);
 - ``kind``: "message" (raw bytes of one message) or "mbox" (an mbox file's bytes,
-  read through textnb.sources; ``originals`` gives the messages it must read back as).
+  read through textnb.mail.sources; ``originals`` gives the messages it must read back as).
 
 The Maildir-being-written case needs a thread and lives in tests/test_hostile.py.
 Related single-purpose tests in tests/test_mail.py are not repeated here.

@@ -7,10 +7,10 @@ The bounds are bogofilter 1.2.5's (1-AUC)% on the same deterministic split
 import numpy as np
 import pytest
 
-from textnb.corpora import chronological_split, iter_corpus, split
-from textnb.metrics import summary
-from textnb.pipeline import SpamFilter
-from textnb.sources import RawMessage
+from textnb.evaluation.metrics import summary
+from textnb.mail.corpora import chronological_split, iter_corpus, split
+from textnb.mail.sources import RawMessage
+from textnb.spamfilter import SpamFilter
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 

@@ -1,8 +1,8 @@
-"""textnb.buffers.with_room: growth with room to spare, the used entries kept."""
+"""textnb.features.buffers.with_room: growth with room to spare, the used entries kept."""
 
 import numpy as np
 
-from textnb.buffers import with_room
+from textnb.features.buffers import with_room
 
 
 def test_room_doubles_and_keeps_the_used_entries():

@@ -17,8 +17,8 @@ import time
 import pytest
 
 from textnb import __version__
-from textnb.client import client_scorer, ping, run_filter
-from textnb.filter import filter_message, header_end, in_process_scorer
+from textnb.delivery.client import client_scorer, ping, run_filter
+from textnb.delivery.verdict_headers import filter_message, header_end, in_process_scorer
 
 from conftest import PROJECT, SAMPLE
 from test_server import MESSAGES, Running
@@ -149,7 +149,7 @@ def test_cost_ratio_and_always_exit_0(c_client, scorer):
 def test_same_as_a_real_python_client_process(c_client, scorer):
     for raw in (MESSAGES[0], EDGE_CASES["crlf"]):
         args = ["--server", scorer.address, "--spamassassin", "--no-fallback"]
-        python = subprocess.run([sys.executable, "-m", "textnb.client", *args], input=raw,
+        python = subprocess.run([sys.executable, "-m", "textnb.delivery.client", *args], input=raw,
                                 capture_output=True, cwd=PROJECT, timeout=120)
         assert run_c(c_client, raw, *args)[:2] == (python.returncode, python.stdout)
 
@@ -244,7 +244,8 @@ def test_the_request_carries_what_the_parser_would_keep_and_the_ratio(c_client, 
         code, out, _ = run_c(c_client, big, "--server", scorer.path, "--cost-ratio", " 9 ")
         assert code == 1 and out.endswith(b"x" * 10_000_100)
         ((line, length),) = scorer.requests
-    # MAX_MESSAGE_BYTES as in textnb.client; the ratio as any float the server reads as 9.0.
+    # MAX_MESSAGE_BYTES as in textnb.delivery.client;
+    # the ratio as any float the server reads as 9.0.
     words = line.split()
     assert words[:3] == [b"TEXTNB/1", b"SCORE", b"10000001"] and length == 10_000_001
     assert float(words[3]) == 9.0
@@ -368,7 +369,7 @@ def test_makefile_builds_the_client(tmp_path):
 def test_spamassassin_pass_through(c_client, scorer, shared_corpora):
     """Every 20th of the 6,047 messages (302; 8-bit ones among them), as stored and as CRLF:
     the Python client's bytes, and every byte of the body unchanged at the end."""
-    from textnb.corpora import iter_corpus
+    from textnb.mail.corpora import iter_corpus
 
     sample = list(iter_corpus("spamassassin", shared_corpora))[::20]
     for i, example in enumerate(sample):

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit
 
-from textnb import calibration as cal
+from textnb.decision import calibration as cal
 from textnb.errors import ModelFormatError
-from textnb.tune import min_cost_threshold
+from textnb.evaluation.tune import min_cost_threshold
 
 rng = np.random.RandomState(0)
 # Scores with ties (integers) and overlapping classes, as out-of-fold log-odds are.

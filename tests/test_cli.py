@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from textnb import speedups
+from textnb._c import speedups
 from textnb.cli import app
 
 from conftest import SAMPLE

@@ -1,12 +1,12 @@
-"""Chi-square combining (textnb/combining.py): exact against scipy's chi-square tails,
+"""Chi-square combining (textnb/models/combining.py): exact against scipy's chi-square tails,
 symmetric between the sides, and what it is for (evidence both ways lands mid-way)."""
 
 import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from textnb.combining import chi_square_correction, combine
-from textnb.evidence import RankedEvidence
+from textnb.models.combining import chi_square_correction, combine
+from textnb.models.evidence import RankedEvidence
 import scipy.sparse as sp
 
 

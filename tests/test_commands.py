@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from textnb import commands, store
+from textnb import commands
 from textnb.config import FilterConfig
-from textnb.sources import iter_index
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
 
 from conftest import PROJECT, SAMPLE, SAMPLE_INDEX
 

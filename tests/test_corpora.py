@@ -1,4 +1,4 @@
-"""Tests for textnb.corpora: the loaders on tiny fake layouts, then on the real corpora.
+"""Tests for textnb.mail.corpora: the loaders on tiny fake layouts, then on the real corpora.
 
 The real corpora are not part of the repository; tests marked ``corpus`` skip
 when ``corpora_root()`` finds none. The expected numbers are the corpora
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from textnb.corpora import CORPORA, Example, corpora_root, is_test, iter_corpus, split
 from textnb.errors import MailboxFormatError, SourceError
+from textnb.mail.corpora import CORPORA, Example, corpora_root, is_test, iter_corpus, split
 
 MANIFEST = Path(__file__).resolve().parents[1] / "corpora" / "manifest.toml"
 

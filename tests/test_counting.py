@@ -8,8 +8,8 @@ import pytest
 
 from textnb.config import FilterConfig, apply_overrides
 from textnb.engines.counting import count_tokens
-from textnb.ledger import tokens_hash
-from textnb.pipeline import SpamFilter
+from textnb.models.ledger import tokens_hash
+from textnb.spamfilter import SpamFilter
 
 TOKEN_LISTS = [
     ["b", "a", "b", "subject:free", "bi:a b"],

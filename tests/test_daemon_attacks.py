@@ -21,13 +21,13 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.server_attack import Tricklers, load_run, percentile
-from textnb import store
 from textnb.cli import app
-from textnb.client import PROTOCOL, ScorerUnavailable, learn_remote, ping, score_remote
-from textnb.filter import score_with
-from textnb.server import ResidentModel, ScorerServer, ServerError
-from textnb.telemetry import Telemetry, serve_metrics
-from textnb.users import ModelSet
+from textnb.delivery.client import PROTOCOL, ScorerUnavailable, learn_remote, ping, score_remote
+from textnb.delivery.server import ResidentModel, ScorerServer, ServerError
+from textnb.delivery.telemetry import Telemetry, serve_metrics
+from textnb.delivery.users import ModelSet
+from textnb.delivery.verdict_headers import score_with
+from textnb.modelfile import store
 
 from conftest import PROJECT, SAMPLE
 from test_c_client import c_client  # noqa: F401
@@ -193,7 +193,7 @@ def test_a_learn_sent_and_not_answered_is_perhaps_not_learned(tmp_path, c_client
     runs = [subprocess.run([*command, "--server", str(sock), "--timeout", "0.5", "--learn",
                             "spam"], input=variant(50), capture_output=True, timeout=60,
                            env={**os.environ, "PYTHONPATH": str(PROJECT)})
-            for command in ([str(c_client)], [sys.executable, "-m", "textnb.client"])]
+            for command in ([str(c_client)], [sys.executable, "-m", "textnb.delivery.client"])]
     listener.close()
     for conn in held:
         conn.close()
@@ -210,7 +210,7 @@ _LOW_LIMIT = """
 import resource, sys, threading, logging
 resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 logging.basicConfig(level=logging.INFO, format="%(message)s")
-from textnb.server import ResidentModel, ScorerServer
+from textnb.delivery.server import ResidentModel, ScorerServer
 model = ResidentModel(sys.argv[1])
 try:  # more connections than descriptors, so that accept() itself meets EMFILE
     server = ScorerServer(model, sys.argv[2], timeout=1.0, max_connections=1000).bind()

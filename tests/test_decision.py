@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from textnb.decision import CostModel, bayes_decision, cost_matrix
+from textnb.decision.costs import CostModel, bayes_decision, cost_matrix
 
 # A hand-computed 3-class case: loss[y, y'] = loss of predicting y when the truth is y'.
 LOSS3 = np.array([[0, 1, 4], [2, 0, 1], [6, 3, 0]], dtype=float)

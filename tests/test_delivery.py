@@ -3,7 +3,7 @@
 The recipes are read from docs/mail-path.md, so the documented ones are the ones tested. Two
 substitutions make them run here: ``$HOME`` becomes the test's folder (maildrop takes
 HOME from the password file, not the environment), and ``textnb-client`` becomes this
-interpreter running ``textnb.client`` with the test's model and socket.
+interpreter running ``textnb.delivery.client`` with the test's model and socket.
 """
 
 import os
@@ -15,10 +15,10 @@ import threading
 
 import pytest
 
-from textnb.client import ping
-from textnb.filter import filter_message, in_process_scorer
-from textnb.server import ResidentModel, ScorerServer
-from textnb.sources import iter_index
+from textnb.delivery.client import ping
+from textnb.delivery.server import ResidentModel, ScorerServer
+from textnb.delivery.verdict_headers import filter_message, in_process_scorer
+from textnb.mail.sources import iter_index
 
 from conftest import PROJECT, SAMPLE_INDEX
 
@@ -71,7 +71,7 @@ def _setup(tmp_path, kind, model, sock):
     home = tmp_path / "home"
     inbox = _maildir(home / "Maildir")
     junk = _maildir(inbox / ".Junk")
-    client = f"{sys.executable} -m textnb.client --model {model} --server {sock}"
+    client = f"{sys.executable} -m textnb.delivery.client --model {model} --server {sock}"
     text = _recipe(kind).replace("$HOME", str(home)).replace("textnb-client", client)
     rcfile = home / ("procmailrc" if kind == "procmail" else "mailfilter")
     rcfile.write_text(text)

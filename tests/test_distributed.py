@@ -16,14 +16,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from textnb import commands, retrain, store
-from textnb.engines import dask as dd
-from textnb.engines.dask import DaskEngine
+from textnb import commands
 from textnb.cli import app
 from textnb.config import FilterConfig, apply_overrides
+from textnb.engines import dask as dd
+from textnb.engines.dask import DaskEngine
 from textnb.errors import EngineError, SourceError
-from textnb.pipeline import SpamFilter
-from textnb.sources import iter_labelled
+from textnb.mail.sources import iter_labelled
+from textnb.modelfile import retrain, store
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE, SAMPLE_INDEX
 
@@ -210,7 +211,7 @@ def test_retrain_with_moves_is_identical_to_the_single_process_retrain(cluster, 
     # The column history's "last" (the serial of the latest message holding a token,
     # for `compact --prune`) is kept per message only in process; the Dask engine
     # merges counts, so its columns are stamped "now", later than or equal to the
-    # local ones: a prune keeps them a while longer (textnb.ledger.Ledger, cover()).
+    # local ones: a prune keeps them a while longer (textnb.models.ledger.Ledger, cover()).
     dask_last = np.load(io.BytesIO(dask_members.pop("ledger_last.npy")))
     local_last = np.load(io.BytesIO(local_members.pop("ledger_last.npy")))
     assert dask_last.shape == local_last.shape and np.all(dask_last >= local_last)

@@ -1,4 +1,4 @@
-"""Text dumps (textnb.dump): export -> import scores bit for bit alike, tokens of any
+"""Text dumps (textnb.modelfile.dump): export -> import scores bit for bit alike, tokens of any
 characters round-trip, a sorted dump still imports, and every kind of damage is refused
 with the number of the line that is wrong."""
 
@@ -10,12 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from textnb import dump, retrain, store
 from textnb.cli import app
 from textnb.config import load_config
-from textnb.dump import DumpFormatError, escape, unescape
-from textnb.pipeline import SpamFilter
-from textnb.sources import iter_index
+from textnb.mail.sources import iter_index
+from textnb.modelfile import dump, retrain, store
+from textnb.modelfile.dump import DumpFormatError, escape, unescape
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE_INDEX
 
@@ -274,7 +274,7 @@ def test_cli_refuses_a_bad_dump_and_keeps_the_model(tmp_path, sample_model_file)
 @pytest.mark.corpus
 @pytest.mark.slow
 def test_spamassassin_test_split_scores_bit_for_bit(shared_corpora):
-    from textnb.corpora import iter_corpus, split
+    from textnb.mail.corpora import iter_corpus, split
 
     train, test = split(iter_corpus("spamassassin", shared_corpora))
     f = SpamFilter()

@@ -1,7 +1,7 @@
 """The engines (textnb.engines): one process or several, the same model, scores and report.
 
 Batches of 16 messages, so that the sample corpus makes several and two worker
-processes start; the reference is the single-process path of ``textnb.retrain``.
+processes start; the reference is the single-process path of ``textnb.modelfile.retrain``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import zipfile
 import numpy as np
 import pytest
 
-from textnb import commands, pipeline, retrain, store
+from textnb import commands, spamfilter
 from textnb.config import FilterConfig, apply_overrides
 from textnb.engines import LocalEngine, make_engine
 from textnb.engines.workers import Workers
-from textnb.sources import iter_labelled, plan_labelled, plan_unlabelled, read_planned
+from textnb.mail.sources import iter_labelled, plan_labelled, plan_unlabelled, read_planned
+from textnb.modelfile import retrain, store
 
 from conftest import SAMPLE, SAMPLE_INDEX
 
@@ -32,7 +33,7 @@ HISTORY = ("ledger_born.npy", "ledger_last.npy")
 
 @pytest.fixture
 def small_batches(monkeypatch):
-    monkeypatch.setattr(pipeline, "BATCH_SIZE", 16)
+    monkeypatch.setattr(spamfilter, "BATCH_SIZE", 16)
     monkeypatch.setattr(retrain, "BATCH_SIZE", 16)
     started = []
     pool = Workers._pool
@@ -83,7 +84,7 @@ def test_train_with_two_jobs_is_train_with_one_and_the_single_process_fit(
                                          messy["ham"], tsv=messy["tsv"], jobs=jobs)
     assert small_batches == [2]  # jobs=1 starts no pool
     assert members(tmp_path / "j1.tnb") == members(tmp_path / "j2.tnb")
-    reference = pipeline.SpamFilter(config)
+    reference = spamfilter.SpamFilter(config)
     report = retrain.fit(reference, iter_labelled(messy["spam"], messy["ham"], tsv=messy["tsv"]))
     store.save(reference, tmp_path / "ref.tnb")
     assert (members(tmp_path / "j2.tnb", HISTORY) == members(tmp_path / "ref.tnb", HISTORY))

@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 
 from textnb.config import FeatureConfig, FilterConfig, ModelConfig
-from textnb.evidence import header_columns, pair_columns
-from textnb.evaluate import chronological_folds, out_of_fold_log_odds, stratified_folds
-from textnb.pipeline import SpamFilter
-from textnb.sources import iter_index
-from textnb.vectorize import Vocabulary
+from textnb.evaluation.cross_validation import (chronological_folds, out_of_fold_log_odds,
+                                                stratified_folds)
+from textnb.features.vectorize import Vocabulary
+from textnb.mail.sources import iter_index
+from textnb.models.evidence import header_columns, pair_columns
+from textnb.spamfilter import SpamFilter
 
 
 def test_stratified_folds_partition_and_balance():

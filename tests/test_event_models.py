@@ -1,4 +1,4 @@
-"""The event-model registry (textnb.naive_bayes.EVENT_MODELS): a third event model is one
+"""The event-model registry (textnb.models.naive_bayes.EVENT_MODELS): a third event model is one
 class and one entry, and config, training, the model file, tune and PMML export read it.
 
 The third model here, registered by the test only, is the multinomial reading presence
@@ -8,14 +8,16 @@ binary features, so its scores are known; it has no PMML form, so export refuses
 import numpy as np
 import pytest
 
-from textnb import naive_bayes, store, tune
 from textnb.config import apply_overrides, FilterConfig
 from textnb.errors import ConfigError, PMMLError
-from textnb.naive_bayes import EVENT_MODELS, BernoulliNB, MultinomialNB, make_model
-from textnb.pipeline import SpamFilter
+from textnb.evaluation import tune
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
+from textnb.models import naive_bayes
+from textnb.models.naive_bayes import EVENT_MODELS, BernoulliNB, MultinomialNB, make_model
 from textnb.pmml import export_pmml
 from textnb.pmml.exchange import pmml_model
-from textnb.sources import iter_index
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE_INDEX
 

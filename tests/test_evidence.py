@@ -1,14 +1,14 @@
-"""Evidence selection with word pairs capped (textnb.evidence)."""
+"""Evidence selection with word pairs capped (textnb.models.evidence)."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from textnb import evidence
 from textnb.config import FilterConfig, ModelConfig, TokenizerConfig
-from textnb.naive_bayes import MultinomialNB
-from textnb.pipeline import SpamFilter
-from textnb.sources import iter_index
+from textnb.mail.sources import iter_index
+from textnb.models import evidence
+from textnb.models.naive_bayes import MultinomialNB
+from textnb.spamfilter import SpamFilter
 
 RNG = np.random.default_rng(7)
 X_TRAIN = sp.csr_matrix((RNG.random((60, 30)) < 0.3).astype(float))

@@ -10,8 +10,7 @@ from typer.testing import CliRunner
 
 from textnb import __version__
 from textnb.cli import app
-from textnb.errors import ModelFormatError
-from textnb.filter import (
+from textnb.delivery.verdict_headers import (
     EXIT_CODES,
     Verdict,
     add_verdict,
@@ -20,6 +19,7 @@ from textnb.filter import (
     header_end,
     verdict_fields,
 )
+from textnb.errors import ModelFormatError
 
 from conftest import PROJECT, SAMPLE
 
@@ -162,7 +162,7 @@ def _check_pass_through(raw, eol, verdict=SPAM, spamassassin=False):
 def test_every_spamassassin_message_byte_for_byte(shared_corpora):
     """All 6,047 messages: as stored (LF; 514 with 8-bit bytes), with SpamAssassin's
     fields too, and converted to CRLF line ends (the corpus has no CRLF message)."""
-    from textnb.corpora import iter_corpus
+    from textnb.mail.corpora import iter_corpus
 
     n = eight_bit = 0
     for example in iter_corpus("spamassassin", shared_corpora):
@@ -200,16 +200,16 @@ def test_cli_filter_pauses_the_collector_while_it_runs_and_restores_it(sample_mo
     collection at exit (gc.freeze at exit)."""
     import gc
 
-    import textnb.filter
+    import textnb.delivery.verdict_headers
 
     seen, at_exit = [], []
-    scorer = textnb.filter.in_process_scorer
+    scorer = textnb.delivery.verdict_headers.in_process_scorer
 
     def watched(path, cost_ratio=None):
         score = scorer(path, cost_ratio)
         return lambda raw: (seen.append(gc.isenabled()), score(raw))[1]
 
-    monkeypatch.setattr(textnb.filter, "in_process_scorer", watched)
+    monkeypatch.setattr(textnb.delivery.verdict_headers, "in_process_scorer", watched)
     monkeypatch.setattr("atexit.register", at_exit.append)
     monkeypatch.setattr("textnb.cli.filter._freeze_registered", False)
     monkeypatch.setattr("textnb.cli.filter._froze", False)
@@ -263,7 +263,7 @@ def _without_our_fields(out, eol=b"\n"):
 def test_real_filter_on_spamassassin_messages(shared_corpora, sample_model):
     """The real command on a message of each SpamAssassin folder, and as a delivery
     agent runs it (its own process, binary stdin) on an 8-bit message with CRLF ends."""
-    from textnb.corpora import iter_corpus
+    from textnb.mail.corpora import iter_corpus
 
     examples = [e for i, e in enumerate(iter_corpus("spamassassin", shared_corpora))
                 if i % 1000 == 7]

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from textnb import store
 from textnb.config import load_config
 from textnb.errors import ConfigError, PMMLError
-from textnb.gaussian import GaussianNB
-from textnb.kde import GRID_STEPS, KernelDensityNB, loo_bandwidth, loo_log_likelihood
-from textnb.numeric import FEATURES, feature_matrix
-from textnb.pipeline import SpamFilter
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
+from textnb.models.gaussian import GaussianNB
+from textnb.models.kde import GRID_STEPS, KernelDensityNB, loo_bandwidth, loo_log_likelihood
+from textnb.models.numeric import FEATURES, feature_matrix
 from textnb.pmml import export_pmml, field_name, import_pmml, with_max_features
 from textnb.pmml.score import load_naive_bayes
-from textnb.sources import iter_index
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE_INDEX
 

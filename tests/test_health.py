@@ -1,4 +1,5 @@
-"""Training health (textnb.health): the limits, and that info, classify and the scorer say them."""
+"""Training health (textnb.models.health): the limits,
+and that info, classify and the scorer say them."""
 
 import json
 import threading
@@ -7,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from textnb.cli import app
-from textnb.health import MAX_IMBALANCE, MIN_PER_CLASS, training_health
+from textnb.models.health import MAX_IMBALANCE, MIN_PER_CLASS, training_health
 
 from conftest import SAMPLE
 
@@ -53,8 +54,8 @@ def test_classify_warns_on_stderr_and_keeps_stdout_for_the_verdicts(sample_model
 
 
 def test_the_scorer_says_the_health_of_the_model_a_user_gets(tmp_path, sample_model_file):
-    from textnb.client import ping
-    from textnb.server import ResidentModel, ScorerServer
+    from textnb.delivery.client import ping
+    from textnb.delivery.server import ResidentModel, ScorerServer
 
     server = ScorerServer(ResidentModel(sample_model_file), str(tmp_path / "s.sock")).bind()
     stop = threading.Event()

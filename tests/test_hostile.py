@@ -24,12 +24,12 @@ from dataclasses import replace
 import pytest
 
 from hostile_cases import CASES, Case, msg
-from textnb import store
 from textnb.config import FilterConfig, load_config
 from textnb.errors import ConfigError
-from textnb.mail import MailLimits, parse_message
-from textnb.pipeline import SpamFilter
-from textnb.sources import RawMessage, iter_index, iter_messages
+from textnb.mail.parse import MailLimits, parse_message
+from textnb.mail.sources import RawMessage, iter_index, iter_messages
+from textnb.modelfile import store
+from textnb.spamfilter import SpamFilter
 
 from conftest import PROJECT, SAMPLE_INDEX
 
@@ -135,7 +135,7 @@ def test_model_without_a_mail_section_loads_with_the_default_bounds(tmp_path, sa
             archive.writestr(name, content)
     assert path.read_bytes() != data
     # The bounds' defaults, and the HTML renderer models were saved with before [mail]
-    # had one (textnb.store._SAVED_BEFORE_THE_KEY_EXISTED).
+    # had one (textnb.modelfile.store._SAVED_BEFORE_THE_KEY_EXISTED).
     assert store.load(path).mail_limits == MailLimits(html_renderer="stdlib")
 
 
@@ -269,7 +269,7 @@ def test_html_fed_in_pieces_renders_as_fed_whole():
     constructs); on real markup that must give what one feed() of the whole gives."""
     import email
 
-    from textnb import html_text
+    from textnb.mail import html_text
 
     markup = []
     for path in sorted(SAMPLE_INDEX.parent.rglob("*.eml")):

@@ -1,4 +1,4 @@
-"""The Lexbor renderer (textnb.html_lexbor) beside the stdlib one (textnb.html_text):
+"""The Lexbor renderer (textnb.mail.html_lexbor) beside the stdlib one (textnb.mail.html_text):
 the same rendering rules on hand-written HTML, hostile markup in bounded time, and the
 [mail] html_renderer setting saved with a model, so an older model keeps the stdlib one."""
 
@@ -14,15 +14,15 @@ import pytest
 from conftest import SAMPLE_INDEX
 from hostile_cases import CASES, html_message
 
-from textnb import dump, store
 from textnb.config import FilterConfig, load_config
 from textnb.errors import ConfigError
-from textnb.html_lexbor import MAX_TREE_TAGS, lexbor_to_text
-from textnb.html_text import html_to_text
-from textnb.mail import MailLimits, parse_message
-from textnb.pipeline import SpamFilter
-from textnb.retrain import fit, forget_messages
-from textnb.sources import iter_index
+from textnb.mail.html_lexbor import MAX_TREE_TAGS, lexbor_to_text
+from textnb.mail.html_text import html_to_text
+from textnb.mail.parse import MailLimits, parse_message
+from textnb.mail.sources import iter_index
+from textnb.modelfile import dump, store
+from textnb.modelfile.retrain import fit, forget_messages
+from textnb.spamfilter import SpamFilter
 
 RENDERERS = pytest.mark.parametrize("render", [html_to_text, lexbor_to_text],
                                     ids=["stdlib", "lexbor"])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from textnb import store
+from textnb.modelfile import store
 
 from test_c_client import c_client  # noqa: F401
 from test_per_user import Running, folder, shared_bytes  # noqa: F401

@@ -1,5 +1,5 @@
-"""SciPy imported at first use (textnb.lazy_import): training counts without it, scoring
-with the default evidence selection reads bare CSR arrays (textnb.rows) without it, a
+"""SciPy imported at first use (textnb.features.lazy_scipy): training counts without it, scoring
+with the default evidence selection reads bare CSR arrays (textnb.features.csr_arrays) without it, a
 path that needs SciPy's products imports it then, and the scores are the usual ones."""
 
 import json
@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from textnb.lazy_import import lazy_module
+from textnb.features.lazy_scipy import lazy_module
 
 from conftest import SAMPLE_INDEX
 
@@ -21,8 +21,8 @@ from textnb.config import FilterConfig
 model = pathlib.Path(tempfile.mkdtemp()) / "m.tnb"
 commands.train(model, FilterConfig(), index=[{str(SAMPLE_INDEX)!r}], jobs=1)
 counted_without = "scipy._lib._array_api" not in sys.modules
-from textnb import store
-from textnb.sources import iter_index
+from textnb.modelfile import store
+from textnb.mail.sources import iter_index
 spam_filter = store.load(model)
 raws = [m.raw for m in iter_index({str(SAMPLE_INDEX)!r})][:5]
 scores = spam_filter.log_odds(raws).tolist()
@@ -40,9 +40,9 @@ def test_training_and_default_scoring_never_import_scipy():
     counted_without, scored_without, product_with, results = out.split(" ", 3)
     assert (counted_without, scored_without, product_with) == ("True", "True", "True")
     scores, p_spam, plain = json.loads(results)
-    from textnb.pipeline import SpamFilter
-    from textnb.retrain import fit
-    from textnb.sources import iter_index
+    from textnb.mail.sources import iter_index
+    from textnb.modelfile.retrain import fit
+    from textnb.spamfilter import SpamFilter
 
     messages = list(iter_index(SAMPLE_INDEX))
     spam_filter = SpamFilter()
@@ -68,7 +68,7 @@ def test_a_lazy_module_is_the_module_and_a_missing_one_is_named():
 def test_the_resident_scorer_imports_scipy_before_its_threads_score():
     """A lazy module's first access is not thread-safe before Python 3.12: importing the
     server finishes SciPy's import in the importing thread."""
-    check = ("import sys, types, textnb.server; "
+    check = ("import sys, types, textnb.delivery.server; "
              "print(all(type(sys.modules[m]) is types.ModuleType "
              "for m in ('scipy.sparse', 'scipy.special')))")
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,

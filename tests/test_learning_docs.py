@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from textnb import store
-from textnb.ledger import message_digest
+from textnb.modelfile import store
+from textnb.models.ledger import message_digest
 
 from conftest import PROJECT
 from test_c_client import c_client  # noqa: F401

@@ -6,12 +6,12 @@ import zipfile
 import numpy as np
 import pytest
 
-from textnb import store
 from textnb.errors import ModelFormatError
-from textnb.ledger import DIGEST_SIZE, Ledger, message_digest, normalise
-from textnb.pipeline import SpamFilter
-from textnb.retrain import fit
-from textnb.sources import iter_index, iter_messages
+from textnb.mail.sources import iter_index, iter_messages
+from textnb.modelfile import store
+from textnb.modelfile.retrain import fit
+from textnb.models.ledger import DIGEST_SIZE, Ledger, message_digest, normalise
+from textnb.spamfilter import SpamFilter
 
 MESSAGE = (b"Return-Path: <a@example.com>\n"
            b"Received: from mx.example.com (mx.example.com [192.0.2.1])\n"
@@ -80,7 +80,8 @@ _DROP_SHAPES = [
 def _slow_normalise(raw: bytes) -> bytes:
     """``normalise`` in Python with its shortcut off: every header line goes through the
     field-by-field pass."""
-    from textnb import ledger, speedups
+    from textnb._c import speedups
+    from textnb.models import ledger
 
     text = raw.replace(b"\r\n", b"\n")
     if text.startswith(b"From "):
@@ -93,7 +94,7 @@ def _slow_normalise(raw: bytes) -> bytes:
 
 @pytest.mark.parametrize("loops", ["built", "python"])
 def test_the_shortcut_normalises_as_the_field_by_field_pass(loops, monkeypatch):
-    from textnb import speedups
+    from textnb._c import speedups
 
     if loops == "python":
         monkeypatch.setattr(speedups, "_speedups", None)
@@ -105,8 +106,9 @@ def test_the_shortcut_normalises_as_the_field_by_field_pass(loops, monkeypatch):
 
 @pytest.mark.parametrize("corpus", ["spamassassin", "enron", "lingspam"])
 def test_the_shortcut_on_the_public_corpora(shared_corpora, corpus):
-    from textnb import ledger, speedups
-    from textnb.corpora import iter_corpus
+    from textnb._c import speedups
+    from textnb.mail.corpora import iter_corpus
+    from textnb.models import ledger
 
     names = (ledger._DROP_FIELD_NAMES, ledger._DROP_PREFIX_NAMES)
     for example in iter_corpus(corpus, root=shared_corpora):

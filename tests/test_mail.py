@@ -1,4 +1,4 @@
-"""Tests for textnb.mail: bytes -> ParsedEmail, never raising on bad mail."""
+"""Tests for textnb.mail.parse: bytes -> ParsedEmail, never raising on bad mail."""
 
 import base64
 import time
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from textnb.mail import Attachment, MailLimits, ParsedEmail, TextPart, parse_message
+from textnb.mail.parse import Attachment, MailLimits, ParsedEmail, TextPart, parse_message
 
 
 def msg(*lines: str, body: bytes = b"") -> bytes:
@@ -417,7 +417,7 @@ def _same_message(raw: bytes) -> bool:
     import email
     import email.policy
 
-    from textnb.mail import _plain_message
+    from textnb.mail.parse import _plain_message
 
     lean = _plain_message(raw)
     if lean is None:
@@ -438,7 +438,7 @@ def test_the_lean_path_gives_the_stdlib_parsers_message():
 def test_the_lean_path_on_the_hostile_catalogue():
     from hostile_cases import CASES
 
-    from textnb.mail import _skip_envelope
+    from textnb.mail.parse import _skip_envelope
 
     raws = (_skip_envelope(case.build()[:10_000_000].replace(b"\0", b"")) for case in CASES)
     taken = [_same_message(raw) for raw in raws]
@@ -449,9 +449,9 @@ def test_the_lean_path_on_the_hostile_catalogue():
 def test_the_lean_path_on_the_public_corpora(shared_corpora, corpus):
     """Every message of the corpus, as read and as the ledger normalises it: the lean
     path gives the parser's message, and takes most of them."""
-    from textnb.corpora import iter_corpus
-    from textnb.ledger import normalise
-    from textnb.mail import _skip_envelope
+    from textnb.mail.corpora import iter_corpus
+    from textnb.mail.parse import _skip_envelope
+    from textnb.models.ledger import normalise
 
     raws = [_skip_envelope(m.raw) for m in iter_corpus(corpus, root=shared_corpora)]
     taken = sum(map(_same_message, raws))

@@ -1,4 +1,4 @@
-"""Merging models (textnb.merge): the merge of models trained on parts of the mail is the
+"""Merging models (textnb.modelfile.merge): the merge of models trained on parts of the mail is the
 model trained on all of it, bit for bit, each message counted once; differing settings and
 unresolved overlaps are refused by name."""
 
@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from textnb import dump, store
 from textnb.cli import app
 from textnb.config import load_config
-from textnb.ledger import message_digest
-from textnb.merge import MergeError, merge_filters
-from textnb.pipeline import SpamFilter
-from textnb.retrain import fit, forget_messages, learn_messages
-from textnb.sources import RawMessage, iter_index
+from textnb.mail.sources import RawMessage, iter_index
+from textnb.modelfile import dump, store
+from textnb.modelfile.merge import MergeError, merge_filters
+from textnb.modelfile.retrain import fit, forget_messages, learn_messages
+from textnb.models.ledger import message_digest
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE_INDEX
 
@@ -162,6 +162,6 @@ def test_cli_merge(tmp_path, mail):
     bad = runner.invoke(app, ["merge", *paths, "--model", str(out), "--on-conflict", "newest"])
     assert bad.exit_code == 2 and "'newest' is not a policy" in bad.output
     from textnb.cli.merge import CONFLICTS
-    from textnb.merge import CONFLICT_POLICIES
+    from textnb.modelfile.merge import CONFLICT_POLICIES
 
     assert CONFLICTS == CONFLICT_POLICIES

@@ -1,4 +1,5 @@
-"""Tests for textnb.metrics: hand-computed values, brute force, and sklearn as an oracle."""
+"""Tests for textnb.evaluation.metrics: hand-computed
+values, brute force, and sklearn as an oracle."""
 
 import math
 import subprocess
@@ -7,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from textnb.metrics import (
+from textnb.evaluation.metrics import (
     confusion,
     hm_at_sm,
     hm_pct,
@@ -289,5 +290,5 @@ def test_single_string_is_rejected():
 
 def test_importing_metrics_does_not_import_sklearn():
     # sklearn is a test-only dependency; the metrics run on numpy alone.
-    code = "import sys, textnb.metrics; sys.exit('sklearn' in sys.modules)"
+    code = "import sys, textnb.evaluation.metrics; sys.exit('sklearn' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -16,19 +16,20 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from typer.testing import CliRunner
 
-from textnb import store
 from textnb.cli import app
-from textnb.filter import score_with, verdict_fields
-from textnb.pipeline import SpamFilter
-from textnb.sources import RawMessage, iter_index
+from textnb.delivery.verdict_headers import score_with, verdict_fields
+from textnb.mail.sources import RawMessage, iter_index
+from textnb.modelfile import store
+from textnb.spamfilter import SpamFilter
 
 from conftest import PROJECT, SAMPLE, SAMPLE_INDEX
 
 Milter = pytest.importorskip(
     "Milter", reason="pymilter is not installed: apt-get install libmilter-dev, then "
                      "pip install 'textnb[milter]'")
-from textnb.milter import MilterPolicy, action_for, message_bytes, parse_socket  # noqa: E402
-from textnb.milter import MilterError  # noqa: E402
+from textnb.delivery.milter import (MilterPolicy, action_for, message_bytes,  # noqa: E402
+                                    parse_socket)
+from textnb.delivery.milter import MilterError  # noqa: E402
 
 MILTERTEST = shutil.which("miltertest")
 needs_miltertest = pytest.mark.skipif(MILTERTEST is None, reason="Debian's miltertest is not "
@@ -71,7 +72,7 @@ def expected_fields(local, raw, spamassassin=False):
 # -- a milter process ---------------------------------------------------------------------
 
 INJECT = """
-import sys, time, textnb.milter as m
+import sys, time, textnb.delivery.milter as m
 from textnb.cli import app
 kind = sys.argv[1]
 def boom(*args):
@@ -324,7 +325,7 @@ def test_bad_settings_fail_in_one_line(args, code, says):
 
 
 def test_actions_follow_the_log_odds_only_for_spam():
-    from textnb.filter import Verdict
+    from textnb.delivery.verdict_headers import Verdict
 
     policy = MilterPolicy(reject_above=0.999, quarantine_above=0.9)
     assert action_for(Verdict("spam", 7.0, 0.9991, 0.0), policy) == "reject"  # ln 999 = 6.9
@@ -478,8 +479,8 @@ def test_sigterm_lets_the_session_in_flight_finish(tmp_path, model_file, local):
 
 def test_concurrent_callers_get_the_verdicts_of_one(model_file):
     """MilterScorer scores on one worker thread, whatever thread calls it."""
-    from textnb.milter import MilterScorer
-    from textnb.server import ResidentModel
+    from textnb.delivery.milter import MilterScorer
+    from textnb.delivery.server import ResidentModel
 
     scorer = MilterScorer(ResidentModel(model_file), MilterPolicy(timeout=60))
     try:

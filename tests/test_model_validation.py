@@ -1,7 +1,7 @@
 """Models that cannot lie, and state that stays bounded (issue 37: F2, F8, F9, F10).
 
 Each test is named after the attack. Every reader (model file, text dump, PMML) is held
-to the same rules (textnb.model_checks), and so is a running scorer's reload.
+to the same rules (textnb.modelfile.checks), and so is a running scorer's reload.
 """
 
 import dataclasses
@@ -19,15 +19,15 @@ import zlib
 import numpy as np
 import pytest
 
-from textnb import dump, store
 from textnb.config import FilterConfig
+from textnb.delivery.scorer_journal import journal_path
+from textnb.delivery.users import ModelSet, TooManyUsersError
+from textnb.delivery.verdict_headers import score_with
 from textnb.errors import ConfigError, ModelFormatError, PMMLError
-from textnb.filter import score_with
-from textnb.learning import journal_path
-from textnb.mail import MailLimits
-from textnb.pipeline import SpamFilter
+from textnb.mail.parse import MailLimits
+from textnb.modelfile import dump, store
 from textnb.pmml import export_pmml, import_pmml
-from textnb.users import ModelSet, TooManyUsersError
+from textnb.spamfilter import SpamFilter
 
 TOKENS = [["subject:cheap", "pills", "now"], ["subject:meeting", "agenda", "now"],
           ["subject:cheap", "offer"], ["subject:lunch", "agenda"]]
@@ -147,7 +147,7 @@ def test_a_raised_bound_within_its_ceiling_is_kept():
 
 
 def test_a_running_scorer_keeps_its_model_on_a_bad_reload(tmp_path):
-    from textnb.server import ResidentModel
+    from textnb.delivery.server import ResidentModel
 
     path = tmp_path / "model.tnb"
     store.save(_toy(), path)
@@ -164,16 +164,17 @@ def test_a_running_scorer_keeps_its_model_on_a_bad_reload(tmp_path):
 
 
 def test_a_journal_that_makes_the_counts_lie_is_refused(tmp_path):
-    """``textnb.delta``'s journal is applied as the file loads; the sum is held to the
-    same rules as the file."""
-    from textnb import delta
+    """``textnb.modelfile.count_journal``'s journal is applied as the file loads; the sum is held to
+    the same rules as the file."""
+    from textnb.modelfile import count_journal
 
     path = tmp_path / "model.tnb"
     store.save(_toy(), path)
     spam_filter, state = store.load_for_update(path)
-    before = delta.Snapshot.of(spam_filter)
+    before = count_journal.Snapshot.of(spam_filter)
     spam_filter.model.class_count_[1] = 1e300
-    delta.Journal(path).append(state, delta.Journal.encode(delta.diff(before, spam_filter)))
+    record = count_journal.Journal.encode(count_journal.diff(before, spam_filter))
+    count_journal.Journal(path).append(state, record)
     with pytest.raises(ModelFormatError, match="journal.*class counts"):
         store.load(path)
 
@@ -215,7 +216,7 @@ def _bomb(declared: int) -> bytes:
 
 _PEAK = """
 import json, resource, sys, time
-from textnb import store
+from textnb.modelfile import store
 data = open(sys.argv[1], "rb").read()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.perf_counter()
@@ -254,16 +255,16 @@ _JOURNAL_PEAK = _PEAK.replace("store.loads(data)", "store.load(sys.argv[1])")
 
 
 def test_zip_bomb_journal_record_refused_with_bounded_memory(tmp_path):
-    """A journal record (``textnb.delta``) of 0.26 MB that inflates to 256 MiB is read
-    as damage (a record cut short) once it passes 100 times its size: the model loads
+    """A journal record (``textnb.modelfile.count_journal``) of 0.26 MB that inflates to 256 MiB is
+    read as damage (a record cut short) once it passes 100 times its size: the model loads
     as its file says, the reader's memory bounded by the record's size."""
-    from textnb import delta
+    from textnb.modelfile import count_journal
 
     path = tmp_path / "model.tnb"
     store.save(_toy(), path)
     _, state = store.load_for_update(path)
     # zlib's header, 256 MiB of deflated zeros, and a checksum never reached
-    delta.Journal(path).append(state, b"\x78\x9c" + _deflated_zeros(16) + bytes(4))
+    count_journal.Journal(path).append(state, b"\x78\x9c" + _deflated_zeros(16) + bytes(4))
     cap = "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
     result = subprocess.run([sys.executable, "-c", cap + _JOURNAL_PEAK, str(path)],
                             capture_output=True, text=True, timeout=120)
@@ -295,14 +296,14 @@ def test_deeply_nested_json_is_damaged_not_recursion(tmp_path):
     assert pmml.count(b'"threshold":null') == 1
     with pytest.raises(PMMLError, match="damaged"):
         import_pmml(pmml.replace(b'"threshold":null', b'"threshold":' + NESTED.encode()))
-    # A journal record (textnb.delta) that is not JSON is read as one cut short: the
-    # model loads as its file and the records before it say.
-    from textnb import delta
+    # A journal record (textnb.modelfile.count_journal) that is not JSON is read as one cut short:
+    # the model loads as its file and the records before it say.
+    from textnb.modelfile import count_journal
 
     path = tmp_path / "model.tnb"
     store.save(_toy(), path)
     _, state = store.load_for_update(path)
-    delta.Journal(path).append(state, zlib.compress(NESTED.encode()))
+    count_journal.Journal(path).append(state, zlib.compress(NESTED.encode()))
     assert store.load(path).n_learned == _toy().n_learned
 
 
@@ -367,7 +368,7 @@ def test_users_learning_at_once_past_the_bound_lose_nothing(folder):
     every learn ends up in its user's model (a learn keeps its model loaded)."""
     import threading
 
-    from textnb.ledger import message_digest
+    from textnb.models.ledger import message_digest
 
     models = ModelSet(folder, flush_seconds=3600, max_resident=2)
     threads = [threading.Thread(target=_learn, args=(models, f"user{i % 4}", 100 + i))

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from textnb.errors import EmptyTrainingSetError, NotFittedError
-from textnb.naive_bayes import BernoulliNB, MultinomialNB
+from textnb.models.naive_bayes import BernoulliNB, MultinomialNB
 
 # Manning, Raghavan & Schütze, *Introduction to Information Retrieval*, tables 13.1/13.2.
 # Columns: Chinese, Beijing, Shanghai, Macao, Tokyo, Japan; class 1 = "China", 0 = not.
@@ -171,7 +171,7 @@ def test_selected_log_odds_keeps_the_strongest_tokens(cls):
 
 @pytest.mark.parametrize("n_indices", [0, 3, 40, 5_000])
 def test_distinct_columns_is_np_unique_on_either_path(n_indices):
-    from textnb.naive_bayes import _distinct_columns
+    from textnb.models.naive_bayes import _distinct_columns
 
     # 0 and 3 indices in 4,000 columns take np.unique; 40 and 5,000 the bool marks.
     indices = np.random.default_rng(n_indices).integers(0, 4_000, size=n_indices)

@@ -26,10 +26,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from textnb import sources, store
 from textnb.cli import app
 from textnb.errors import SourceError
-from textnb.skipped import collecting
+from textnb.mail import sources
+from textnb.mail.unreadable import collecting
+from textnb.modelfile import store
 
 from conftest import SAMPLE
 
@@ -542,7 +543,7 @@ def test_full_disk_real(command, full_disk, bad):
 def deny(monkeypatch):
     """deny(path): reading ``path`` fails with 'permission denied'. chmod 000 for a normal
     user; as root (who ignores permission bits) the same OSError from the open() and
-    scandir() that textnb.sources calls."""
+    scandir() that textnb.mail.sources calls."""
     denied: list[Path] = []
 
     def deny(path: Path) -> Path:

@@ -10,13 +10,13 @@ import threading
 import pytest
 from typer.testing import CliRunner
 
-from textnb import store
 from textnb.cli import app
-from textnb.client import ScorerUnavailable, learn_remote, ping, score_remote
-from textnb.ledger import message_digest
-from textnb.server import ScorerServer
-from textnb.sources import iter_index
-from textnb.users import ModelSet, UserNameError, check_user
+from textnb.delivery.client import ScorerUnavailable, learn_remote, ping, score_remote
+from textnb.delivery.server import ScorerServer
+from textnb.delivery.users import ModelSet, UserNameError, check_user
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
+from textnb.models.ledger import message_digest
 
 from conftest import SAMPLE_INDEX
 from test_server import MESSAGES, Running as _Running
@@ -42,8 +42,8 @@ class Running(_Running):
 @pytest.fixture(scope="module")
 def shared_bytes():
     """The sample model trained through the ledger (textnb train), so moves can find it."""
-    from textnb.pipeline import SpamFilter
-    from textnb.retrain import fit
+    from textnb.modelfile.retrain import fit
+    from textnb.spamfilter import SpamFilter
 
     spam_filter = SpamFilter()
     fit(spam_filter, SAMPLE)
@@ -163,13 +163,13 @@ def test_serve_options_are_checked(tmp_path):
     ([], "local", None),
 ])
 def test_the_milter_takes_one_user_from_the_recipients(recipients, mode, user):
-    from textnb.users import user_from_recipients
+    from textnb.delivery.users import user_from_recipients
 
     assert user_from_recipients(recipients, mode) == user
 
 
 def test_serve_passes_the_per_user_bounds_to_the_model_set(tmp_path, monkeypatch):
-    import textnb.users
+    import textnb.delivery.users
 
     seen = {}
 
@@ -180,7 +180,7 @@ def test_serve_passes_the_per_user_bounds_to_the_model_set(tmp_path, monkeypatch
         seen.update(kwargs)
         raise Stop
 
-    monkeypatch.setattr(textnb.users, "ModelSet", model_set)
+    monkeypatch.setattr(textnb.delivery.users, "ModelSet", model_set)
     runner = CliRunner()
     result = runner.invoke(app, ["serve", "--models", str(tmp_path), "--socket",
                                  str(tmp_path / "s.sock"), "--max-resident-users", "3",

@@ -5,8 +5,8 @@ import pytest
 
 from textnb.config import FeatureConfig, FilterConfig, ModelConfig
 from textnb.errors import EmptyTrainingSetError
-from textnb.pipeline import SpamFilter
-from textnb.sources import iter_index, iter_messages
+from textnb.mail.sources import iter_index, iter_messages
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE
 
@@ -94,14 +94,14 @@ def test_min_df_pruning_keeps_counts(sample_index):
 
 
 def _messages(sizes):
-    from textnb.sources import RawMessage
+    from textnb.mail.sources import RawMessage
 
     return [RawMessage(f"m{i}", b"x" * size, "ham") for i, size in enumerate(sizes)]
 
 
 @pytest.mark.parametrize("n", [0, 1, 63, 200, 511, 512, 1023, 1024, 1025, 1536, 5000])
 def test_learning_batches_keep_every_message_in_order_and_cut_only_the_tail(n):
-    from textnb.pipeline import BATCH_SIZE, MIN_TAIL_BATCH, TAIL_BATCHES, learning_batches
+    from textnb.spamfilter import BATCH_SIZE, MIN_TAIL_BATCH, TAIL_BATCHES, learning_batches
 
     messages = _messages(range(1, n + 1))
     batches = list(learning_batches(messages))
@@ -122,7 +122,7 @@ def test_learning_batches_keep_every_message_in_order_and_cut_only_the_tail(n):
 
 
 def test_learning_batches_leave_no_batch_empty_around_a_huge_message():
-    from textnb.pipeline import learning_batches
+    from textnb.spamfilter import learning_batches
 
     messages = _messages([10] * 300 + [10_000_000] + [10] * 300)
     batches = list(learning_batches(messages))
@@ -131,7 +131,7 @@ def test_learning_batches_leave_no_batch_empty_around_a_huge_message():
 
 
 def test_explain_counts_the_tokens_the_model_never_saw():
-    from textnb.sources import RawMessage
+    from textnb.mail.sources import RawMessage
 
     spam_filter = SpamFilter().fit(iter_index(SAMPLE / "index"))
     raw = (b"Subject: zqxjv meeting\n\nzqxjv wlorbq wlorbq the meeting agenda\n")

@@ -5,9 +5,9 @@ import sys
 import numpy as np
 import pytest
 
-from textnb import calibration as cal
+from textnb.decision import calibration as cal
 
-plots = pytest.importorskip("textnb.plots")
+plots = pytest.importorskip("textnb.evaluation.plots")
 pytest.importorskip("matplotlib", reason="plots are the optional [plots] extra")
 
 

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from textnb import store
 from textnb.cli import app
 from textnb.config import load_config
 from textnb.errors import PMMLError
-from textnb.pipeline import SpamFilter
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
 from textnb.pmml import ESCAPED, export_pmml, field_name, import_pmml, token_of, with_max_features
 from textnb.pmml.score import load_naive_bayes
-from textnb.sources import iter_index
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE_INDEX
 
@@ -189,7 +189,7 @@ def _pypmml_scorer(pypmml, path):
 @pytest.fixture(scope="module")
 def spamassassin_split(shared_corpora):
     """Tokens and labels of the SpamAssassin train and test splits, tokenised once."""
-    from textnb.corpora import iter_corpus, split
+    from textnb.mail.corpora import iter_corpus, split
 
     train, test = split(iter_corpus("spamassassin", shared_corpora))
     f = SpamFilter()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from textnb.filter import score_with, verdict_fields
+from textnb.delivery.verdict_headers import score_with, verdict_fields
 
 from test_milter import HAM, SPAM, MilterProcess, free_port, local, model_file, user_models  # noqa: F401
 

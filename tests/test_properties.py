@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from textnb.config import TokenizerConfig
-from textnb.mail import MailLimits, ParsedEmail, parse_message
-from textnb.pipeline import SpamFilter
-from textnb.tokenize import EmailTokenizer
+from textnb.mail.parse import MailLimits, ParsedEmail, parse_message
+from textnb.spamfilter import SpamFilter
+from textnb.text.tokenize import EmailTokenizer
 
 settings.register_profile(
     "textnb-ci",
@@ -181,7 +181,7 @@ def test_well_formed_base64_text_parts_round_trip(texts):
 
 # -- the tokeniser ------------------------------------------------------------------------
 
-# Namespaces the tokeniser writes (textnb/tokenize.py); header fields add their own name.
+# Namespaces the tokeniser writes (textnb/text/tokenize.py); header fields add their own name.
 NAMESPACES = {"header", "subject", "url", "url-path", "href", "href-path", "email", "money", "num",
               "skip", "content", "attachment", "control", "received", "date", "bi", "script"}
 

@@ -1,4 +1,4 @@
-"""The size bound (textnb.prune): what it drops, and forget/relabel exact afterwards.
+"""The size bound (textnb.modelfile.prune): what it drops, and forget/relabel exact afterwards.
 
 The invariant checked after every step: each column's counts are exactly the sum of
 the tokens of the ledger's messages learned since the column was born
@@ -10,12 +10,12 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from textnb import dump, store
-from textnb.ledger import message_digest, normalise
-from textnb.pipeline import SpamFilter
-from textnb.prune import prune
-from textnb.retrain import fit, forget_messages, learn_messages
-from textnb.sources import RawMessage, iter_index
+from textnb.mail.sources import RawMessage, iter_index
+from textnb.modelfile import dump, store
+from textnb.modelfile.prune import prune
+from textnb.modelfile.retrain import fit, forget_messages, learn_messages
+from textnb.models.ledger import message_digest, normalise
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE_INDEX
 
@@ -188,7 +188,7 @@ def test_forget_says_which_messages_had_pruned_tokens(pruned, tmp_path):
 
 
 def test_merge_refuses_a_pruned_input_by_name(pruned):
-    from textnb.merge import MergeError, merge_filters
+    from textnb.modelfile.merge import MergeError, merge_filters
 
     full, small, _ = pruned
     with pytest.raises(MergeError, match=r"'b\.tnb' had rare tokens pruned.*merge models "
@@ -197,7 +197,7 @@ def test_merge_refuses_a_pruned_input_by_name(pruned):
 
 
 def test_a_dump_that_lost_a_born_line_is_refused_naming_the_history_line(pruned):
-    from textnb.dump import DumpFormatError
+    from textnb.modelfile.dump import DumpFormatError
 
     _, model, _ = pruned
     learn_messages(model, MESSAGES[80:90])  # their new tokens count from the prune

@@ -19,9 +19,10 @@ ERROR_CLASSES = ["TextnbError", "SourceError", "MailboxFormatError", "NotFittedE
 
 def test_the_names_are_the_modules_objects():
     from textnb import FilterConfig, SpamFilter, load, save
-    from textnb import config, pipeline, store
+    from textnb import config, spamfilter
+    from textnb.modelfile import store
 
-    assert SpamFilter is pipeline.SpamFilter
+    assert SpamFilter is spamfilter.SpamFilter
     assert FilterConfig is config.FilterConfig
     assert load is store.load and save is store.save
 
@@ -75,7 +76,7 @@ def test_import_textnb_loads_nothing_heavy():
 def test_the_docstring_example(tmp_path):
     """What textnb/__init__.py shows, run on the sample corpus."""
     from textnb import FilterConfig, SpamFilter, load, save
-    from textnb.sources import iter_index, iter_messages
+    from textnb.mail.sources import iter_index, iter_messages
 
     spam_filter = SpamFilter(FilterConfig()).fit(iter_index(SAMPLE_INDEX))
     path = tmp_path / "sample.tnb"

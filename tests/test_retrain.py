@@ -19,15 +19,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from textnb import commands, retrain, store
+from textnb import commands
 from textnb.cli import app
 from textnb.config import FilterConfig
 from textnb.errors import EmptyTrainingSetError, MailboxFormatError, ModelFormatError
-from textnb.layouts import maildir_folder, maildir_sources
-from textnb.lock import ModelLockedError, lock_path, model_lock
-from textnb.pipeline import SpamFilter
-from textnb.retrain import LedgerMismatchError, fit, forget_messages, learn_messages
-from textnb.sources import RawMessage, iter_index
+from textnb.mail.folders import maildir_folder, maildir_sources
+from textnb.mail.sources import RawMessage, iter_index
+from textnb.modelfile import retrain, store
+from textnb.modelfile.lock import ModelLockedError, lock_path, model_lock
+from textnb.modelfile.retrain import LedgerMismatchError, fit, forget_messages, learn_messages
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE, SAMPLE_INDEX
 
@@ -502,7 +503,7 @@ def test_two_retrains_at_once_lose_no_update(split_folders):
 
 @pytest.fixture(scope="module")
 def sa_split(shared_corpora):
-    from textnb.corpora import iter_corpus, split
+    from textnb.mail.corpora import iter_corpus, split
 
     train, test = split(iter_corpus("spamassassin", shared_corpora))
     return ([RawMessage(e.relpath, e.raw, e.label) for e in train],

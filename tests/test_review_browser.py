@@ -24,7 +24,7 @@ pytest.importorskip("uvicorn", reason="the review page's libraries: pip install 
 webdriver = pytest.importorskip("selenium.webdriver",
                                 reason="Selenium is absent: pip install selenium")
 
-from textnb.client import score_remote  # noqa: E402
+from textnb.delivery.client import score_remote  # noqa: E402
 from textnb.review.store import VerdictStore  # noqa: E402
 from textnb.review.web import make_app  # noqa: E402
 

@@ -10,14 +10,15 @@ import pytest
 from scipy.special import expit, logit
 from typer.testing import CliRunner
 
-from textnb import calibration as cal
-from textnb import commands, store
+from textnb import commands
 from textnb.cli import app
 from textnb.config import FilterConfig, load_config
-from textnb.decision import CostModel, review_log_odds, review_region
+from textnb.decision import calibration as cal
+from textnb.decision.costs import CostModel, review_log_odds, review_region
 from textnb.errors import ConfigError
-from textnb.sources import iter_index
-from textnb.tune import review_point, tune
+from textnb.evaluation.tune import review_point, tune
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
 
 from conftest import SAMPLE_INDEX
 

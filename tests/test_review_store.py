@@ -12,14 +12,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from textnb import store
-from textnb.client import score_remote
-from textnb.filter import Verdict, score_with
+from textnb.delivery.client import score_remote
+from textnb.delivery.server import ResidentModel, ScorerServer
+from textnb.delivery.verdict_headers import Verdict, score_with
+from textnb.mail.sources import RawMessage
+from textnb.modelfile import store
 from textnb.review import recorder as recorder_module
 from textnb.review.recorder import CLUES, VerdictRecorder
 from textnb.review.store import FIELD_CHARS, VerdictStore, headers_of, in_review_band
-from textnb.server import ResidentModel, ScorerServer
-from textnb.sources import RawMessage
 
 from test_server import MESSAGES, Running, models, model_file  # noqa: F401
 from _wire import wait_for as _wait_for  # noqa: E402
@@ -246,7 +246,7 @@ def test_a_real_full_filesystem_drops_and_counts(tmp_path, model_file):
 
 
 def test_metrics_count_recorded_and_dropped(tmp_path):
-    from textnb.telemetry import Telemetry
+    from textnb.delivery.telemetry import Telemetry
 
     recorder = VerdictRecorder(tmp_path / "v.db", queue_size=1)
     telemetry = Telemetry(lambda: SimpleNamespace(path=tmp_path / "none", loads=1,
@@ -260,7 +260,8 @@ def test_metrics_count_recorded_and_dropped(tmp_path):
 
 
 def test_the_scorer_and_filter_import_neither_sqlite_nor_the_web_unless_recording():
-    check = ("import sys, textnb.server, textnb.users, textnb.cli.serve, textnb.cli.filter; "
+    check = ("import sys, textnb.delivery.server, textnb.delivery.users, textnb.cli.serve, "
+             "textnb.cli.filter; "
              "print(sorted(m for m in ('sqlite3', 'starlette', 'jinja2', 'argon2', "
              "'textnb.review.store') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
@@ -270,8 +271,8 @@ def test_the_scorer_and_filter_import_neither_sqlite_nor_the_web_unless_recordin
 
 def test_the_milter_records_its_verdicts_and_actions(tmp_path, model_file):
     pytest.importorskip("Milter", reason="pymilter is absent: pip install -e '.[milter]'")
-    from textnb.milter import MilterScorer, action_for
-    from textnb.milter_options import MilterPolicy
+    from textnb.delivery.milter import MilterScorer, action_for
+    from textnb.delivery.milter_options import MilterPolicy
 
     local = store.load(model_file)
     policy = MilterPolicy(timeout=60, quarantine_above=0.9, reject_above=0.999999)

@@ -22,14 +22,14 @@ pytest.importorskip("argon2", reason="the review page's libraries: pip install -
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from textnb.client import ping  # noqa: E402
-from textnb.filter import Verdict  # noqa: E402
+from textnb.delivery.client import ping  # noqa: E402
+from textnb.delivery.users import ModelSet  # noqa: E402
+from textnb.delivery.verdict_headers import Verdict  # noqa: E402
 from textnb.review.accounts import Accounts  # noqa: E402
+from textnb.review.guard import MAX_FAILURES  # noqa: E402
 from textnb.review.recorder import VerdictRecorder  # noqa: E402
 from textnb.review.store import VerdictStore  # noqa: E402
-from textnb.review.guard import MAX_FAILURES  # noqa: E402
 from textnb.review.web import make_app  # noqa: E402
-from textnb.users import ModelSet  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 import hostile_cases  # noqa: E402
@@ -407,10 +407,10 @@ def unsure_model_file(tmp_path_factory):
     """The sample model with an unsure band of 4 log-odds: unsure_message() falls in it."""
     import dataclasses
 
-    from textnb import store
     from textnb.config import FilterConfig
-    from textnb.pipeline import SpamFilter
-    from textnb.sources import iter_index
+    from textnb.mail.sources import iter_index
+    from textnb.modelfile import store
+    from textnb.spamfilter import SpamFilter
 
     from conftest import SAMPLE_INDEX
 
@@ -445,7 +445,7 @@ class PerUserScorer(Running):
 
 def test_teaching_through_the_scorer_changes_the_model_by_that_message_once(
         tmp_path, users_file, unsure_model_file):
-    from textnb.client import score_remote
+    from textnb.delivery.client import score_remote
 
     db = tmp_path / "verdicts.db"
     with PerUserScorer(tmp_path, unsure_model_file, db) as scorer:

@@ -1,5 +1,5 @@
-"""Scoring from bare CSR arrays (textnb.rows) gives SciPy's scores bit for bit, for every
-evidence selection, combining rule and event model, and P(spam) is SciPy's expit."""
+"""Scoring from bare CSR arrays (textnb.features.csr_arrays) gives SciPy's scores bit for bit, for
+every evidence selection, combining rule and event model, and P(spam) is SciPy's expit."""
 
 import numpy as np
 import pytest
@@ -8,11 +8,11 @@ from conftest import SAMPLE_INDEX
 from scipy.special import expit as scipy_expit
 
 from textnb.config import FilterConfig, apply_overrides
-from textnb.decision import CostModel, expit
-from textnb.pipeline import SpamFilter
-from textnb.retrain import fit
-from textnb.rows import Rows
-from textnb.sources import iter_index
+from textnb.decision.costs import CostModel, expit
+from textnb.features.csr_arrays import Rows
+from textnb.mail.sources import iter_index
+from textnb.modelfile.retrain import fit
+from textnb.spamfilter import SpamFilter
 
 CONFIGS = [
     {},  # the defaults: each side, word pairs capped, sum

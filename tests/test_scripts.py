@@ -1,4 +1,4 @@
-"""Words in every script (textnb/scripts.py): Chinese, Japanese, Thai and the other
+"""Words in every script (textnb/text/segment.py): Chinese, Japanese, Thai and the other
 scripts written without spaces become character bigrams; Korean, Cyrillic, Greek,
 Arabic and accented Latin tokenise exactly as before the module existed.
 
@@ -18,14 +18,15 @@ from email.mime.text import MIMEText
 import pytest
 from typer.testing import CliRunner
 
-from textnb import scripts, store
 from textnb.cli import app
 from textnb.config import TokenizerConfig
-from textnb.mail import parse_message
-from textnb.metrics import roc_auc
-from textnb.pipeline import SpamFilter
-from textnb.sources import RawMessage
-from textnb.tokenize import EmailTokenizer
+from textnb.evaluation.metrics import roc_auc
+from textnb.mail.parse import parse_message
+from textnb.mail.sources import RawMessage
+from textnb.modelfile import store
+from textnb.spamfilter import SpamFilter
+from textnb.text import segment
+from textnb.text.tokenize import EmailTokenizer
 
 runner = CliRunner()
 
@@ -44,12 +45,12 @@ def tokens(raw: bytes, cfg: TokenizerConfig = TokenizerConfig()) -> list[str]:
 
 def has_run(token: str) -> bool:
     """Whether a token's text (after its namespace) holds a space-less script."""
-    return bool(scripts.script_tokens(token.rpartition(":")[2]))
+    return bool(segment.script_tokens(token.rpartition(":")[2]))
 
 
 # -- the scripts that have spaces: unchanged -----------------------------------------------
 
-# Body tokens as textnb made them before textnb/scripts.py (computed with the tokenizer
+# Body tokens as textnb made them before textnb/text/segment.py (computed with the tokenizer
 # of the commit before it, on these texts).
 UNCHANGED = {
     "ru": ("koi8-r", "Здравствуйте! Бесплатная доставка, скидка 50% только сегодня.", [
@@ -101,7 +102,7 @@ def test_segmenting_nothing_is_the_tokenizer_before_this_module(monkeypatch):
     """The reference the tests below compare with: a word no longer segmented goes to
     the plain word rules, which were the whole of ``_map_word`` before."""
     raw = message("您好，我们公司提供优惠的发票服务。请联系我们！", "gb2312")
-    monkeypatch.setattr(scripts, "needs_segmenting", lambda word: False)
+    monkeypatch.setattr(segment, "needs_segmenting", lambda word: False)
     assert tokens(raw)[-1] == "您好，我们公司提供优惠的发票服务。请联系我们！"
 
 
@@ -150,8 +151,8 @@ def test_japanese_punctuation_splits_and_names_both_scripts():
 
 
 def test_a_one_character_run_is_itself():
-    assert scripts.run_tokens("元") == ["元"]
-    assert scripts.run_tokens("发票") == ["发票"]
+    assert segment.run_tokens("元") == ["元"]
+    assert segment.run_tokens("发票") == ["发票"]
 
 
 def test_full_width_forms_tokenise_as_ascii():
@@ -234,7 +235,7 @@ def test_a_model_trained_on_chinese_separates_new_chinese_messages(monkeypatch):
     assert any(has_run(t) for t in clues)
     # Before this module each sentence was one token, never seen again: nothing to learn
     # from a new message's body.
-    monkeypatch.setattr(scripts, "needs_segmenting", lambda word: False)
+    monkeypatch.setattr(segment, "needs_segmenting", lambda word: False)
     old_auc, old_filter = _auc(train, test)
     assert old_auc < 0.7
     old_tokens = old_filter.tokens(test[0].raw)

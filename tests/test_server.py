@@ -16,9 +16,8 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from textnb import store
 from textnb.cli import app
-from textnb.client import (
+from textnb.delivery.client import (
     MAX_MESSAGE_BYTES,
     ScorerUnavailable,
     client_scorer,
@@ -27,11 +26,12 @@ from textnb.client import (
     run_filter,
     score_remote,
 )
-from textnb.filter import filter_message, in_process_scorer, score_with
-from textnb.mail import MailLimits
-from textnb.pipeline import SpamFilter
-from textnb.server import ResidentModel, ScorerServer, ServerError
-from textnb.sources import RawMessage, iter_index
+from textnb.delivery.server import ResidentModel, ScorerServer, ServerError
+from textnb.delivery.verdict_headers import filter_message, in_process_scorer, score_with
+from textnb.mail.parse import MailLimits
+from textnb.mail.sources import RawMessage, iter_index
+from textnb.modelfile import store
+from textnb.spamfilter import SpamFilter
 
 from conftest import PROJECT, SAMPLE, SAMPLE_INDEX
 from _wire import wait_for as _wait_for  # noqa: E402
@@ -285,8 +285,8 @@ def test_a_grown_tokenizer_is_renewed(model_file):
 
 _THIN_CHECK = """
 import sys
-import textnb.client
-code = textnb.client.main(sys.argv[1:])
+import textnb.delivery.client
+code = textnb.delivery.client.main(sys.argv[1:])
 heavy = {'spacy', 'numpy', 'scipy', 'typer', 'click'} & {m.split('.')[0] for m in sys.modules}
 heavy = sorted(heavy)
 sys.stderr.write('heavy modules: %s\\n' % heavy)

@@ -14,14 +14,14 @@ import threading
 import numpy as np
 import pytest
 
-from textnb import store
-from textnb.client import ScorerUnavailable, learn_remote, ping, score_remote
-from textnb.learning import Journal, Record, journal_path
-from textnb.ledger import message_digest
-from textnb.retrain import forget_messages, learn_messages
-from textnb.sources import RawMessage
+from textnb.delivery.client import ScorerUnavailable, learn_remote, ping, score_remote
+from textnb.delivery.scorer_journal import Journal, Record, journal_path
+from textnb.mail.sources import RawMessage
+from textnb.modelfile import store
+from textnb.modelfile.retrain import forget_messages, learn_messages
+from textnb.models.ledger import message_digest
 
-from textnb.server import ResidentModel, ScorerServer
+from textnb.delivery.server import ResidentModel, ScorerServer
 
 from conftest import PROJECT
 from test_c_client import c_client  # noqa: F401
@@ -90,7 +90,7 @@ def test_an_update_reaches_the_file_within_the_flush_bound(tmp_path, model_file)
 
 
 def test_a_retrain_meanwhile_is_kept_and_the_learn_too(tmp_path, model_file):
-    from textnb.retrain import retrain
+    from textnb.modelfile.retrain import retrain
 
     other = tmp_path / "other.eml"
     other.write_bytes(variant(9))
@@ -206,7 +206,7 @@ def test_a_single_model_scorer_refuses_a_user_and_old_clients_still_work(tmp_pat
 def test_the_python_client_command_learns_and_says_when_it_did_not(tmp_path, model_file):
     env = {**os.environ, "PYTHONPATH": str(PROJECT)}
     sock = tmp_path / "s.sock"
-    run = [sys.executable, "-m", "textnb.client", "--server", str(sock)]
+    run = [sys.executable, "-m", "textnb.delivery.client", "--server", str(sock)]
     with Running(model_file, str(sock)):
         done = subprocess.run([*run, "--learn", "spam"], input=variant(4), capture_output=True,
                               env=env, timeout=60)
@@ -235,7 +235,7 @@ def _run(command, stdin: bytes):
                                   ["--learn", "spam", "--user", "alice"]])
 def test_the_compiled_client_learns_as_the_python_one_does(tmp_path, model_file, c_client, args):
     sock = tmp_path / "s.sock"
-    python = [sys.executable, "-m", "textnb.client", "--server", str(sock), *args]
+    python = [sys.executable, "-m", "textnb.delivery.client", "--server", str(sock), *args]
     compiled = [str(c_client), "--server", str(sock), *args]
     with Running(model_file, str(sock)):
         first = _run(compiled, variant(11))
@@ -264,4 +264,4 @@ def test_the_compiled_client_refuses_bad_learning_options(c_client):
                        (["--user", "a b", "--forget"], b"must be 1-200 characters")):
         code, _, err = _run([str(c_client), *args], b"")
         assert code == 3 and says in err
-        assert says in _run([sys.executable, "-m", "textnb.client", *args], b"")[2]
+        assert says in _run([sys.executable, "-m", "textnb.delivery.client", *args], b"")[2]

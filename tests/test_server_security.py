@@ -18,11 +18,11 @@ import time
 
 import pytest
 
-from textnb import store
-from textnb.client import PROTOCOL, ScorerUnavailable, ping, score_remote
-from textnb.filter import score_with
-from textnb.server import ResidentModel, ScorerServer, ServerError
-from textnb.sources import iter_index
+from textnb.delivery.client import PROTOCOL, ScorerUnavailable, ping, score_remote
+from textnb.delivery.server import ResidentModel, ScorerServer, ServerError
+from textnb.delivery.verdict_headers import score_with
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
 
 from conftest import SAMPLE, SAMPLE_INDEX
 from test_operator_errors import _pickled

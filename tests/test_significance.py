@@ -40,7 +40,7 @@ def test_resamples_keep_the_class_sizes_and_are_reproducible():
 def test_whole_corpus_folds_extend_the_readme_split():
     """bench/folds.py's hash folds: fold 0 is exactly the README's test split."""
     from bench.folds import fold_of
-    from textnb.corpora import is_test
+    from textnb.mail.corpora import is_test
 
     paths = [f"enron{i % 3 + 1}/{'spam' if i % 2 else 'ham'}/{i:04d}.txt" for i in range(500)]
     folds = [fold_of("enron", p) for p in paths]

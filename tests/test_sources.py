@@ -1,4 +1,4 @@
-"""Tests for textnb.sources: every way messages come in, lazily."""
+"""Tests for textnb.mail.sources: every way messages come in, lazily."""
 
 import inspect
 import io
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import textnb.sources as sources_module
+import textnb.mail.sources as sources_module
 from textnb.errors import MailboxFormatError, SourceError
-from textnb.sources import (RawMessage, _read_stream, _split_mbox, iter_index, iter_labelled,
-                            iter_messages, iter_tsv)
+from textnb.mail.sources import (RawMessage, _read_stream, _split_mbox, iter_index, iter_labelled,
+                                 iter_messages, iter_tsv)
 
 MBOX = (
     b"From alice@example.com Mon Jan  1 00:00:00 2001\n"
@@ -176,10 +176,10 @@ def test_read_error_names_the_file(tmp_path, monkeypatch, size):
 
     if size == "small":
         real_os_open = os.open
-        monkeypatch.setattr("textnb.sources.os.open", lambda p, *a: refuse() if str(p) == str(path)
-                            else real_os_open(p, *a))
+        monkeypatch.setattr("textnb.mail.sources.os.open",
+                            lambda p, *a: refuse() if str(p) == str(path) else real_os_open(p, *a))
     else:
-        monkeypatch.setattr("textnb.sources.open", refuse, raising=False)
+        monkeypatch.setattr("textnb.mail.sources.open", refuse, raising=False)
     with pytest.raises(SourceError, match=r"cannot read '.*box': permission denied; check that"):
         list(iter_messages(path))
 
@@ -282,7 +282,7 @@ def test_tsv(tmp_path):
 
 
 def test_tsv_text_that_looks_like_a_header_stays_text(tmp_path):
-    from textnb.mail import parse_message
+    from textnb.mail.parse import parse_message
 
     path = write(tmp_path / "SMS", b"ham\tK:)k:)good\n")
     parsed = parse_message(next(iter_tsv(path)).raw)

@@ -1,4 +1,4 @@
-"""spaCy imported without its command line (textnb.spacy_import)."""
+"""spaCy imported without its command line (textnb.text.spacy_import)."""
 
 import subprocess
 import sys
@@ -6,8 +6,8 @@ import sys
 # In a fresh interpreter: the test process may have imported spaCy already.
 _CHECK = """
 import sys
-from textnb.spacy_import import import_spacy
-from textnb.tokenize import make_spacy_tokenizer
+from textnb.text.spacy_import import import_spacy
+from textnb.text.tokenize import make_spacy_tokenizer
 spacy = import_spacy()
 words = [w.text for w in make_spacy_tokenizer()("Hello, (world)! a@b.com")]
 without_cli = not any(m.startswith(("spacy.cli", "weasel", "httpx")) for m in sys.modules)
@@ -26,7 +26,7 @@ def test_spacy_is_imported_without_its_cli_which_loads_when_asked_for():
 
 def test_a_spacy_that_needs_its_cli_is_imported_as_usual(monkeypatch):
     """When spaCy's package fails with the stand-ins in place, the usual import runs."""
-    from textnb import spacy_import
+    from textnb.text import spacy_import
 
     calls = []
 

@@ -27,16 +27,18 @@ import pytest
 import scipy.sparse as sp
 from typer.testing import CliRunner
 
-from textnb import parallel, pipeline, retrain, store
+from textnb import spamfilter
 from textnb.cli import app
 from textnb.config import FilterConfig, TokenizerConfig
-from textnb.corpora import iter_corpus
+from textnb.engines import parallel_tokenize
 from textnb.engines import workers
-from textnb.mail import parse_message
-from textnb.pipeline import SpamFilter
-from textnb.sources import RawMessage, iter_index
-from textnb.tokenize import EmailTokenizer, LexicalAttributes
-from textnb.vectorize import Vocabulary
+from textnb.features.vectorize import Vocabulary
+from textnb.mail.corpora import iter_corpus
+from textnb.mail.parse import parse_message
+from textnb.mail.sources import RawMessage, iter_index
+from textnb.modelfile import retrain, store
+from textnb.spamfilter import SpamFilter
+from textnb.text.tokenize import EmailTokenizer, LexicalAttributes
 
 CONFIGS = {
     "default": TokenizerConfig(),
@@ -103,7 +105,7 @@ def blank_tokenizer():
     import spacy
     from spacy.tokenizer import Tokenizer
 
-    from textnb import tokenize as t
+    from textnb.text import tokenize as t
 
     return Tokenizer(spacy.blank("en").vocab, prefix_search=t._PREFIX.search,
                      suffix_search=t._SUFFIX.search, infix_finditer=t._INFIX.finditer,
@@ -132,8 +134,8 @@ def _assert_same_tokens(raws: list[bytes], cfg: TokenizerConfig, blank_tokenizer
 @pytest.fixture(params=["built", "python"])
 def loops(request, monkeypatch):
     """The per-token loops textnb was built with (C where a compiler was there), then the
-    Python ones (textnb.speedups' fallback): both must tokenise as the simple path."""
-    from textnb import speedups
+    Python ones (textnb._c.speedups' fallback): both must tokenise as the simple path."""
+    from textnb._c import speedups
 
     if request.param == "python":
         monkeypatch.setattr(speedups, "_speedups", None)
@@ -217,11 +219,11 @@ def test_transform_counts_as_a_dict_per_document(sample_filter, sample_index):
 def small_batches(monkeypatch):
     """Batches of 16 messages, so that the workers start (the first batch is the calling
     process's alone); returns how many times a pool was started."""
-    monkeypatch.setattr(pipeline, "BATCH_SIZE", 16)
+    monkeypatch.setattr(spamfilter, "BATCH_SIZE", 16)
     monkeypatch.setattr(retrain, "BATCH_SIZE", 16)
     started = []
-    start = parallel.TokenWorkers._start
-    monkeypatch.setattr(parallel.TokenWorkers, "_start",
+    start = parallel_tokenize.TokenWorkers._start
+    monkeypatch.setattr(parallel_tokenize.TokenWorkers, "_start",
                         lambda self: started.append(self.jobs) or start(self))
     pool = workers.Workers._pool  # the engines' (textnb.engines.workers)
     monkeypatch.setattr(workers.Workers, "_pool",
@@ -330,7 +332,7 @@ def _reference_log_odds(spam_filter: SpamFilter, token_lists) -> np.ndarray:
     normaliser summed exactly with math.fsum), then the plain sparse product."""
     import math
 
-    from textnb.vectorize import feature_mask
+    from textnb.features.vectorize import feature_mask
 
     model, f = spam_filter.model, spam_filter.config.features
     mask = feature_mask(spam_filter.doc_freq_, max(f.min_df, 1), f.max_features)

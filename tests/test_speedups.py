@@ -1,5 +1,5 @@
-"""textnb._speedups (the per-token loops in C) gives exactly what its Python twins in
-textnb.speedups give, and textnb runs the same without it."""
+"""textnb._c._speedups (the per-token loops in C) gives exactly what its Python twins in
+textnb._c.speedups give, and textnb runs the same without it."""
 
 import sys
 import zipfile
@@ -10,19 +10,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from textnb import evidence, speedups, store
-from textnb.pipeline import SpamFilter
-from textnb.sources import iter_index
+from textnb._c import speedups
 from textnb.config import TokenizerConfig
-from textnb.tokenize import EmailTokenizer, _chunk_entry
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
+from textnb.models import evidence
+from textnb.spamfilter import SpamFilter
+from textnb.text.tokenize import EmailTokenizer, _chunk_entry
 
 try:
-    from textnb import _speedups
+    from textnb._c import _speedups
 except ImportError:
     _speedups = None
 
 needs_c = pytest.mark.skipif(
-    _speedups is None, reason="textnb._speedups was not built (no C compiler at install): "
+    _speedups is None, reason="textnb._c._speedups was not built (no C compiler at install): "
     "textnb runs the Python loops, which the other tests cover")
 
 # Words of every width CPython stores a str in (1, 2 and 4 bytes a character), so that a
@@ -300,7 +302,7 @@ def test_count_messages_checks_its_arguments():
 
 
 def test_counted_runs_hashes_equal_runs_hashes():
-    from textnb.ledger import counted_runs_hashes, runs_hashes, token_hashes
+    from textnb.models.ledger import counted_runs_hashes, runs_hashes, token_hashes
 
     lists = _random_lists(np.random.default_rng(3), 200) + [[]]
     tokens, distinct, columns, counts = speedups.count_messages(lists)
@@ -400,7 +402,7 @@ def test_map_chunks_in_c_equals_python(chunks, bigrams, plain):
     """The same values, the same chunks left to spaCy, the same words asked for (and,
     with ``plain``, the same words of ASCII letters mapped without asking, up to the
     cache's limit)."""
-    from textnb.tokenize import _CHUNK_RULES
+    from textnb.text.tokenize import _CHUNK_RULES
 
     new_word = _mapper()
     python_words, c_words = {"free": ("free",)}, {"free": ("free",)}
@@ -421,7 +423,7 @@ def test_map_chunks_in_c_equals_python(chunks, bigrams, plain):
 
 @needs_c
 def test_map_chunks_by_hand():
-    from textnb.tokenize import _CHUNK_RULES
+    from textnb.text.tokenize import _CHUNK_RULES
 
     words, new_word = {}, _mapper()
     values, left = _speedups.map_chunks(
@@ -441,7 +443,7 @@ def test_map_chunks_by_hand():
 
 @needs_c
 def test_map_chunks_checks_its_arguments_and_passes_errors_on():
-    from textnb.tokenize import _CHUNK_RULES
+    from textnb.text.tokenize import _CHUNK_RULES
 
     rules = _CHUNK_RULES[:4]
     with pytest.raises(TypeError, match="list of str"):
@@ -539,7 +541,7 @@ def _random_tokens(rng: np.random.Generator, n: int) -> list[str]:
 @needs_c
 def test_token_store_functions_in_c_equal_python():
     """Hashes, gathered bytes and byte comparisons of TokenStores: C against NumPy."""
-    from textnb.token_store import TokenStore
+    from textnb.features.token_store import TokenStore
 
     rng = np.random.default_rng(29)
     store_a = TokenStore(_random_tokens(rng, 700))
@@ -589,7 +591,7 @@ def test_token_store_functions_check_their_arguments():
     with pytest.raises(TypeError, match="int64"):
         speedups.hash_tokens(data, np.array([2, 5, 6], dtype=np.int32))
     # The answers are copies: the store can still grow (no view of its buffers is alive).
-    from textnb.token_store import TokenStore
+    from textnb.features.token_store import TokenStore
 
     store = TokenStore(["ab", "cde"])
     _ = store.hashes(), store.take([1, 0]), store.equal_at([0], store, [1])
@@ -659,7 +661,7 @@ def test_json_items_in_c_is_what_json_dumps_writes(tokens):
     lone surrogates): the C writer gives json.dumps's bytes, and they load back."""
     import json
 
-    from textnb.token_store import TokenStore
+    from textnb.features.token_store import TokenStore
 
     store = TokenStore(tokens + ["\x00\x7f\"\\\n\r\t\b\f\x1f", "\U0001F600\udc80\ud800", "é"])
     n = len(store)
@@ -716,7 +718,7 @@ def test_read_json_items_in_c_reads_what_json_loads_reads(tokens):
     ("surrogatepass") one after another."""
     import json
 
-    from textnb.token_store import TokenStore
+    from textnb.features.token_store import TokenStore
 
     data = json.dumps(tokens).encode("ascii")
     text, ends = speedups.read_json_items(data)
@@ -747,7 +749,7 @@ _HEADER_PIECES = [b"\n", b"\r\n", b"\r", b" ", b"\t", b":", b"\x0b", b"\x0c", b"
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_HEADER_PIECES), max_size=30))
 def test_normalise_message_in_c_equals_python(pieces):
-    from textnb.ledger import _DROP_FIELD_NAMES, _DROP_PREFIX_NAMES
+    from textnb.models.ledger import _DROP_FIELD_NAMES, _DROP_PREFIX_NAMES
 
     raw = b"".join(pieces)
     expected = speedups.normalise_message_python(raw, _DROP_FIELD_NAMES, _DROP_PREFIX_NAMES)
@@ -777,7 +779,7 @@ _HOST_PIECES = list("ab.-_19xZ :[]()@;") + ["com", "org", "1.2", "255.", "..", "
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_HOST_PIECES), max_size=25))
 def test_host_names_and_ipv4_in_c_equal_the_patterns(pieces):
-    from textnb.tokenize import _HOSTNAME_LOWER, _IPV4
+    from textnb.text.tokenize import _HOSTNAME_LOWER, _IPV4
 
     text = "".join(pieces)
     lowered = text.lower()
@@ -793,7 +795,7 @@ def test_host_names_and_ipv4_in_c_equal_the_patterns(pieces):
 
 @needs_c
 def test_host_names_past_the_labels_c_keeps_go_to_the_pattern():
-    from textnb.tokenize import _HOSTNAME_LOWER
+    from textnb.text.tokenize import _HOSTNAME_LOWER
 
     text = "a." * 200 + "com and x.y.example"
     assert _speedups.find_hostnames(text) is None
@@ -806,9 +808,9 @@ def test_host_names_past_the_labels_c_keeps_go_to_the_pattern():
 @needs_c
 @pytest.mark.parametrize("corpus", ["spamassassin", "enron"])
 def test_host_names_and_ipv4_in_c_on_the_corpora_header_values(shared_corpora, corpus):
-    from textnb.corpora import iter_corpus
-    from textnb.mail import parse_message
-    from textnb.tokenize import _HOSTNAME_LOWER, _IPV4
+    from textnb.mail.corpora import iter_corpus
+    from textnb.mail.parse import parse_message
+    from textnb.text.tokenize import _HOSTNAME_LOWER, _IPV4
 
     checked = 0
     for example in iter_corpus(corpus, root=shared_corpora):
@@ -833,7 +835,7 @@ _FIELD_PIECES = [b"\n", b"\r\n", b"\r", b" ", b"\t", b":", b"\x0b", b"\x0c", b"\
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_FIELD_PIECES), max_size=30))
 def test_plain_fields_in_c_equal_the_patterns(pieces):
-    from textnb.mail import _PLAIN_FIELD, _PLAIN_FIELDS
+    from textnb.mail.parse import _PLAIN_FIELD, _PLAIN_FIELDS
 
     raw = b"".join(pieces)
     expected = speedups.plain_fields_python(raw, _PLAIN_FIELDS, _PLAIN_FIELD)
@@ -859,8 +861,8 @@ def test_plain_fields_in_c_by_hand():
 @needs_c
 @pytest.mark.parametrize("corpus", ["spamassassin", "enron", "lingspam"])
 def test_plain_fields_in_c_on_the_corpora(shared_corpora, corpus):
-    from textnb.corpora import iter_corpus
-    from textnb.mail import _PLAIN_FIELD, _PLAIN_FIELDS, _skip_envelope
+    from textnb.mail.corpora import iter_corpus
+    from textnb.mail.parse import _PLAIN_FIELD, _PLAIN_FIELDS, _skip_envelope
 
     checked = 0
     for example in iter_corpus(corpus, root=shared_corpora):

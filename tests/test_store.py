@@ -8,10 +8,11 @@ import zipfile
 import numpy as np
 import pytest
 
-from textnb import store, token_store
 from textnb.errors import ModelFormatError, WriteError
-from textnb.sources import iter_index
-from textnb.token_store import TokenStore
+from textnb.features import token_store
+from textnb.features.token_store import TokenStore
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
 
 
 def _scores(spam_filter, sample_index):
@@ -224,7 +225,7 @@ def test_a_file_saved_before_evidence_modes_keeps_scoring_as_it_did(sample_index
     import io
 
     from textnb.config import FilterConfig, ModelConfig
-    from textnb.pipeline import SpamFilter
+    from textnb.spamfilter import SpamFilter
 
     old = SpamFilter(FilterConfig(model=ModelConfig(evidence="strongest")))
     old.fit(iter_index(sample_index))
@@ -358,10 +359,10 @@ _AWKWARD_TOKENS = ['"', '\\', '\\"', 'a\\', 'a\\\\', '\\\\\\"x', '", "', 'x", ',
 @pytest.fixture(params=["C", "Python"])
 def either_loops(request, monkeypatch):
     """The vocabulary's JSON read and written by the C module, then without it."""
-    from textnb import speedups
+    from textnb._c import speedups
 
     if request.param == "C" and speedups._speedups is None:
-        pytest.skip("textnb._speedups was not built: the Python loops are the only ones")
+        pytest.skip("textnb._c._speedups was not built: the Python loops are the only ones")
     if request.param == "Python":
         monkeypatch.setattr(speedups, "_speedups", None)
     return request.param
@@ -471,8 +472,8 @@ def test_a_save_without_a_thread_to_spare_writes_the_same_file(tmp_path, monkeyp
     save deflates on the calling thread; the file is byte for byte the threaded one."""
     import threading
 
-    from textnb import store
-    from textnb.pipeline import SpamFilter
+    from textnb.modelfile import store
+    from textnb.spamfilter import SpamFilter
 
     spam_filter = SpamFilter()
     spam_filter.learn_tokens([["cheap", "pills"], ["meeting", "notes"]], ["spam", "ham"])

@@ -1,4 +1,4 @@
-"""The daemons' metrics (textnb.telemetry): the Prometheus text format, scraped over HTTP
+"""The daemons' metrics (textnb.delivery.telemetry): the Prometheus text format, scraped over HTTP
 from a running scorer; the milter's are scraped in test_milter.py.
 
 Servers bind only to a Unix socket in tmp_path and to 127.0.0.1, and every wait has a bound.
@@ -13,8 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from textnb.client import learn_remote, ping, score_remote
-from textnb.telemetry import BUCKETS, MetricsError, Telemetry, parse_metrics_address, serve_metrics
+from textnb.delivery.client import learn_remote, ping, score_remote
+from textnb.delivery.telemetry import (BUCKETS, MetricsError, Telemetry, parse_metrics_address,
+                                       serve_metrics)
 
 from test_server import MESSAGES, model_file, models  # noqa: F401
 from test_server_learn import Running, variant

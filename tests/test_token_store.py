@@ -1,9 +1,9 @@
-"""TokenStore reads as the list of str it packs (textnb.token_store)."""
+"""TokenStore reads as the list of str it packs (textnb.features.token_store)."""
 
 import numpy as np
 import pytest
 
-from textnb.token_store import TokenStore
+from textnb.features.token_store import TokenStore
 
 # ASCII, empty, accented, astral, lone surrogates, word pairs and a prefix alone.
 TOKENS = ["free", "bi:free money", "", "café", "\U0001f600", "\ud83d\ude00x\udcff", "bi:",
@@ -40,7 +40,7 @@ def test_growing_after_reads_keeps_every_token():
 
 
 def test_iteration_crosses_chunks(monkeypatch):
-    from textnb import token_store
+    from textnb.features import token_store
 
     monkeypatch.setattr(token_store, "_CHUNK", 4)
     assert list(TokenStore(TOKENS)) == TOKENS

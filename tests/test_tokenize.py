@@ -2,10 +2,10 @@
 
 import pytest
 
+from textnb._c import speedups
+from textnb._c.speedups import PlainWords, map_chunks
 from textnb.config import TokenizerConfig
-from textnb import speedups
-from textnb.speedups import PlainWords, map_chunks
-from textnb.tokenize import _CHUNK_RULES, EmailTokenizer
+from textnb.text.tokenize import _CHUNK_RULES, EmailTokenizer
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def test_lexical_attributes_are_spacys_english_ones():
     from spacy.lang.en import English
     from spacy.lang.lex_attrs import LEX_ATTRS
 
-    from textnb.tokenize import lexical_attributes
+    from textnb.text.tokenize import lexical_attributes
 
     english = {**LEX_ATTRS, **English.Defaults.lex_attr_getters}
     ours = lexical_attributes()
@@ -126,7 +126,7 @@ def test_spacys_vocabulary_is_bounded_and_a_fresh_one_tokenises_the_same(monkeyp
     """Past _SPACY_STRINGS strings the spaCy tokenizer is rebuilt; the tokens do not change
     (our caches are keyed by chunk and by word). The infixes ("w/x", "a=b") make chunks
     that only spaCy splits (tokenize._words_without_spacy)."""
-    from textnb import tokenize
+    from textnb.text import tokenize
 
     texts = [f'Offer "{i}": buy (widget/x{i}) at <example{i}.com> today, a=b{i} {i * 7}!'
              for i in range(60)]
@@ -199,7 +199,7 @@ def test_a_plain_ascii_word_maps_as_the_full_rules_map_it(settings):
 def test_caches_stay_bounded_however_many_header_names(monkeypatch):
     """Each header field tokenised as text has caches of its own; past _MAX_NAMESPACES
     they are all emptied, and the tokens are those of a tokenizer that never was."""
-    from textnb import tokenize
+    from textnb.text import tokenize
 
     monkeypatch.setattr(tokenize, "_MAX_NAMESPACES", 50)
     seen, fresh = EmailTokenizer(TokenizerConfig()), EmailTokenizer(TokenizerConfig())

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from textnb.mail import parse_message
-from textnb.tokenize import (
+from textnb.mail.parse import parse_message
+from textnb.text.tokenize import (
     _ADDRESS_HEADERS,
     _HOSTNAME,
     _hostnames,
@@ -62,7 +62,7 @@ def test_simple_address_shapes_parse_as_getaddresses():
 
 
 def test_simple_address_shapes_hold_on_the_public_corpus(shared_corpora):
-    from textnb.corpora import iter_corpus
+    from textnb.mail.corpora import iter_corpus
 
     values = {value for example in iter_corpus("spamassassin", shared_corpora)
               for name, value in parse_message(example.raw).headers if name in _ADDRESS_HEADERS}
@@ -102,7 +102,7 @@ MARKS = ["", ",", ".", "!", "?", ":", ";", ")", "]", "}", ">", "'", '"', "*", "`
 
 def _spacy_words(chunk: str) -> tuple[str, ...]:
     from textnb.config import TokenizerConfig
-    from textnb.tokenize import EmailTokenizer
+    from textnb.text.tokenize import EmailTokenizer
 
     global _SPACY
     if _SPACY is None:
@@ -116,7 +116,7 @@ _SPACY = None
 def test_chunks_split_without_spacy_are_the_words_spacy_makes_of_them():
     """_map_new_chunks splits a chunk with no infix without spaCy (its affix loop written
     out); spaCy splits it the same. Chunks with an infix are left to spaCy (None)."""
-    from textnb.tokenize import _words_without_spacy
+    from textnb.text.tokenize import _words_without_spacy
 
     chunks = [mark + chunk + end for chunk in CHUNKS for mark in MARKS[:8] + ["(", '"', "<", "[("]
               for end in MARKS]
@@ -141,7 +141,7 @@ _AFFIX_TEXT = st.lists(st.sampled_from(_PIECES), min_size=1, max_size=10).map(""
 @settings(max_examples=500, deadline=None)
 @given(_AFFIX_TEXT)
 def test_any_chunk_split_without_spacy_is_split_as_spacy_splits_it(chunk):
-    from textnb.tokenize import _words_without_spacy
+    from textnb.text.tokenize import _words_without_spacy
 
     words = _words_without_spacy(chunk)
     if words is not None:
@@ -154,7 +154,7 @@ def test_any_chunk_split_without_spacy_is_split_as_spacy_splits_it(chunk):
 def test_the_url_pattern_matches_only_what_the_c_loop_asks_it(text):
     """_speedups.c asks _TOKEN_MATCH only of strings that start with a scheme or "www."
     (in any case) or hold an "@" (may_token_match)."""
-    from textnb.tokenize import _TOKEN_MATCH
+    from textnb.text.tokenize import _TOKEN_MATCH
 
     if _TOKEN_MATCH.match(text):
         assert text.lower().startswith(("http://", "https://", "ftp://", "www.")) or "@" in text

@@ -9,16 +9,17 @@ import zipfile
 import numpy as np
 import pytest
 
-from textnb import commands, dump, pipeline, retrain, store
+from textnb import commands, spamfilter
 from textnb.config import FilterConfig
 from textnb.engines.counting import count_tokens
 from textnb.engines.workers import Workers
-from textnb.ledger import (DIGEST_SIZE, VERSION_2, Ledger, matches, normalise, tokens_hash,
-                           tokens_hash_v1)
-from textnb.merge import merge_filters
-from textnb.pipeline import SpamFilter
-from textnb.retrain import LedgerMismatchError, fit, forget_messages, learn_messages
-from textnb.sources import RawMessage, iter_index
+from textnb.mail.sources import RawMessage, iter_index
+from textnb.modelfile import dump, retrain, store
+from textnb.modelfile.merge import merge_filters
+from textnb.modelfile.retrain import LedgerMismatchError, fit, forget_messages, learn_messages
+from textnb.models.ledger import (DIGEST_SIZE, VERSION_2, Ledger, matches, normalise, tokens_hash,
+                                  tokens_hash_v1)
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE_INDEX
 
@@ -107,7 +108,7 @@ def test_bad_hash_versions_and_values_are_refused():
 @pytest.fixture
 def small_batches(monkeypatch):
     """Batches of 16: sixty messages make several, so two jobs start their workers."""
-    monkeypatch.setattr(pipeline, "BATCH_SIZE", 16)
+    monkeypatch.setattr(spamfilter, "BATCH_SIZE", 16)
     monkeypatch.setattr(retrain, "BATCH_SIZE", 16)
     started, pool = [], Workers._pool
     monkeypatch.setattr(Workers, "_pool", lambda self: started.append(self.jobs) or pool(self))

@@ -10,13 +10,11 @@ import pytest
 from scipy.special import expit
 from typer.testing import CliRunner
 
-from textnb import calibration as cal
-from textnb import store
 from textnb.cli import app
 from textnb.config import FilterConfig, TokenizerConfig
-from textnb.evaluate import out_of_fold_log_odds
-from textnb.sources import iter_index
-from textnb.tune import (
+from textnb.decision import calibration as cal
+from textnb.evaluation.cross_validation import out_of_fold_log_odds
+from textnb.evaluation.tune import (
     _search_scores,
     _settings,
     describe,
@@ -27,7 +25,9 @@ from textnb.tune import (
     tune,
     tune_matrix,
 )
-from textnb.pipeline import SpamFilter
+from textnb.mail.sources import iter_index
+from textnb.modelfile import store
+from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE
 

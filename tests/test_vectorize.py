@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from textnb.vectorize import Vocabulary, binarize, feature_mask
+from textnb.features.vectorize import Vocabulary, binarize, feature_mask
 
 DOCS = [["free", "money", "free"], ["meeting", "notes"], ["free", "notes", "notes", "notes"]]
 
@@ -55,7 +55,7 @@ def _same_csr(a, b):
 
 
 def test_first_lookup_finds_the_columns_the_index_gives(sample_filter, sample_index):
-    from textnb.sources import iter_index
+    from textnb.mail.sources import iter_index
 
     tokens = sample_filter.vocabulary.tokens_
     docs = [sample_filter.tokens(m.raw) for m in iter_index(sample_index)][:5]
@@ -93,12 +93,13 @@ def test_growing_after_a_lookup_without_the_index_keeps_columns_in_order_of_firs
 def index_kind(request, monkeypatch):
     """Every test here runs with each of the vocabulary's two indexes: the C hash table
     (``speedups.HashIndex``) and the sorted arrays (without the C module)."""
-    from textnb import speedups, vectorize
+    from textnb._c import speedups
+    from textnb.features import vectorize
 
     if request.param == "sorted":
         monkeypatch.setattr(vectorize, "hash_index", lambda: None)
     elif speedups.hash_index() is None:
-        pytest.skip("textnb._speedups was not built: the sorted arrays are the only index")
+        pytest.skip("textnb._c._speedups was not built: the sorted arrays are the only index")
     return request.param
 
 
@@ -106,7 +107,7 @@ def index_kind(request, monkeypatch):
 def colliding_hashes(monkeypatch):
     """Every token ending in "7" hashes alike, and the recent columns merge into the
     sorted arrays often. RETURNS the index's hash function so patched."""
-    from textnb import vectorize
+    from textnb.features import vectorize
 
     monkeypatch.setattr(vectorize, "_MIN_REBUILD", 5)
     real_hashes = vectorize._token_hashes
@@ -149,7 +150,7 @@ def test_tokens_added_as_bytes_get_a_plain_dicts_columns(colliding_hashes, disti
     """A worker's counts come as a TokenStore (``Vocabulary.add`` compares and copies
     them as bytes): the columns are those of a plain dict, with forced hash collisions,
     non-ASCII tokens, and repeats (which take the str path)."""
-    from textnb.token_store import TokenStore
+    from textnb.features.token_store import TokenStore
 
     hashes = colliding_hashes
     vocab, plain = Vocabulary(), {}
@@ -170,7 +171,7 @@ def test_tokens_added_as_bytes_get_a_plain_dicts_columns(colliding_hashes, disti
 
 
 def test_a_repeated_token_with_a_shared_hash_is_still_reported(monkeypatch):
-    from textnb import vectorize
+    from textnb.features import vectorize
 
     monkeypatch.setattr(vectorize, "_token_hashes",
                         lambda store, start=0: np.ones(len(store) - start, dtype=np.int64))
@@ -180,7 +181,7 @@ def test_a_repeated_token_with_a_shared_hash_is_still_reported(monkeypatch):
 
 
 def test_merging_sorted_arrays_in_place_equals_sorting_them_together(monkeypatch):
-    from textnb import vectorize
+    from textnb.features import vectorize
 
     rng = np.random.default_rng(0)
     for _ in range(200):
@@ -199,7 +200,7 @@ def test_merging_sorted_arrays_in_place_equals_sorting_them_together(monkeypatch
 def test_adding_with_the_tokens_hashes_given_is_adding_without():
     """``Vocabulary.add(tokens, hashes)`` (the counts' own hashes, engines.counting) gives
     the columns and index that hashing the tokens again gives."""
-    from textnb.token_store import TokenStore
+    from textnb.features.token_store import TokenStore
 
     batches = [["a", "b", "caf\u00e9"], ["b", "\udc80", "d", "a"], ["e", "a\x00", "d"]]
     given, hashed = Vocabulary(), Vocabulary()
@@ -215,8 +216,8 @@ def test_a_vocabulary_of_a_store_takes_the_store_over():
     """``Vocabulary.of_store`` (a model's load): the store read is the vocabulary's own,
     not a copy; ``SpamFilter.from_counts`` takes such a vocabulary as it is."""
     from textnb.config import FilterConfig
-    from textnb.pipeline import SpamFilter
-    from textnb.token_store import TokenStore
+    from textnb.features.token_store import TokenStore
+    from textnb.spamfilter import SpamFilter
 
     store = TokenStore(["free", "money", "bi:free money"])
     vocabulary = Vocabulary.of_store(store)

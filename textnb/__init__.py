@@ -3,7 +3,7 @@
 The public API::
 
     from textnb import SpamFilter, FilterConfig, load, save
-    from textnb.sources import iter_index, iter_messages
+    from textnb.mail.sources import iter_index, iter_messages
 
     spam_filter = SpamFilter(FilterConfig()).fit(iter_index("corpora/sample/index"))
     save(spam_filter, "sample.tnb")                       # atomically
@@ -12,7 +12,8 @@ The public API::
         print(scored.source, scored.decision.label, scored.decision.log_odds)
 
 and the error classes, all subclasses of ``TextnbError``. Everything else is a module
-of its own (``textnb.sources`` reads mail, ``textnb.evaluate`` measures, ...).
+of its own (``textnb.mail.sources`` reads mail,
+``textnb.evaluation.cross_validation`` measures, ...).
 
 ``import textnb`` stays cheap: ``textnb-client`` and ``textnb filter`` sit in the
 mail path, where start-up time is per message, and the filter, its config and the
@@ -30,10 +31,10 @@ _ERRORS = ("TextnbError", "SourceError", "MailboxFormatError", "NotFittedError",
 
 # name -> the module that defines it, imported on first access.
 _LAZY = {
-    "SpamFilter": "pipeline",
+    "SpamFilter": "spamfilter",
     "FilterConfig": "config",
-    "load": "store",
-    "save": "store",
+    "load": "modelfile.store",
+    "save": "modelfile.store",
     **{name: "errors" for name in _ERRORS},
 }
 
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
     from .errors import (ConfigError, EmptyTrainingSetError, EmptyVocabularyError,
                          EngineError, MailboxFormatError, ModelFormatError, NotFittedError,
                          PMMLError, SourceError, TextnbError, WriteError)
-    from .pipeline import SpamFilter
-    from .store import load, save
+    from .modelfile.store import load, save
+    from .spamfilter import SpamFilter
 
 
 def __getattr__(name: str):

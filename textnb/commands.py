@@ -19,9 +19,9 @@ import numpy as np
 from .config import FilterConfig
 from .errors import EmptyTrainingSetError, EngineError, SourceError
 from .labels import require_both_classes
-from .pipeline import ScoredMessage, SpamFilter
-from .sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
-from . import store
+from .mail.sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
+from .modelfile import store
+from .spamfilter import ScoredMessage, SpamFilter
 
 
 def engine_for(engine=None, jobs: int | None = 1):
@@ -67,12 +67,12 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
           engine=None) -> dict[str, Any]:
     """Train a new model from scratch and save it atomically. Returns a summary.
 
-    Trains through the ledger, as ``textnb.retrain`` does: a message given twice is
+    Trains through the ledger, as ``textnb.modelfile.retrain`` does: a message given twice is
     learned once, and the model can later be retrained and forgotten from exactly.
     The engine's workers parse, tokenise and count; the model does not depend on
     the engine or on how many processes it runs.
     """
-    from .lock import model_lock
+    from .modelfile.lock import model_lock
 
     _check_sources(spam, ham, index, tsv)
     engine = engine_for(engine, jobs)
@@ -97,18 +97,18 @@ def retrain(model_path: Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
             lock_timeout: float | None = None, jobs: int | None = 1, engine=None,
             maildir: str | Path | None = None, spam_folders: Sequence[str] = (),
             ham_folders: Sequence[str] = ()) -> dict[str, Any]:
-    """``textnb.retrain.retrain`` (locked, atomic, through the ledger) on an engine.
+    """``textnb.modelfile.retrain.retrain`` (locked, atomic, through the ledger) on an engine.
 
     maildir (str | Path | None): a mail store (``~/Maildir``) whose spam folder and inbox
         are learned besides ``spam`` and ``ham``; ``spam_folders`` and ``ham_folders`` name
         its folders (default: the first spam folder found, and INBOX;
-        ``textnb.layouts.maildir_sources``).
+        ``textnb.mail.folders.maildir_sources``).
     """
-    from .retrain import DEFAULT_MARGIN
-    from .retrain import retrain as retrain_model
+    from .modelfile.retrain import DEFAULT_MARGIN
+    from .modelfile.retrain import retrain as retrain_model
 
     if maildir is not None:
-        from .layouts import maildir_sources
+        from .mail.folders import maildir_sources
 
         spam_dirs, ham_dirs = maildir_sources(maildir, list(spam_folders), list(ham_folders))
         spam = [*spam, *map(str, spam_dirs)]
@@ -128,7 +128,7 @@ def scores(model_path: Path, files, engine) -> tuple[SpamFilter, Iterator]:
     # processes tokenise, so spaCy is imported meanwhile (``store.load_while``), and they
     # score in batches, so the vocabulary is indexed there too.
     if engine.name == "local":
-        from .tokenize import import_spacy_modules
+        from .text.tokenize import import_spacy_modules
 
         spam_filter = store.load_while(model_path, import_spacy_modules, index=True)
     else:
@@ -142,7 +142,7 @@ def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str]
     """Score and decide each message, lazily, in message order. The inputs are planned
     and the model loaded now (errors before any work); scoring runs as it is consumed.
     on_model (Callable[[SpamFilter], object] | None): called with the loaded model (the
-    CLI reads its training health there, textnb.health)."""
+    CLI reads its training health there, textnb.models.health)."""
     return chain.from_iterable(classify_batches(model_path, sources, index, tsv, cost_ratio,
                                                 jobs, engine, on_model))
 
@@ -220,7 +220,7 @@ def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = 
 def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarray,
                        cost_ratio: float | None = None) -> dict[str, Any]:
     """The field's metrics from labels (True for spam) and log-odds (shared by the engines)."""
-    from .metrics import summary as metric_summary
+    from .evaluation.metrics import summary as metric_summary
 
     missing = [name for name, n in (("spam", int(y.sum())), ("ham", int((~y).sum()))) if not n]
     if missing:
@@ -235,8 +235,8 @@ def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarra
     # TCR and weighted accuracy at λ are those of the model's own rule *for that λ*
     # (ln λ, or where its calibration crosses λ/(1+λ)), as Androutsopoulos et al.
     # measure them; not those of the one threshold above.
-    from .calibration import brier_score, expected_calibration_error
-    from .tune import DEFAULT_COST_RATIOS, operating_point
+    from .decision.calibration import brier_score, expected_calibration_error
+    from .evaluation.tune import DEFAULT_COST_RATIOS, operating_point
 
     rows = [operating_point(y, scores, spam_filter.cost_model(lam).log_threshold, lam)
             for lam in DEFAULT_COST_RATIOS]
@@ -265,14 +265,14 @@ def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = 
         a spam let through: the rows then give the three-way rule's figures
         (``decision.review_region``), and with ``write`` it becomes the model's
         ``decision.review_cost``. None: the model's own (0: two-way).
-    Returns a ``textnb.tune.TuneResult``.
+    Returns a ``textnb.evaluation.tune.TuneResult``.
     """
     from dataclasses import replace
 
-    from .lock import model_lock
-    from .retrain import fit
-    from .tune import DEFAULT_COST_RATIOS
-    from .tune import tune as tune_filter
+    from .evaluation.tune import DEFAULT_COST_RATIOS
+    from .evaluation.tune import tune as tune_filter
+    from .modelfile.lock import model_lock
+    from .modelfile.retrain import fit
 
     if write and "-" in [*spam, *ham]:
         raise SourceError("tune --write reads the mail twice (to tune, then to train), so "
@@ -303,8 +303,8 @@ def forget(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] =
            tsv: Sequence[str] = (), progress: Callable[[int], None] | None = None,
            lock_timeout: float | None = None) -> dict[str, Any]:
     """Remove messages' counts from the model exactly, as if never learned (locked,
-    atomic, through the ledger: ``textnb.retrain.forget``). Returns a summary."""
-    from .retrain import forget as forget_messages
+    atomic, through the ledger: ``textnb.modelfile.retrain.forget``). Returns a summary."""
+    from .modelfile.retrain import forget as forget_messages
 
     return forget_messages(model_path, sources, index, tsv, progress=progress,
                            lock_timeout=lock_timeout)
@@ -315,8 +315,8 @@ def compact(model_path: Path, prune: bool = False, max_df: int | None = None,
     """Fold the model's journal into its file; with ``prune``, also drop rare tokens
     (``max_df`` and ``keep_last`` default to the bound measured in
     docs/model-file.md#a-bound-on-size). Returns a summary."""
-    from .prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF
-    from .prune import compact as compact_model
+    from .modelfile.prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF
+    from .modelfile.prune import compact as compact_model
 
     return compact_model(model_path, prune, PRUNE_MAX_DF if max_df is None else max_df,
                          PRUNE_KEEP_LAST if keep_last is None else keep_last,
@@ -342,7 +342,7 @@ def export(model_path: Path, out: Path, fmt: str = "pmml", max_features: int = 0
         if max_features:
             raise ValueError("max_features prunes PMML documents only; a text dump holds "
                              "the whole model")
-        from .dump import export_file as export_text
+        from .modelfile.dump import export_file as export_text
 
         return export_text(model_path, out)
     from .pmml import export_file as export_pmml
@@ -355,7 +355,7 @@ def import_model(source: Path, model_path: Path, fmt: str = "pmml") -> dict[str,
     exported; it scores as the exported model did. Returns the model's summary."""
     _check_format(fmt)
     if fmt == "text":
-        from .dump import import_file
+        from .modelfile.dump import import_file
     else:
         from .pmml import import_file
     return import_file(source, model_path)
@@ -367,8 +367,8 @@ def merge(inputs: Sequence[str | Path], model_path: Path, mail: Sequence[str] = 
     """Merge models trained with equal settings into ``model_path``, as if trained on all
     of their mail: a message learned by several (found in ``mail``/``index``) counts
     once; ``on_conflict`` settles one learned under both labels
-    (``textnb.merge.CONFLICT_POLICIES``). Returns a summary."""
-    from .merge import merge_files
+    (``textnb.modelfile.merge.CONFLICT_POLICIES``). Returns a summary."""
+    from .modelfile.merge import merge_files
 
     if len(inputs) < 2:
         raise ValueError(f"give two or more models to merge, got {len(inputs)}")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .mail import MailLimits
+from .mail.parse import MailLimits
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class FilterConfig:
     features: FeatureConfig = field(default_factory=FeatureConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     decision: DecisionConfig = field(default_factory=DecisionConfig)
-    # The [mail] section: the parser's bounds per message (textnb.mail.MailLimits).
+    # The [mail] section: the parser's bounds per message (textnb.mail.parse.MailLimits).
     mail: MailLimits = field(default_factory=MailLimits)
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,7 +105,7 @@ class FilterConfig:
                "use 0 (no limit) or a positive number")
         # The registry of event models (imported here, not at the top: configs are read
         # where no model is built, and naive_bayes brings the evidence selection with it).
-        from .naive_bayes import EVENT_MODELS, event_model_names
+        from .models.naive_bayes import EVENT_MODELS, event_model_names
 
         _check(m.event_model in EVENT_MODELS, "model.event_model", m.event_model,
                f"use {event_model_names()}")

@@ -1,4 +1,4 @@
-"""The ``--metrics`` option that ``serve`` and ``milter`` share (textnb.telemetry)."""
+"""The ``--metrics`` option that ``serve`` and ``milter`` share (textnb.delivery.telemetry)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def start_metrics(spec, models):
     """
     if spec is None:
         return None, None
-    from ..telemetry import Telemetry, parse_metrics_address, serve_metrics
+    from ..delivery.telemetry import Telemetry, parse_metrics_address, serve_metrics
 
     telemetry = Telemetry(lambda: models)
     port = serve_metrics(telemetry, *parse_metrics_address(spec))

@@ -65,12 +65,12 @@ def operator_errors():
 
 @contextmanager
 def skipping_unreadable(strict: bool):
-    """Skip inputs that cannot be read (``textnb.skipped``), and list them on stderr at
+    """Skip inputs that cannot be read (``textnb.mail.unreadable``), and list them on stderr at
     the end, whether the command then succeeds or fails; with ``strict``, stop at the first.
 
     YIELDS (Skipped): the inputs skipped so far; falsy when none.
     """
-    from ..skipped import collecting
+    from ..mail.unreadable import collecting
 
     with collecting(strict) as skipped:
         try:
@@ -90,7 +90,7 @@ def nothing_done(skipped, done: int) -> None:
 def model_path(model: Optional[Path]) -> Path:
     if model is not None:  # the store (NumPy, SciPy) is imported when it is needed
         return model
-    from ..store import default_model_path
+    from ..modelfile.store import default_model_path
 
     return default_model_path()
 
@@ -140,7 +140,7 @@ class Progress:
 
 def _version_callback(value: bool):
     if value:
-        from ..speedups import implementation
+        from .._c.speedups import implementation
 
         # Which per-token loops run: an install without a C compiler runs the Python ones.
         typer.echo(f"textnb {__version__} (per-token loops in {implementation()})")

@@ -52,7 +52,7 @@ def classify_cli(
     was classified); with --strict the first one stops the run (exit 1).
     """
     from .. import commands
-    from ..health import training_health
+    from ..models.health import training_health
 
     with operator_errors(), skipping_unreadable(strict) as skipped:
         check_cost_ratio(cost_ratio)

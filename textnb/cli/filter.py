@@ -76,8 +76,8 @@ def one_message_gc():
 
 
 def _filter(model, server, cost_ratio, spamassassin, always_exit_0, timeout, learn) -> int:
-    from ..client import client_scorer, parse_address, run_filter
-    from ..filter import in_process_scorer, learn_verdict
+    from ..delivery.client import client_scorer, parse_address, run_filter
+    from ..delivery.verdict_headers import in_process_scorer, learn_verdict
 
     path = model_path(model)
     notes: list[str] = []

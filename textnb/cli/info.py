@@ -15,8 +15,8 @@ from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
 def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
     """Show what a model was trained on, its settings and its size."""
     from .. import commands
-    from ..evidence import selection_text
-    from ..health import training_health
+    from ..models.evidence import selection_text
+    from ..models.health import training_health
 
     with operator_errors():
         summary = commands.info(model_path(model))

@@ -13,7 +13,7 @@ from .export import one_of
 from .retrain import WaitOpt
 
 
-# textnb.merge.CONFLICT_POLICIES (not imported here: `textnb --help` loads no NumPy).
+# textnb.modelfile.merge.CONFLICT_POLICIES (not imported here: `textnb --help` loads no NumPy).
 CONFLICTS = ("refuse", "first", "last", "drop")
 
 

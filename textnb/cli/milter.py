@@ -53,7 +53,7 @@ def milter_cli(
                                  param_hint="--recipient-user")
     logging.basicConfig(level=logging.INFO, format="textnb milter: %(message)s")
     with operator_errors():
-        from ..milter_options import MilterPolicy, parse_socket
+        from ..delivery.milter_options import MilterPolicy, parse_socket
 
         # Options first, then pymilter: a bad address is named as such on a machine
         # without pymilter too, and fails before the model loads.
@@ -61,12 +61,12 @@ def milter_cli(
                               max_bytes, timeout, cost_ratio).check()
         parse_socket(socket_spec, allow_remote)
         try:
-            from ..milter import run_milter
+            from ..delivery.milter import run_milter
         except ImportError as exc:  # pymilter, or the libmilter it links, is missing
             raise _missing_library(exc) from None
-        from ..health import training_health
-        from ..server import ResidentModel
-        from ..users import ModelSet
+        from ..delivery.server import ResidentModel
+        from ..delivery.users import ModelSet
+        from ..models.health import training_health
 
         if models is not None:
             resident = ModelSet(models, model)

@@ -42,10 +42,10 @@ def serve_cli(
 ):
     # fmt: on
     """Keep the model loaded and answer 'textnb filter --server' / 'textnb-client' until SIGTERM."""
-    from ..client import default_socket, parse_address, show_address
-    from ..server import ResidentModel, ScorerServer, check_who_may_teach
-    from ..health import training_health
-    from ..users import ModelSet
+    from ..delivery.client import default_socket, parse_address, show_address
+    from ..delivery.server import ResidentModel, ScorerServer, check_who_may_teach
+    from ..delivery.users import ModelSet
+    from ..models.health import training_health
 
     if socket_path is not None and tcp is not None:
         raise typer.BadParameter("give --socket or --tcp, not both", param_hint="--tcp")

@@ -65,7 +65,7 @@ def tune_cli(
         finally:
             progress.close()
         if plot is not None:
-            from ..plots import tuning_figure
+            from ..evaluation.plots import tuning_figure
 
             tuning_figure(plot, result.y, result.log_odds, result.p_cross_fitted,
                           result.calibration, result.cost_ratios,
@@ -79,7 +79,7 @@ def tune_cli(
 
 
 def _report_lines(result, write: bool, plot: Optional[Path], path: Path) -> list[str]:
-    from ..tune import describe
+    from ..evaluation.tune import describe
     from ._tables import cost_rows
 
     n_spam = int(result.y.sum())
@@ -130,7 +130,7 @@ def _review_lines(rows: list[dict]) -> list[str]:
 
 
 def _as_dict(result, write: bool, plot: Optional[Path]) -> dict:
-    from ..tune import describe
+    from ..evaluation.tune import describe
 
     return {
         "n_messages": len(result.y), "n_spam": int(result.y.sum()),

@@ -34,7 +34,7 @@ def web_cli(
 ):
     # fmt: on
     """Serve the review page: history, review queue with one-click teaching, statistics."""
-    from ..client import default_socket, parse_address
+    from ..delivery.client import default_socket, parse_address
 
     try:
         import uvicorn

@@ -17,7 +17,7 @@ default) and ``dask`` (``DaskEngine(scheduler, n_partitions)``: a Dask cluster,
 processes run it.
 
 ``LocalEngine`` and ``ScoredBatch`` are imported on first use (PEP 562, as in
-``textnb/__init__.py``): ``textnb.parallel`` uses this package's process pool
+``textnb/__init__.py``): ``textnb.engines.parallel_tokenize`` uses this package's process pool
 (``workers``, which imports no other textnb module) from inside ``SpamFilter``, and
 importing the pool must not import the engines, which import the filter.
 """

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ledger import counted_runs_hashes, matches
-from ..pipeline import SpamFilter
-from ..retrain import LedgerMismatchError
-from ..speedups import count_messages
-from ..token_store import TokenStore
-from ..vectorize import Vocabulary
+from .._c.speedups import count_messages
+from ..features.token_store import TokenStore
+from ..features.vectorize import Vocabulary
+from ..modelfile.retrain import LedgerMismatchError
+from ..models.ledger import counted_runs_hashes, matches
+from ..spamfilter import SpamFilter
 
 __all__ = ["Counts", "merge_counts", "count_tokens", "Work", "Counted", "count_work",
            "count_into"]
@@ -85,7 +85,7 @@ def merge_counts(*parts: Counts) -> Counts:
 
 @dataclass
 class Work:
-    """Messages to count, already normalised (``textnb.ledger.normalise``).
+    """Messages to count, already normalised (``textnb.models.ledger.normalise``).
 
     norms (list[bytes]): the messages, in the order their tokens get columns.
     labels (list[int]): the label code each is learned under.
@@ -120,7 +120,7 @@ class Counted:
 def count_tokens(token_lists: Sequence[list[str]], label_codes: Sequence[int],
                  presence: bool = False, hashes: bool = True) -> tuple[Counts, list[int]]:
     """The counts of token lists learned under ``label_codes`` (0 ham, 1 spam), and the
-    ledger's tokens hash of each list (``textnb.ledger.tokens_hash``; empty if not
+    ledger's tokens hash of each list (``textnb.models.ledger.tokens_hash``; empty if not
     ``hashes``).
 
     presence (bool): count a token once per message (binary features, or the

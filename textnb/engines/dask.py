@@ -9,14 +9,14 @@ the mail, summed, are the counts of the whole. So the work splits by files.
 
 A training run, step by step
 1. Partitions. The client lists the input's files in the order the single-process
-   path reads them (``textnb.sources``: sorted directory walks, Maildir ``cur/``
+   path reads them (``textnb.mail.sources``: sorted directory walks, Maildir ``cur/``
    then ``new/``, index lines) and cuts the list into contiguous runs. It reads
    no message, only directory listings and index files. The workers must see the
    same paths (a shared file system, or the same files on every machine).
 2. Digests. Each partition is read and normalised on a worker, which returns each
    message's ledger digest and label (33 bytes a message). From these the client
    finds the messages given twice (learned once, with the last label, as
-   ``textnb.retrain`` does) and those the model's ledger already holds. Every
+   ``textnb.modelfile.retrain`` does) and those the model's ledger already holds. Every
    digest has to reach the client anyway: the ledger is part of the model file.
 3. Counts. Each partition is read again, and the messages to learn are tokenised
    and counted on a worker by ``engines.counting.count_work``, the local engine's
@@ -69,16 +69,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import store
 from ..config import FilterConfig
 from ..errors import EmptyTrainingSetError, EngineError, SourceError
 from ..labels import LABEL_CODES, LABELS
-from ..ledger import DIGEST_SIZE, normalise
-from ..pipeline import ScoredMessage, SpamFilter
+from ..modelfile import store
+from ..models.ledger import DIGEST_SIZE, normalise
+from ..spamfilter import ScoredMessage, SpamFilter
 
 # The single-process plan and readers themselves, so a worker reads a file exactly as
 # iter_labelled does (tests/test_distributed.py checks the two streams are equal).
-from ..sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
+from ..mail.sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
 from .counting import Counts, Work, count_work, merge_counts
 from .local import ScoredBatch
 
@@ -307,7 +307,8 @@ def _hashes(partial: tuple[Counts, Counts, list[int]]) -> list[int]:
 
 
 def plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
-    """Decide what to learn, as ``textnb.retrain``'s regime 'all' does one message at a time.
+    """Decide what to learn, as ``textnb.modelfile.retrain``'s
+    regime 'all' does one message at a time.
 
     A message (digest) is learned once, at its first place in the run, under the last
     label the run gives it: added when the ledger lacks it, moved when the ledger holds
@@ -316,7 +317,7 @@ def plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
     place in the run). RETURNS (plans, report, learned): a _Plan per partition, the
     LearnReport, and the learned messages' (digests, labels, is_new) in run order.
     """
-    from ..retrain import LearnReport
+    from ..modelfile.retrain import LearnReport
 
     sizes = [len(labels) for _, labels in digested]
     digests = (np.concatenate([d for d, _ in digested]) if digested
@@ -405,7 +406,7 @@ def learn_files(client, spam_filter: SpamFilter, files: list[SourceFile],
     if len(digests) and len(plus.tokens):
         # Which message held which column stays on the workers; every column the run's
         # messages hold is stamped "now" (as Ledger.cover stamps new columns), no earlier
-        # than in process, so a prune (textnb.prune) keeps those tokens at least as long.
+        # than in process, so a prune (textnb.modelfile.prune) keeps those tokens at least as long.
         ledger.saw(spam_filter.vocabulary.columns(plus.tokens), ledger.next_serial)
     run = {"partitions": len(parts), "workers": len(client.nthreads()),
            "digest_seconds": round(digest_seconds, 3),

@@ -1,11 +1,11 @@
 """The local engine: worker processes on this machine (``--jobs N``, default every core).
 
-The calling process reads the input (``textnb.sources``: plan, then read), cuts it
-into batches (``pipeline.learning_batches``: ``BATCH_SIZE`` messages, the last ones
+The calling process reads the input (``textnb.mail.sources``: plan, then read), cuts it
+into batches (``spamfilter.learning_batches``: ``BATCH_SIZE`` messages, the last ones
 smaller) and, per batch, normalises each message and takes its ledger digest (in C,
 ``speedups.normalise_message``: a small part of the work, since the calling process
 shares two cores with the workers), decides from
-the ledger what to learn, as ``textnb.retrain`` does batch by batch, and hands the
+the ledger what to learn, as ``textnb.modelfile.retrain`` does batch by batch, and hands the
 messages to learn to a worker. The worker parses, tokenises and counts them
 (``counting.count_work``) and sends back counts and tokens hashes, never token lists.
 The calling process adds the counts in batch order and completes the ledger.
@@ -27,12 +27,12 @@ from itertools import islice
 
 import numpy as np
 
-from .. import pipeline
+from .. import spamfilter
 from ..errors import EmptyTrainingSetError
-from ..ledger import Ledger, normalise
 from ..labels import LABEL_CODES
-from ..pipeline import SpamFilter
-from ..sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
+from ..mail.sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
+from ..models.ledger import Ledger, normalise
+from ..spamfilter import SpamFilter
 from .counting import Counted, Work, count_into, count_work
 from .workers import Workers, available_cores, collecting_less
 
@@ -48,12 +48,12 @@ class ScoredBatch:
     log_odds: np.ndarray
 
 
-# Messages a worker process scores at a time (one process: ``pipeline.BATCH_SIZE``). Scoring merges nothing, so smaller batches cost
-# little and leave less of a tail, when one worker has the last batch and the other none:
-# the default classify of Enron 1-3's 3,281 test messages, 4 rounds interleaved, 2.42-2.57 s
-# with 512, 2.14-2.43 with 256, 2.08-2.28 with 128, 2.14-2.29 with 64 (SpamAssassin's
-# 1,233: 1.98-2.28, 1.92-2.28, 1.94-2.15, 1.91-2.16). Training stays at
-# ``pipeline.BATCH_SIZE``: its batches are merged in this process, and 256 measured the
+# Messages a worker process scores at a time (one process: ``spamfilter.BATCH_SIZE``). Scoring
+# merges nothing, so smaller batches cost little and leave less of a tail, when one worker has the
+# last batch and the other none: the default classify of Enron 1-3's 3,281 test messages, 4 rounds
+# interleaved, 2.42-2.57 s with 512, 2.14-2.43 with 256, 2.08-2.28 with 128, 2.14-2.29 with 64
+# (SpamAssassin's 1,233: 1.98-2.28, 1.92-2.28, 1.94-2.15, 1.91-2.16). Training stays at
+# ``spamfilter.BATCH_SIZE``: its batches are merged in this process, and 256 measured the
 # same as 512 (Enron 4.34-4.71 s against 4.48-4.76, 3 rounds).
 SCORE_BATCH = 128
 
@@ -61,7 +61,7 @@ SCORE_BATCH = 128
 def _batches(messages: Iterable[RawMessage], size: int | None = None
              ) -> Iterator[list[RawMessage]]:
     iterator = iter(messages)
-    while batch := list(islice(iterator, size or pipeline.BATCH_SIZE)):
+    while batch := list(islice(iterator, size or spamfilter.BATCH_SIZE)):
         yield batch
 
 
@@ -73,14 +73,14 @@ def _portable(spam_filter: SpamFilter):
     """What a spawned worker gets (``Workers``' ``portable``): a fitted filter's model
     file bytes, or an unfitted one's settings."""
     if hasattr(spam_filter.model, "class_count_"):
-        from ..store import dumps
+        from ..modelfile.store import dumps
 
         return _from_model_bytes, dumps(spam_filter)
     return SpamFilter, spam_filter.config
 
 
 def _from_model_bytes(data: bytes) -> SpamFilter:
-    from ..store import loads
+    from ..modelfile.store import loads
 
     return loads(data)
 
@@ -188,7 +188,7 @@ class LocalEngine:
         RETURNS (retrain.LearnReport). Regimes other than 'all' score each message with
         the model all earlier ones made, so they run in this process, one at a time.
         """
-        from ..retrain import DEFAULT_MARGIN, LearnReport, learn_messages
+        from ..modelfile.retrain import DEFAULT_MARGIN, LearnReport, learn_messages
 
         messages = read_planned(files)
         margin = DEFAULT_MARGIN if margin is None else margin
@@ -199,7 +199,7 @@ class LocalEngine:
         planned: deque[_Planned] = deque()
 
         def works() -> Iterator[Work]:
-            for batch in pipeline.learning_batches(messages):
+            for batch in spamfilter.learning_batches(messages):
                 planned.append(planner.plan(batch))
                 yield planned[-1].work
 
@@ -230,7 +230,7 @@ class LocalEngine:
         pending: deque[list[RawMessage]] = deque()
 
         def raws() -> Iterator[list[bytes]]:
-            size = min(SCORE_BATCH, pipeline.BATCH_SIZE) if self.jobs > 1 else None
+            size = min(SCORE_BATCH, spamfilter.BATCH_SIZE) if self.jobs > 1 else None
             for batch in _batches(read_planned(files), size):
                 pending.append(batch)
                 yield [m.raw for m in batch]

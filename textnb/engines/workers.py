@@ -34,7 +34,7 @@ __all__ = ["BATCH_GC_THRESHOLD", "QuietPool", "Workers", "available_cores", "col
 # Items handed out per worker before the oldest result is taken back. Results are taken
 # in order, so a worker that finishes its items while another is still on an older one
 # waits for it; with 2 (one item to work on, one waiting) a worker sat idle at the end of
-# a train, when the last batches are small (``pipeline.learning_batches``), and with 4 it
+# a train, when the last batches are small (``spamfilter.learning_batches``), and with 4 it
 # did not (docs/design/counting-and-scoring.md#the-pool-and-its-batches). Each costs a
 # batch's raw bytes.
 IN_FLIGHT_PER_JOB = 4

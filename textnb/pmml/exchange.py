@@ -1,7 +1,7 @@
 """Export a trained filter as PMML 4.4, and import textnb's own PMML exports again.
 
 The model classes do not know PMML exists: this module reads their counts and writes
-the document, and builds a :class:`~textnb.pipeline.SpamFilter` back from one.
+the document, and builds a :class:`~textnb.spamfilter.SpamFilter` back from one.
 
 Bernoulli -> ``NaiveBayesModel``
     One ``BayesInput`` per kept term, with ``PairCounts`` for present (``1``) and
@@ -55,13 +55,14 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from .. import __version__, store
+from .. import __version__
 from ..errors import NotFittedError, PMMLError
-from ..evidence import selection_text
 from ..labels import LABELS
-from ..model_checks import check_model, loads_json, model_config
-from ..naive_bayes import EVENT_MODELS
-from ..pipeline import SpamFilter
+from ..modelfile import store
+from ..modelfile.checks import check_model, loads_json, model_config
+from ..models.evidence import selection_text
+from ..models.naive_bayes import EVENT_MODELS
+from ..spamfilter import SpamFilter
 
 __all__ = ["export_pmml", "import_pmml", "pmml_model", "with_max_features", "field_name",
            "token_of"]
@@ -119,7 +120,7 @@ def with_max_features(spam_filter: SpamFilter, max_features: int) -> SpamFilter:
 
 def pmml_model(event_model: str) -> str:
     """The PMML element that holds a model of ``event_model``: its class's ``pmml_model``
-    (textnb.naive_bayes.EVENT_MODELS), 'NaiveBayesModel' or 'RegressionModel' (module
+    (textnb.models.naive_bayes.EVENT_MODELS), 'NaiveBayesModel' or 'RegressionModel' (module
     docstring). PMMLError for an event model that has neither."""
     form = EVENT_MODELS[event_model].pmml_model
     if form not in ("NaiveBayesModel", "RegressionModel"):
@@ -147,7 +148,7 @@ def export_pmml(spam_filter: SpamFilter) -> bytes:
     numeric_names = []
     taken = set(names)
     if numeric is not None:
-        from ..numeric import export_parameters
+        from ..models.numeric import export_parameters
 
         numeric_params = export_parameters(numeric)
         numeric_names = [_unique(f"textnb:{n}", taken) for n in numeric_params["features"]]
@@ -224,7 +225,7 @@ def _meta(spam_filter: SpamFilter, kept: np.ndarray, tables: bool, numeric_names
     if not tables and spam_filter.config.features.features == "tf":
         meta["doc_freq"] = spam_filter.doc_freq_[kept].tolist()  # not the counts' sum
     if numeric_names:
-        from ..numeric import to_json
+        from ..models.numeric import to_json
 
         meta["numeric"] = dict(to_json(spam_filter.numeric), fields=numeric_names)
     return meta
@@ -298,7 +299,7 @@ def export_file(model_path: Path, out: Path, max_features: int = 0) -> dict:
     """``textnb export``: write a model file's PMML document atomically; returns a summary."""
     import time
 
-    from .. import store
+    from ..modelfile import store
 
     spam_filter = store.load(model_path)
     start = time.perf_counter()
@@ -328,7 +329,7 @@ def export_file(model_path: Path, out: Path, max_features: int = 0) -> dict:
 
 def import_file(pmml_path: Path, model_path: Path) -> dict:
     """``textnb import``: a textnb PMML export back to a model file; returns a summary."""
-    from .. import store
+    from ..modelfile import store
 
     spam_filter = import_pmml(pmml_path)
     store.save(spam_filter, model_path)
@@ -341,7 +342,7 @@ def import_file(pmml_path: Path, model_path: Path) -> dict:
 
 def import_pmml(source: str | Path | bytes) -> SpamFilter:
     """A filter from a document :func:`export_pmml` wrote; PMMLError for anything else,
-    and textnb.model_checks' InvalidModelError (a ModelFormatError) for a model that
+    and textnb.modelfile.checks' InvalidModelError (a ModelFormatError) for a model that
     breaks the rules every model file and text dump is held to."""
     name = "<bytes>" if isinstance(source, bytes) else str(source)
     where = f"PMML document '{name}'"
@@ -393,7 +394,7 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
         raise PMMLError(f"'{name}': textnb's Extension is damaged ({exc})") from None
     spam_filter.n_learned = {k: int(v) for k, v in meta.get("n_learned", {}).items()}
     if "numeric" in meta:
-        from ..numeric import from_json
+        from ..models.numeric import from_json
 
         spam_filter.numeric = from_json(meta["numeric"])
     check_model(spam_filter, where)  # before the coefficients: logs of bad counts say less

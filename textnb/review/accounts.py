@@ -14,8 +14,8 @@ import json
 import os
 from pathlib import Path
 
+from ..delivery.users import check_user
 from ..errors import TextnbError
-from ..users import check_user
 
 __all__ = ["Accounts", "AccountError", "ImapLogin"]
 

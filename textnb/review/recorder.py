@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 
-from ..request_reader import Throttle
+from ..delivery.request_reader import Throttle
 from .store import (HEAD_BYTES, PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, describe,
                     headers_of, in_review_band, reason)
 
@@ -136,7 +136,7 @@ class VerdictRecorder:
                source: str = "serve", action: str = "scored", explainer=None) -> bool:
         """Queue one verdict; False (counted) when the queue is full.
 
-        verdict: has label, log_odds, p_spam, threshold (textnb.filter.Verdict).
+        verdict: has label, log_odds, p_spam, threshold (textnb.delivery.verdict_headers.Verdict).
         explainer ((ResidentModel-like) | None): has ``spam_filter`` and ``lock``; the
             writer asks it for the clues of a verdict in the review band.
         """
@@ -260,7 +260,7 @@ class VerdictRecorder:
             self.problem = None
 
     def _row(self, at, raw, size, keep, verdict, user, model, source, action, explainer) -> dict:
-        from ..ledger import message_digest
+        from ..models.ledger import message_digest
 
         sender, subject = headers_of(raw)
         return {"at": at, "user": user or self.default_user, "model": model, "source": source,
@@ -271,7 +271,7 @@ class VerdictRecorder:
                 "clues": None, "raw": bytes(raw) if keep else None, "explainer": explainer}
 
     def _clues(self, raw: bytes, explainer) -> list | None:
-        from ..sources import RawMessage
+        from ..mail.sources import RawMessage
 
         try:  # the caller holds the model's lock
             found = explainer.spam_filter.explain(RawMessage("-", bytes(raw), None), k=CLUES)

@@ -1,7 +1,7 @@
 """Teaching from the review page: through the scorer, as ``textnb-client --learn`` does.
 
 The page never touches a model file. Each click is one LEARN or FORGET request to the
-resident scorer (``textnb.client.learn_remote``), which journals it, applies it through
+resident scorer (``textnb.delivery.client.learn_remote``), which journals it, applies it through
 the ledger (exactly once per message digest: a repeat is ``known``, the other label
 ``moved``) and acknowledges it, so a click is as durable as a client's learn.
 

@@ -19,7 +19,7 @@ sessions, the login throttle, the headers and the body limit are
   scorer (:mod:`textnb.review.teach`).
 - **Size.** No request body is read past ``MAX_FORM_BYTES``: a declared length over
   it is refused before reading (413), and a chunked body (no length) when it gets there.
-- **Mail is inert.** A message is shown as text only (textnb.mail's decoded parts; HTML
+- **Mail is inert.** A message is shown as text only (textnb.mail.parse's decoded parts; HTML
   as its visible text), escaped by Jinja2's autoescape; no link, image or style of the
   message reaches the browser. Every response has a Content-Security-Policy that
   allows only this site's stylesheet and forms, no script at all, and no frames.
@@ -87,11 +87,11 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     users_path (Path): the users file (``textnb web-user``).
     scorer_address (str | tuple): the scorer to teach through (its socket or TCP port).
     secure_cookies (bool): mark cookies Secure (behind a TLS reverse proxy).
-    learn, ping: stand-ins for textnb.client.learn_remote / ping (tests).
+    learn, ping: stand-ins for textnb.delivery.client.learn_remote / ping (tests).
     imap (tuple[str, int] | None): an IMAP server that checks the logins the users file
         does not hold (their mail passwords; textnb.review.accounts.ImapLogin).
     """
-    from ..client import learn_remote, ping as ping_remote
+    from ..delivery.client import learn_remote, ping as ping_remote
 
     if learn is None:
         def learn(raw, label, user):
@@ -340,7 +340,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             return store_failed(request, session, exc)
         try:
             pong = await run_in_threadpool(ping, user)
-            from ..health import training_health
+            from ..models.health import training_health
 
             health = training_health({"spam": int(pong.get("spam", 0)),
                                       "ham": int(pong.get("ham", 0))})
@@ -376,7 +376,7 @@ def _own_row(store, request, session):
 def _inert_text(raw: bytes) -> tuple[str, list[str]]:
     """A message as text only: its decoded text parts (HTML as visible text), and its
     attachments' descriptions; never markup, links or images."""
-    from ..mail import parse_message
+    from ..mail.parse import parse_message
 
     parsed = parse_message(raw)
     text = "\n\n".join(part.text for part in parsed.parts)[:MAX_BODY_CHARS]

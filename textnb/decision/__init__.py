@@ -1,0 +1,3 @@
+"""Model -> decision: the cost ratio's threshold, and the calibration of log-odds
+to P(spam).
+"""

@@ -1,0 +1,639 @@
+"""The resident scorer: the model and tokenizer loaded once, verdicts over a socket.
+
+Loading a model and building spaCy's tokenizer costs most of a second; scoring a
+message costs milliseconds. ``textnb serve`` pays the first cost once and answers
+:mod:`textnb.delivery.client` requests (the protocol is described there) for as long as it runs.
+
+- **Where it listens.** A Unix socket by default, created owner-only (mode 0600), so
+  only its user can ask, in a folder no other user can write to (or a sticky one,
+  as /tmp), so none can swap in a socket of their own; or TCP on a loopback
+  address. A non-loopback address is refused unless asked for explicitly: the
+  protocol has no authentication.
+- **Who may teach.** Per-user models need to know who connects: a Unix socket with
+  ``user_from_peer``, or a socket only the scorer's user (and group) can open. Over
+  TCP, or a socket every user can open, they are refused at start, and a single
+  model learns nothing there (LEARN and FORGET get ERROR), unless
+  ``allow_any_user_to_teach`` says every local user may teach every model.
+- **Bounds.** Connections are read by :mod:`textnb.delivery.request_reader`: a request must
+  be complete within ``timeout`` seconds of its accept, however slowly it trickles
+  in, and only complete requests reach the ``max_clients`` worker threads, so slow
+  clients hold no worker. A message longer than ``max_bytes`` is refused (the client
+  then scores in process); a request that is not the protocol, a length that is not
+  a number, or a cost ratio that is not a finite number > 0 gets an ERROR reply.
+  Scoring runs one message at a time under a lock (it holds the GIL anyway, and the
+  tokenizer's caches are not meant for threads). Out of descriptors or threads, the
+  scorer sheds connections and keeps serving (docs/security.md has every limit).
+- **Reloads.** A watcher thread stats the model file every ``reload_interval``
+  seconds; when its inode, size or mtime changes (``textnb train`` renames a new
+  file into place) the new model is loaded and warmed up beside the old one and
+  then swapped in with one assignment: requests in flight finish on the old model,
+  none waits for the load. A damaged new file is logged and the old model kept.
+  The same reload renews the tokenizer when spaCy's vocabulary has grown past
+  ``MAX_STRINGS`` (it keeps every string it has seen).
+- **Shutdown.** When ``stop`` is set (the CLI sets it on SIGTERM or SIGINT) the
+  server stops accepting, reads the requests begun and lets those in hand finish
+  (each up to its deadline), removes its socket file, writes every model with
+  updates not yet in its file, and returns; the write happens whatever failed before.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import socket
+import stat
+import threading
+import time
+from pathlib import Path
+
+from ..errors import TextnbError
+from ..features.lazy_scipy import import_now
+from ..modelfile.lock import ModelLockedError, model_lock
+from ..modelfile.store import atomic_write
+from ..models.health import training_health
+from .client import MAX_MESSAGE_BYTES, reply_line
+from .request_reader import POLL_SECONDS, Request, RequestReader, Throttle, WorkerPool
+from .scorer_journal import Journal, Record, apply, journal_path, snapshot_bytes
+from .verdict_headers import describe_error, score_with
+
+log = logging.getLogger("textnb.delivery.server")
+
+# Scoring's SciPy modules, imported before any handler thread scores (lazy_import).
+import_now("scipy.sparse", "scipy.special")
+
+# Connections open at once (being read or answered); more wait in the listen backlog.
+# Each holds a descriptor, so never more than half the process's descriptor limit: the
+# other half is for model files, journals, the metrics port and a user's model loading.
+MAX_CONNECTIONS = 512
+# A learn is applied only if this much of its --timeout is left (at most a quarter of
+# it): a journal append and an apply take 10-40 ms, and a client waits --timeout for
+# the answer, so it is never told "not learned" for an update that is then made.
+LEARN_MARGIN = 1.0
+# Scored once on every (re)load, so that spaCy's tokenizer and the vocabulary's first
+# lookups are built before the model serves a request, not during one.
+WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http://example.com/ $10\n"
+# spaCy's vocabulary keeps every distinct string it has tokenised, and mail brings new
+# ones in every message: scoring the 6,047 SpamAssassin messages adds 114,000 strings
+# and 115 MB; 3,000 messages of 200 random words add 600,000 strings and 370 MB. So
+# past this many strings the scorer starts afresh from the model file (a reload).
+MAX_STRINGS = 500_000
+# The longest an acknowledged update waits before the model file is rewritten
+# (textnb.delivery.scorer_journal): a SpamAssassin-sized model takes 0.6 s to write, so 1 s keeps
+# the writer busy at most ~40% of the time however fast updates come.
+FLUSH_SECONDS = 1.0
+# How long the final write at shutdown waits for a `textnb retrain` holding the model's lock.
+LOCK_WAIT = 30.0
+SINGLE_MODEL_USER = ("this scorer serves one model; a user name needs 'textnb serve --models "
+                     "DIR' (a model per user)")
+
+
+class ServerError(TextnbError):
+    """The scorer cannot start: the address is taken, not allowed, or not a socket."""
+
+
+class ResidentModel:
+    """The loaded model, replaced when its file changes.
+
+    path (Path): the model file.
+    load (Callable[[Path], SpamFilter]): the loader; default ``textnb.modelfile.store.load``.
+    max_strings (int): reload, to free memory, once the tokenizer holds this many strings.
+    """
+
+    def __init__(self, path, load=None, max_strings: int = MAX_STRINGS, *, lock=None,
+                 flush_seconds: float = FLUSH_SECONDS, new_config=None, tokenizer_of=None):
+        if load is None:
+            from ..modelfile.store import load
+        self.path = Path(path)
+        self._load = load
+        self.max_strings = max_strings
+        self.loads = 0
+        # Scoring and learning on this model hold this lock (per-user models share one).
+        self.lock = lock if lock is not None else threading.Lock()
+        self.flush_seconds = flush_seconds
+        self.journal = Journal(journal_path(self.path))
+        self.learned = 0  # learn and forget requests acknowledged
+        self.writes = 0  # model files written
+        self._flush_due: float | None = None  # when the oldest unwritten update must be written
+        self._tokenizer_of = tokenizer_of  # a model whose tokenizer this one may share
+        try:
+            self._key = self._stat_key()  # before the load: a change during it is seen later
+        except FileNotFoundError:
+            self._key = None  # the loader's error names the missing file and the fix
+        if self._key is None and new_config is not None:
+            from ..spamfilter import SpamFilter
+
+            self.spam_filter = SpamFilter(new_config)  # a user's first learn creates it
+            self._share_tokenizer(self.spam_filter)
+        else:
+            self.spam_filter = self._load_warm()
+        self._replay(self.spam_filter)  # updates a killed scorer acknowledged
+
+    def _stat_key(self):
+        st = os.stat(self.path)
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _share_tokenizer(self, spam_filter) -> bool:
+        other = self._tokenizer_of
+        if other is None or other.spam_filter.config.tokenizer != spam_filter.config.tokenizer:
+            return False
+        spam_filter._tokenizer = other.spam_filter.tokenizer  # one spaCy for every user
+        return True
+
+    def _load_warm(self):
+        spam_filter = self._load(self.path)
+        if not self._share_tokenizer(spam_filter):
+            score_with(spam_filter, WARM_UP)
+        self.loads += 1
+        return spam_filter
+
+    def _replay(self, spam_filter) -> int:
+        """Apply the journal's records to a freshly loaded filter; how many there were."""
+        records = self.journal.read()
+        for record, _ in records:
+            try:
+                apply(spam_filter, record)
+            except Exception as exc:  # noqa: BLE001 - it failed the same way when it was sent
+                log.error("journal %s: a %s record cannot be applied (%s); skipped",
+                          self.journal.path, record.kind, describe_error(exc))
+        if records:
+            self._flush_due = time.monotonic()  # write them into the file soon
+            log.info("applied %d journal records to %s", len(records), self.path)
+        return len(records)
+
+    def strings(self) -> int:
+        """How many strings the tokenizer's spaCy vocabulary holds (its memory)."""
+        return len(self.spam_filter.tokenizer.spacy.vocab.strings)
+
+    def check(self) -> bool:
+        """Reload if the file changed or the tokenizer grew too big; True on a swap."""
+        try:
+            key = self._stat_key()
+        except FileNotFoundError:
+            return False  # mid-rename, or deleted: keep serving the model we have
+        if key == self._key and self.strings() < self.max_strings:
+            return False
+        self._key = key  # a damaged file is reported once, not every poll
+        try:
+            fresh = self._load_warm()
+        except Exception as exc:  # noqa: BLE001 - keep serving whatever went wrong
+            log.error("model %s changed but cannot be loaded (%s); still serving the "
+                      "previous model", self.path, describe_error(exc))
+            return False
+        with self.lock:  # learns acknowledged meanwhile are in the journal: none is lost
+            self._replay(fresh)
+            self.spam_filter = fresh  # one assignment: requests in flight keep the old one
+        log.info("reloaded model %s", self.path)
+        return True
+
+    # -- learning ----------------------------------------------------------------
+    def update(self, kind: str, raw: bytes, label: str | None = None,
+               apply_by: float | None = None) -> str:
+        """Learn (kind 'LEARN', label 'spam'/'ham') or forget ('FORGET') one message.
+
+        Journaled (fsync'd), then applied in memory; the caller may acknowledge once
+        this returns (textnb.delivery.scorer_journal). RETURNS learning.apply's outcome.
+        apply_by (float | None): a time.monotonic() past which the update is not made
+        (TimeoutError), checked once the model's lock is held: the client would have
+        stopped waiting for the answer.
+        """
+        record = Record(kind, label, bytes(raw))
+        with self.lock:
+            if apply_by is not None and time.monotonic() > apply_by:
+                raise TimeoutError("it waited too long for the model (--timeout); send it "
+                                   "again")
+            self.journal.append(record)
+            outcome = apply(self.spam_filter, record)
+            self.learned += 1
+            if self._flush_due is None:
+                self._flush_due = time.monotonic() + self.flush_seconds
+        return outcome
+
+    @property
+    def unwritten(self) -> bool:
+        return self._flush_due is not None
+
+    def flush(self, force: bool = False) -> bool:
+        """Write the model file if updates are due (or any, with ``force``); True if written.
+
+        Under the model's file lock, as ``textnb retrain`` takes it: a retrain that
+        holds it delays the write to a later round (or, with ``force``, waits up to
+        ``LOCK_WAIT`` seconds). A retrain that wrote since is loaded first, with the
+        journal replayed on top.
+        """
+        due = self._flush_due
+        if due is None or (not force and time.monotonic() < due):
+            return False
+        try:
+            with model_lock(self.path, timeout=LOCK_WAIT if force else 0.0):
+                self.check()
+                with self.lock:
+                    produce = snapshot_bytes(self.spam_filter)
+                    offset = self.journal.size()
+                atomic_write(self.path, produce())
+                self._key = self._stat_key()
+                self.journal.drop_through(offset)
+                with self.lock:
+                    if self.journal.size() == 0:
+                        self._flush_due = None
+                    elif self._flush_due == due:  # records came in during the write
+                        self._flush_due = time.monotonic() + self.flush_seconds
+        except ModelLockedError:
+            log.info("model %s is being updated by another process; writing later", self.path)
+            return False
+        except (OSError, TextnbError) as exc:
+            log.error("cannot write model %s (%s); its updates stay in the journal %s",
+                      self.path, describe_error(exc), self.journal.path)
+            self._flush_due = time.monotonic() + max(self.flush_seconds, 5.0)
+            return False
+        self.writes += 1
+        return True
+
+    # -- the interface the server uses (textnb.delivery.users.ModelSet has the same) -------------
+    def for_scoring(self, user: str | None):
+        if user is not None:
+            raise TextnbError(SINGLE_MODEL_USER)
+        return self, "model"
+
+    def for_learning(self, user: str | None):
+        if user is not None:
+            raise TextnbError(SINGLE_MODEL_USER)
+        return self
+
+    def loaded(self) -> list["ResidentModel"]:
+        return [self]
+
+
+class ScorerServer:
+    """Serve verdicts from a ResidentModel on a Unix socket or a loopback TCP port.
+
+    model (ResidentModel | ModelSet): what scores (a ModelSet: a model per user).
+    address (str | tuple[str, int]): a socket path, or (host, port).
+    max_bytes (int): the longest message accepted.
+    max_clients (int): requests answered at once (worker threads); connections being
+        read do not count.
+    timeout (float): seconds from a connection's accept to its last request byte.
+    reload_interval (float): seconds between checks of the model file (0: never).
+    allow_remote (bool): permit a TCP address that is not loopback.
+    socket_mode (int): the Unix socket's mode (0600: only this OS user may connect).
+    user_from_peer (bool): the user is the connecting process's login name
+        (SO_PEERCRED), and a request naming another user is refused (textnb.delivery.users).
+    allow_any_user_to_teach (bool): serve per-user models, and learn, where any local
+        user can connect and name any user (TCP, or a socket mode with o+w).
+    max_connections (int | None): connections open at once; None: MAX_CONNECTIONS, at
+        most half the descriptor limit.
+    max_buffered (int | None): request bytes held at once; None: max_clients * max_bytes.
+    telemetry (Telemetry | None): counts each reply and its latency (textnb.delivery.telemetry).
+    recorder (VerdictRecorder | None): is given every verdict, after the model's lock is
+        released (textnb.review.recorder: never blocks, never fails the reply).
+    """
+
+    def __init__(self, model: ResidentModel, address, *, max_bytes: int = MAX_MESSAGE_BYTES,
+                 max_clients: int = 8, timeout: float = 10.0, reload_interval: float = 1.0,
+                 allow_remote: bool = False, socket_mode: int = 0o600,
+                 user_from_peer: bool = False, allow_any_user_to_teach: bool = False,
+                 max_connections: int | None = None, max_buffered: int | None = None,
+                 telemetry=None, recorder=None):
+        if max_bytes < 1 or max_clients < 1 or not timeout > 0 or reload_interval < 0:
+            raise ServerError(f"max_bytes={max_bytes}, max_clients={max_clients}, "
+                              f"timeout={timeout}, reload_interval={reload_interval}: the "
+                              "first three must be > 0 and the last >= 0")
+        self.model = model
+        self.address = address
+        self.max_bytes, self.max_clients = max_bytes, max_clients
+        self.timeout, self.reload_interval = timeout, reload_interval
+        self.allow_remote = allow_remote
+        self.socket_mode, self.user_from_peer = socket_mode, user_from_peer
+        if user_from_peer and isinstance(address, tuple):
+            raise ServerError("--user-from-peer needs a Unix socket: over TCP the scorer "
+                              "cannot see which user connects")
+        check_who_may_teach(hasattr(model, "shared"), address, socket_mode, user_from_peer,
+                            allow_any_user_to_teach)
+        self.learning_refused = (_anyone_connects(address, socket_mode) and not user_from_peer
+                                 and not allow_any_user_to_teach)
+        self.max_connections = max_connections or _connection_limit()
+        self.max_buffered = max_buffered or max_clients * max_bytes
+        self.requests = 0
+        self.telemetry = telemetry
+        self.recorder = recorder
+        self.reader: RequestReader | None = None
+        self.pool = WorkerPool(max_clients, self._answer)
+        self._listener: socket.socket | None = None
+        self._throttle = Throttle()
+
+    # -- listening -------------------------------------------------------------
+    def bind(self) -> "ScorerServer":
+        """Create the listening socket (owner-only for a Unix socket)."""
+        if isinstance(self.address, tuple):
+            self._listener = self._bind_tcp(*self.address)
+        else:
+            self._listener = self._bind_unix(Path(self.address))
+        # Clients beyond max_connections wait in this queue. It is as long as the
+        # kernel allows: a full queue makes a Unix socket's connect() fail at once
+        # (EAGAIN). With the former max(16, 2 * max_clients), 200 clients connecting
+        # together (bench/server_load.py, 3 rounds) saw 525 of 600 requests fail that
+        # way, over to in-process scoring; with SOMAXCONN (4096 here), none.
+        self._listener.listen(socket.SOMAXCONN)
+        self.reader = RequestReader(
+            self._listener, self._dispatch, max_bytes=self.max_bytes, timeout=self.timeout,
+            max_connections=self.max_connections, max_buffered=self.max_buffered,
+            observe=self.telemetry.observe_reply if self.telemetry is not None else None)
+        return self
+
+    @property
+    def bound_address(self):
+        """The address actually bound (the port chosen when 0 was asked for)."""
+        if isinstance(self.address, tuple):
+            return self._listener.getsockname()[:2]
+        return str(self.address)
+
+    def _bind_tcp(self, host: str, port: int) -> socket.socket:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise ServerError(f"cannot resolve '{host}': {exc.strerror}") from None
+        family, _, _, _, sockaddr = infos[0]
+        if not (ipaddress.ip_address(sockaddr[0]).is_loopback or self.allow_remote):
+            raise ServerError(
+                f"'{host}' ({sockaddr[0]}) is not a loopback address; the scorer has no "
+                "authentication, so listen on 127.0.0.1 or a Unix socket (or pass "
+                "--allow-remote if a firewall guards the port)")
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(sockaddr)
+        except OSError as exc:
+            sock.close()
+            raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        return sock
+
+    def _bind_unix(self, path: Path) -> socket.socket:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._check_socket_folder(path.parent)
+        if path.exists() or path.is_symlink():
+            self._clear_stale_socket(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket is born 0600, not chmod'ed after
+        try:
+            sock.bind(str(path))
+        except OSError as exc:
+            sock.close()
+            raise ServerError(f"cannot listen on {path}: {exc.strerror}") from None
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, self.socket_mode)
+        return sock
+
+    @staticmethod
+    def _check_socket_folder(folder: Path) -> None:
+        """Refuse a folder where another user could replace the socket with their own.
+
+        The socket's 0600 only guards the socket; whoever can write to its folder can
+        rename another socket over it and answer "ham" to every message. A sticky
+        folder such as /tmp lets only a file's owner rename or remove it.
+        """
+        st = os.stat(folder)
+        others_write = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if st.st_uid not in (0, os.getuid()) or (others_write and not st.st_mode & stat.S_ISVTX):
+            raise ServerError(
+                f"the socket's folder {folder} (owner uid {st.st_uid}, mode "
+                f"{stat.S_IMODE(st.st_mode):04o}) lets other users replace the socket; use a "
+                "folder of your own (the default is ~/.local/share/textnb) or 'chmod go-w' it")
+
+    @staticmethod
+    def _clear_stale_socket(path: Path) -> None:
+        """Remove a socket left by a scorer that died; refuse anything else."""
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise ServerError(f"{path} exists and is not a socket; remove it or choose "
+                              "another --socket")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            path.unlink(missing_ok=True)  # nobody listens: a stale socket
+            return
+        except OSError as exc:
+            raise ServerError(f"{path} exists and cannot be probed ({exc.strerror}); "
+                              "remove it or choose another --socket") from None
+        finally:
+            probe.close()
+        raise ServerError(f"a scorer is already listening on {path}; stop it first or "
+                          "choose another --socket")
+
+    # -- running ---------------------------------------------------------------
+    def serve_forever(self, stop: threading.Event) -> None:
+        """Accept and answer until ``stop`` is set; then shut down cleanly."""
+        if self._listener is None:
+            self.bind()
+        watcher = None
+        try:
+            watcher = threading.Thread(target=self._watch, args=(stop,), name="textnb-reload",
+                                       daemon=True)
+            try:
+                watcher.start()
+            except RuntimeError as exc:  # at the process's thread limit from the start
+                watcher = None
+                raise ServerError(f"cannot start the reload thread ({exc}): the process is "
+                                  "at its thread limit (systemd's TasksMax, ulimit -u)") from None
+            if self.learning_refused:
+                log.warning("learning is off: any local user can connect to %s; LEARN and "
+                            "FORGET get ERROR (serve on a Unix socket of mode 0600, or pass "
+                            "--allow-any-user-to-teach)", _where(self.address, self.socket_mode))
+            self.reader.run(stop)
+        finally:
+            stop.set()  # whatever ended the loop: the reload thread stops too
+            self._shutdown(watcher)
+
+    def _shutdown(self, watcher: threading.Thread | None) -> None:
+        """Stop listening, let the requests in hand finish, and always write the updates
+        not yet in a model file: each step's failure is logged, none skips the write."""
+        _attempt("close the socket", self._close_listener)
+        _attempt("finish the requests in hand", lambda: self.pool.stop(self.timeout))
+        if watcher is not None:
+            _attempt("stop the reload thread", lambda: watcher.join(POLL_SECONDS + self.timeout))
+        for model in self.model.loaded():  # after the requests: a learn may have added one
+            _attempt(f"write {model.path}", lambda: model.unwritten and model.flush(force=True))
+            _attempt(f"close {model.journal.path}", model.journal.close)
+        log.info("scorer stopped after %d requests", self.requests)
+
+    def _close_listener(self) -> None:
+        self._listener.close()
+        if not isinstance(self.address, tuple):
+            Path(self.address).unlink(missing_ok=True)
+
+    def _watch(self, stop: threading.Event) -> None:
+        """Reload changed model files (every reload_interval) and write due updates."""
+        next_check = time.monotonic() + self.reload_interval
+        while not stop.wait(min(POLL_SECONDS, self.reload_interval or POLL_SECONDS)):
+            try:
+                models = self.model.loaded()
+                if self.reload_interval and time.monotonic() >= next_check:
+                    next_check = time.monotonic() + self.reload_interval
+                    for model in models:
+                        model.check()
+                for model in models:
+                    model.flush()
+            except Exception:  # noqa: BLE001 - a stopped watcher would write nothing more
+                self._throttle.log(logging.ERROR, "reload or write failed", exc_info=True)
+
+    # -- one request -------------------------------------------------------------
+    def _dispatch(self, request: Request) -> None:
+        """A complete request (the reader's thread): to a worker, or shed with ERROR."""
+        if self.pool.submit(request):
+            return
+        self._send(request, reply_line("ERROR", "scorer out of threads; try again"))
+
+    def _answer(self, request: Request) -> None:
+        """Answer one complete request (a worker thread)."""
+        try:
+            reply = self._reply_to(request)
+        except Exception as exc:  # noqa: BLE001 - one bad request must not stop the server
+            self._throttle.log(logging.ERROR, "unexpected error while answering a client",
+                               exc_info=True)
+            reply = reply_line("ERROR", describe_error(exc))
+        self._send(request, reply)
+
+    def _send(self, request: Request, reply: bytes) -> None:
+        conn = request.conn
+        try:
+            # The reply is one line, which the socket's buffer takes at once; the bound is
+            # for a client that stopped reading with its buffer full.
+            conn.settimeout(max(1.0, request.deadline - time.monotonic()))
+            conn.sendall(reply)
+            if self.telemetry is not None:
+                self.telemetry.observe_reply(reply, time.monotonic() - request.started)
+        except OSError as exc:  # the client left, or was too slow
+            self._throttle.log(logging.INFO, "client dropped: %s", exc.strerror or exc)
+        finally:
+            conn.close()
+            self.reader.release(request.held)
+
+    def _reply_to(self, request: Request) -> bytes:
+        user = request.user
+        try:
+            if self.user_from_peer:
+                user = _peer_user(request.conn, user)
+            if request.verb == b"PING":
+                return self._pong(user)
+            if request.verb == b"SCORE":
+                return self._score(request, user)
+            return self._learn(request, user)
+        except TextnbError as exc:  # a bad user name, one model and a user, a model that will not load
+            return reply_line("ERROR", describe_error(exc))
+
+    def _pong(self, user: str | None) -> bytes:
+        model, source = self.model.for_scoring(user)
+        n = model.spam_filter.n_learned
+        fields = [f"spam={n.get('spam', 0)}", f"ham={n.get('ham', 0)}",
+                  f"loads={model.loads}", f"requests={self.requests}",
+                  f"strings={model.strings()}"]
+        if user is not None:
+            fields.append(f"model={source}")
+        health = training_health(n)
+        fields.append(f"health={'ok' if health.ok else 'low'}")
+        return reply_line("PONG", *fields)
+
+    def _score(self, request: Request, user: str | None) -> bytes:
+        cost_ratio = float(request.words[3]) if len(request.words) == 4 else None
+        model, source = self.model.for_scoring(user)
+        spam_filter = model.spam_filter  # this request's model, whatever reloads
+        with model.lock:
+            try:
+                v = score_with(spam_filter, request.message, cost_ratio)
+            except Exception as exc:  # noqa: BLE001 - reported to the client, which falls back
+                self._throttle.log(logging.ERROR, "scoring failed", exc_info=True)
+                return reply_line("ERROR", describe_error(exc))
+            self.requests += 1
+        if self.recorder is not None:
+            self.recorder.submit(request.message, v, user=user, model=source, explainer=model)
+        return reply_line("OK", v.label, v.log_odds, v.p_spam, v.threshold)
+
+    def _learn(self, request: Request, user: str | None) -> bytes:
+        kind = request.verb.decode()
+        label = request.words[2].decode() if kind == "LEARN" else None
+        not_done = f"not {'learned' if label else 'forgotten'}: "
+        if self.learning_refused:
+            return reply_line("ERROR", not_done + _LEARNING_REFUSED.format(
+                where=_where(self.address, self.socket_mode)))
+        model = self.model.for_learning(user)
+        margin = min(LEARN_MARGIN, self.timeout / 4)
+        try:
+            outcome = model.update(kind, request.message, label,
+                                   apply_by=request.deadline - margin)
+        except Exception as exc:  # noqa: BLE001 - the client is told: not learned
+            # A full disk or a journal that cannot be written: this update fails, the
+            # scorer serves on (the journal keeps every update acknowledged before).
+            self._throttle.log(logging.ERROR, "%s failed: %s", kind.lower(),
+                               describe_error(exc), exc_info=not isinstance(exc, OSError))
+            return reply_line("ERROR", not_done + describe_error(exc))
+        if label is not None:
+            return reply_line("LEARNED", label, outcome)
+        return reply_line("FORGOTTEN", outcome)
+
+
+def _peer_user(conn: socket.socket, asked: str | None) -> str:
+    """The login name of the process at the other end; refuse a request naming another."""
+    import pwd
+    import struct
+
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        raise TextnbError(f"connecting uid {uid} has no login name; it cannot have a "
+                          "model") from None
+    if asked is not None and asked != name:
+        raise TextnbError(f"user {asked!r} refused: this connection is from user {name!r} "
+                          "(--user-from-peer)")
+    return name
+
+
+def _attempt(what: str, step) -> None:
+    try:
+        step()
+    except Exception as exc:  # noqa: BLE001 - the next steps (the writes) must run
+        log.error("at shutdown, cannot %s (%s)", what, describe_error(exc))
+
+
+def check_who_may_teach(per_user: bool, address, socket_mode: int, user_from_peer: bool,
+                        allow_any_user_to_teach: bool) -> None:
+    """Refuse per-user models where the scorer cannot tell who connects (ServerError).
+
+    Any local user can connect to a TCP port, or to a socket whose mode has o+w, and
+    name any user; a group-writable socket trusts its group as the owner is trusted.
+    """
+    if (per_user and _anyone_connects(address, socket_mode) and not user_from_peer
+            and not allow_any_user_to_teach):
+        raise ServerError(_ANY_USER_REFUSED.format(where=_where(address, socket_mode)))
+
+
+def _anyone_connects(address, socket_mode: int) -> bool:
+    return isinstance(address, tuple) or bool(socket_mode & 0o002)
+
+
+def _where(address, socket_mode: int) -> str:
+    if isinstance(address, tuple):
+        return f"TCP port {address[1]}"
+    return f"socket {address} (mode {socket_mode:04o})"
+
+
+def _connection_limit() -> int:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(1, min(MAX_CONNECTIONS, soft // 2))
+
+
+_ANY_USER_REFUSED = (
+    "per-user models on {where} would let every local user read and teach every "
+    "user's model: the scorer cannot tell who connects. Serve them on a Unix socket "
+    "with --user-from-peer (e.g. --socket /run/textnb/scorer.sock --socket-mode 0666 "
+    "--user-from-peer), or keep the socket 0600 for one system user (the MDA's); or, "
+    "if every local user may teach every model, pass --allow-any-user-to-teach")
+_LEARNING_REFUSED = (
+    "any local user can connect to {where}, so this scorer learns only with "
+    "--allow-any-user-to-teach (or serve on a Unix socket of mode 0600)")

@@ -1,0 +1,284 @@
+"""Evidence selection: which of a message's tokens its score is made of.
+
+A message is scored by the log-likelihood ratios of its ``k`` strongest tokens
+(``model.max_discriminators``; see ``_BaseNB.selected_log_odds``). With word pairs
+on (``tokenizer.bigrams``) a pair and its two words are largely one piece of
+evidence counted three times, and a message whose strongest words run together
+fills its ``k`` places with them. So at most ``model.max_pair_discriminators`` of
+the ``k`` may be pairs; the places left go to the next-strongest single tokens.
+
+Why the cap, measured (5-fold CV on the training splits; ``configs/default.toml``
+has the table): pairs with no cap make SpamAssassin worse (1-AUC 0.028% -> 0.062%)
+and Enron better (0.117% -> 0.069%); with at most 4 pairs among 20 both gain
+(SpamAssassin 0.021%, Enron 0.076%, and spam caught at 0.1% ham lost rises on both).
+
+Each side (``model.evidence = "each-side"``): half the ``k`` places (and half the
+pair cap) go to the strongest *spam* clues, half to the strongest *ham* clues, and
+neither side can take the other's. With one ranking over both (``"strongest"``) a
+ham that talks about a spammy subject -- a forwarded health scare full of
+"medications", "tablets" and "fda" -- fills all ``k`` places with spam clues and
+its plain ham evidence ("original message", colleagues' names) never counts; it
+then outscores most spam. SpamBayes' chi-square combining keeps the two tails apart
+for the same reason. ``configs/default.toml`` has the cross-validation table.
+
+Places for the route (``model.header_places``): of each side's places, a few are kept
+for its strongest clues from header fields other than Subject (who sent the message and
+by which route: ``textnb.text.namespaces.is_header_token``), as far as it has them; the rest
+go to its strongest remaining clues of any kind, header clues included. With one ranking
+a long advertisement's words fill every spam place and a mailing list's own header
+fields, the evidence of how it came, may not get one on either side
+(docs/conflicting-evidence.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # annotations only
+    import scipy.sparse as sp
+
+from .._c import speedups
+from ..features.csr_arrays import Rows
+from ..features.token_store import TokenStore
+from ..text.namespaces import PAIR_PREFIX, is_header_token
+from . import combining
+
+__all__ = ["PAIR_PREFIX", "RankedEvidence", "header_columns", "pair_columns", "selection_text",
+           "split_places", "strongest", "strongest_positions"]
+
+
+def pair_columns(tokens: Sequence[str]) -> np.ndarray:
+    """Which vocabulary columns hold word pairs (bool, one per token)."""
+    if isinstance(tokens, TokenStore):  # tested on its bytes, nothing decoded
+        return tokens.startswith(PAIR_PREFIX)
+    return np.fromiter((t.startswith(PAIR_PREFIX) for t in tokens), dtype=bool,
+                       count=len(tokens))
+
+
+def header_columns(tokens: Sequence[str]) -> np.ndarray:
+    """Which vocabulary columns hold clues from header fields other than Subject (bool, one
+    per token): the sender and the route (:func:`textnb.text.namespaces.is_header_token`)."""
+    return np.fromiter(map(is_header_token, tokens), dtype=bool, count=len(tokens))
+
+
+def split_places(k: int, max_limited: int | None) -> tuple[tuple[int, int | None],
+                                                             tuple[int, int | None]]:
+    """(spam side's places and cap, ham side's places and cap) in each-side mode: the
+    halves, the spam side taking an odd one."""
+    spam_cap = None if max_limited is None else max_limited - max_limited // 2
+    ham_cap = None if max_limited is None else max_limited // 2
+    return (k - k // 2, spam_cap), (k // 2, ham_cap)
+
+
+def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True,
+                   header_places: int = 0) -> str:
+    """The selection in words, for `info` and the PMML export's notes."""
+    if not k:
+        return "every token (plain naive Bayes)"
+    if mode == "each-side":
+        (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_pairs)
+        text = f"the {k_spam} strongest spam clues and the {k_ham} strongest ham clues"
+        if pairs and max_pairs < k:
+            text += f", at most {cap_spam} + {cap_ham} of them word pairs"
+        if header_places:
+            text += (f"; each side keeps {header_places} of its places for its strongest "
+                     "clues from header fields other than Subject, as far as it has them")
+        return text
+    text = f"the {k} strongest clues"
+    if pairs and max_pairs < k:
+        text += f", at most {max_pairs} of them word pairs"
+    return text
+
+
+def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
+              max_limited: int | None = None, each_side: bool = False,
+              min_strength: float = 0.0, *, header: np.ndarray | None = None,
+              header_places: int = 0) -> np.ndarray:
+    """Positions in ``C.data`` of each row's ``k`` strongest entries, row by row.
+
+    C (csr_matrix): per-token contributions (log-likelihood ratios), rows = documents,
+        indices sorted.
+    k (int): entries kept per row; 0 keeps all (and then caps nothing: every token is
+        plain naive Bayes, the model a PMML export describes).
+    limited (ndarray of bool | None): columns of which a row keeps at most ``max_limited``.
+    each_side (bool): split ``k`` and ``max_limited`` between the positive (spam) and
+        the negative (ham) entries, each side ranked on its own (:func:`split_places`).
+    min_strength (float): entries with |value| <= this are not clues (0: all count).
+    header (ndarray of bool | None): columns from header fields (:func:`header_columns`).
+    header_places (int): with ``each_side``, this many (at most ``k // 2``) of each side's
+        places are kept for the side's strongest ``header`` entries, as far as it has them;
+        the rest go to its strongest remaining entries of any kind (module docstring).
+    RETURNS (ndarray of int): positions, grouped by row, strongest (largest |value|) first
+        within a row, ties in column order.
+    """
+    if not (header_places and each_side and k and header is not None):
+        return strongest_positions(C, k, limited, max_limited, each_side, min_strength)
+    is_header = _widened(header, C.shape[1])[C.indices]
+    (k_spam, _), (k_ham, _) = split_places(k, max_limited)
+    places = min(header_places, k_ham)
+    head = _positions_among(C, is_header, 2 * places, None, None, min_strength)
+    others = np.ones(C.data.size, bool)
+    others[head] = False
+    body = _positions_among(C, others, k, limited, max_limited, min_strength)
+    entry_row = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+    head_spam = C.data[head] > 0
+    taken_spam = np.bincount(entry_row[head[head_spam]], minlength=C.shape[0])
+    taken_ham = np.bincount(entry_row[head[~head_spam]], minlength=C.shape[0])
+    # The other entries come each row's strongest first, a side's in the order its places
+    # are filled (pair cap included), so its first k_side - taken fill the places left.
+    rows, spam = entry_row[body], C.data[body] > 0
+    left = np.where(spam, k_spam - taken_spam[rows], k_ham - taken_ham[rows])
+    kept = np.concatenate([head, body[_rank_in_group(rows * 2 + spam) < left]])
+    return kept[np.lexsort((C.indices[kept], -np.abs(C.data[kept]), entry_row[kept]))]
+
+
+def strongest_positions(C, k: int, limited: np.ndarray | None = None,
+                        max_limited: int | None = None, each_side: bool = False,
+                        min_strength: float = 0.0) -> np.ndarray:
+    """:func:`strongest` without header places: in C where it was built
+    (``speedups.strongest_positions``), else with NumPy (:class:`RankedEvidence`), the
+    same positions in the same order (tests/test_speedups.py); ``k == 0`` (every entry)
+    is NumPy's."""
+    if k:
+        sides = split_places(k, max_limited) if each_side else ((k, max_limited),)
+        positions = speedups.strongest_positions(C, sides, limited, min_strength)
+        if positions is not None:
+            return positions
+    return RankedEvidence(C, limited).positions(k, max_limited, each_side, min_strength)
+
+
+def _widened(mask: np.ndarray, n_columns: int) -> np.ndarray:
+    """A column mask as wide as the matrix (columns the vocabulary gained after it: False)."""
+    mask = np.asarray(mask, dtype=bool)
+    if mask.size < n_columns:
+        mask = np.concatenate([mask, np.zeros(n_columns - mask.size, bool)])
+    return mask
+
+
+def _positions_among(C, entries: np.ndarray, k: int, limited, max_limited,
+                     min_strength: float) -> np.ndarray:
+    """:func:`strongest` (each side) over the entries of C where ``entries`` is True:
+    positions in C.data."""
+    where = np.flatnonzero(entries)
+    entry_row = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+    indptr = np.zeros(C.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(entry_row[where], minlength=C.shape[0]), out=indptr[1:])
+    sub = Rows(C.data[where], C.indices[where], indptr, C.shape)
+    return where[strongest_positions(sub, k, limited, max_limited, True, min_strength)]
+
+
+def _rank_in_group(key: np.ndarray) -> np.ndarray:
+    """For each entry, how many entries with the same key come before it."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if key.size else order
+    first = np.repeat(starts, np.diff(np.r_[starts, key.size]))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(key.size) - first
+    return rank
+
+
+def _strongest_first(key: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``np.lexsort((key, rows))``: the entries by row, then by ``key``; ties stay in
+    their order (column order: C's indices are sorted).
+
+    Up to 65,536 rows, two stable sorts give the same order faster: ``key``, then the
+    rows as 16-bit integers, which NumPy radix-sorts in linear time
+    (docs/design/counting-and-scoring.md#scoring-a-batch)."""
+    if rows.size and rows[-1] < 1 << 16:
+        by_key = np.argsort(key, kind="stable")
+        return by_key[np.argsort(rows.astype(np.uint16)[by_key], kind="stable")]
+    return np.lexsort((key, rows))
+
+
+class RankedEvidence:
+    """A contribution matrix sorted once, strongest first within each row, so that the
+    selection for any ``k`` and cap is a linear pass, not another sort.
+
+    ``tune --search`` scores every (k, cap) of its grid from one model per fold
+    through this (the sort is most of a selection's cost).
+    """
+
+    def __init__(self, C: sp.csr_matrix, limited: np.ndarray | None = None,
+                 header: np.ndarray | None = None):
+        self.n_rows = C.shape[0]
+        rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+        self.order = _strongest_first(-np.abs(C.data), rows)
+        self.rows = rows[self.order]
+        self.values = C.data[self.order]
+        self._row_start = C.indptr[self.rows]  # sorted position of each entry's row's first
+        self._limited = None
+        if limited is not None:
+            if limited.size < C.shape[1]:  # columns the vocabulary gained after the mask
+                limited = np.concatenate([limited, np.zeros(C.shape[1] - limited.size, bool)])
+            self._limited = limited[C.indices][self.order]
+            self._limited_rank = self._rank_within_row(self._limited)
+        self._header = None if header is None else _widened(header, C.shape[1])[C.indices][self.order]
+
+    def _rank_within_row(self, mask: np.ndarray) -> np.ndarray:
+        """For each sorted entry, how many entries of ``mask`` come before it in its row."""
+        before = np.cumsum(mask) - mask
+        return before - before[self._row_start]
+
+    def kept(self, k: int, max_limited: int | None = None, each_side: bool = False,
+             min_strength: float = 0.0, header_places: int = 0) -> np.ndarray:
+        """Bool over the sorted entries: each row's k strongest, at most ``max_limited``
+        of them limited (the cap applies only when 0 < max_limited < k); with
+        ``each_side``, the same for the positive and the negative entries apart, with
+        the places and the cap split by :func:`split_places`. Entries no stronger than
+        ``min_strength`` (|value| <= it) are not clues at all (as bogofilter's min_dev and
+        SpamBayes' minimum_prob_strength); 0 keeps every non-zero entry. ``header_places``
+        is :func:`strongest`'s."""
+        if not k:
+            keep = np.ones(self.values.size, bool)
+        elif header_places and each_side and self._header is not None:
+            keep = self._kept_with_header_places(k, max_limited, header_places)
+        elif not each_side:
+            keep = self._kept_among(np.ones(self.values.size, bool), k, max_limited)
+        else:
+            (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_limited)
+            keep = (self._kept_among(self.values > 0, k_spam, cap_spam)
+                    | self._kept_among(self.values < 0, k_ham, cap_ham))
+        if min_strength > 0:
+            keep &= np.abs(self.values) > min_strength
+        return keep
+
+    def _kept_with_header_places(self, k: int, max_limited: int | None, header_places: int
+                                 ) -> np.ndarray:
+        (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_limited)
+        places = min(header_places, k_ham)
+        spam, ham, header = self.values > 0, self.values < 0, self._header
+        head_spam = self._kept_among(spam & header, places, None)
+        head_ham = self._kept_among(ham & header, places, None)
+        left_spam = k_spam - np.bincount(self.rows[head_spam], minlength=self.n_rows)
+        left_ham = k_ham - np.bincount(self.rows[head_ham], minlength=self.n_rows)
+        return (head_spam | head_ham
+                | self._kept_among(spam & ~head_spam, left_spam[self.rows], cap_spam)
+                | self._kept_among(ham & ~head_ham, left_ham[self.rows], cap_ham))
+
+    def _kept_among(self, candidates: np.ndarray, k, max_limited: int | None
+                    ) -> np.ndarray:
+        """Each row's ``k`` (one number, or one per entry) strongest ``candidates``, at most
+        ``max_limited`` of them limited."""
+        eligible = candidates.copy()
+        if self._limited is not None and max_limited is not None and np.any(max_limited < k):
+            limited = self._limited & candidates
+            rank = self._limited_rank if candidates.all() else self._rank_within_row(limited)
+            eligible &= ~(limited & (rank >= max_limited))
+        return eligible & (self._rank_within_row(eligible) < k)
+
+    def positions(self, k: int, max_limited: int | None = None, each_side: bool = False,
+                  min_strength: float = 0.0, header_places: int = 0) -> np.ndarray:
+        """:func:`strongest`'s answer: positions in C.data, by row, strongest first."""
+        return self.order[self.kept(k, max_limited, each_side, min_strength, header_places)]
+
+    def sums(self, k: int, max_limited: int | None = None, each_side: bool = False,
+             min_strength: float = 0.0, combine: str = "sum", header_places: int = 0
+             ) -> np.ndarray:
+        """Per row, the kept contributions combined (:func:`textnb.models.combining.combine`:
+        their sum, or chi-square combining)."""
+        keep = self.kept(k, max_limited, each_side, min_strength, header_places)
+        return combining.combine(self.values[keep], self.rows[keep], self.n_rows, combine)
