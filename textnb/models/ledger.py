@@ -48,6 +48,7 @@ from .._c.token_bytes import GOLDEN_GAMMA, splitmix64
 from ..features.buffers import with_room
 from ..features.token_store import TokenStore
 from ..labels import LABELS
+from ..mail.added_headers import ADDED_FIELDS, ADDED_PREFIXES
 
 __all__ = ["Ledger", "message_digest", "normalise", "tokens_hash", "tokens_hash_v1", "matches",
            "token_hashes", "runs_hashes", "VERSION_2", "DIGEST_SIZE"]
@@ -56,37 +57,16 @@ DIGEST_SIZE = 32  # SHA-256
 _INT32_MAX = 2**31 - 1  # the column history is int32 while every serial fits (Ledger)
 _LOW_64 = (1 << 64) - 1
 
-# Header fields (lower case) added or rewritten after the sender's MTA: by the final
-# delivery agent, by mailbox formats and clients (flags, sizes, IMAP state) and by filters.
-_DROP_FIELDS = frozenset({
-    "delivered-to", "x-original-to", "envelope-to",                    # delivery agents
-    "status", "x-status", "x-keywords", "x-uid", "x-imap", "x-imapbase",  # mbox clients
-    "content-length", "lines",                                          # mbox sizes
-    "x-mozilla-status", "x-mozilla-status2", "x-mozilla-keys",          # Thunderbird
-    "x-gmail-labels", "x-gm-thrid",                                     # Google Takeout
-    "x-bogosity",                                                       # bogofilter
-})
-_DROP_PREFIXES = ("x-spam", "x-textnb-", "x-dspam-", "x-rspamd-", "x-crm114-",
-                  "x-virus-", "x-evolution")
-
-
-def added_after_delivery(name: str) -> bool:
-    """Whether a header field (lower-case name) is one that delivery agents, mail
-    clients or other filters add or change after a message arrives: not part of the
-    message as sent, so neither its identity here nor a token (``tokenize.py``)."""
-    return name in _DROP_FIELDS or name.startswith(_DROP_PREFIXES)
-
-
 # The same names as bytes, as ``speedups.normalise_message`` takes them.
-_DROP_FIELD_NAMES = tuple(sorted(name.encode() for name in _DROP_FIELDS))
-_DROP_PREFIX_NAMES = tuple(prefix.encode() for prefix in _DROP_PREFIXES)
+_DROP_FIELD_NAMES = tuple(sorted(name.encode() for name in ADDED_FIELDS))
+_DROP_PREFIX_NAMES = tuple(prefix.encode() for prefix in ADDED_PREFIXES)
 
 
 def normalise(raw: bytes) -> bytes:
     """The bytes a message is identified and learned by.
 
     Drops a leading mbox ``From `` line, turns CRLF into LF, removes the header
-    fields in ``_DROP_FIELDS``/``_DROP_PREFIXES`` (with their continuation
+    fields ``textnb.mail.added_headers`` names (with their continuation
     lines) and trailing line ends; every other byte is kept as it was
     (``speedups.normalise_message``).
     """

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from .._c.speedups import (ChunkRules, PlainWords, chunk_cache, count_words, find_hostnames,
                            find_ipv4, join_chunks, map_chunks, plain_word_tokens_python)
 from ..config import TokenizerConfig
-from ..models.ledger import added_after_delivery
+from ..mail.added_headers import added_after_delivery
 from . import segment
 from .namespaces import OWN_NAMESPACES
 from .spacy_import import import_spacy
