@@ -126,12 +126,11 @@ def test_textnb_modules_import_one_another_without_a_circle():
 def test_no_circle_either_through_the_imports_inside_functions():
     """A lazy import postpones a dependency; it does not turn one round. Counted as issue
     36 counted them (each import's own module, imports inside functions included), which
-    found 3 circles: commands - distributed - engines.dask, pipeline - parallel -
-    engines.workers - pipeline/store with store - delta, and speedups - token_store -
-    vectorize - evidence. (Adding the packages around each module leaves one loop of two
-    lazy imports: ``pipeline`` imports ``parallel`` in ``SpamFilter.parallel``, whose
-    pool lives in the ``engines`` package, whose ``make_engine`` imports ``engines.local``
-    when called, which uses ``pipeline``; importing any of them runs none of the others.)
+    found 3 circles in the flat package of the time. (Adding the packages around each
+    module leaves one loop of two lazy imports: ``spamfilter`` imports
+    ``engines.parallel_tokenize`` in ``SpamFilter.parallel``, and the ``engines``
+    package's ``make_engine`` imports ``engines.local`` when called, which uses
+    ``spamfilter``; importing any of them runs none of the others.)
     """
     cycle = find_cycle(import_graph(all_imports=True, packages=False))
     assert cycle is None, "import circle: " + " -> ".join(cycle)
@@ -148,3 +147,64 @@ def test_the_graph_sees_textnb_imports():
     graph = import_graph()
     assert "textnb.spamfilter" in graph
     assert graph["textnb.__main__"]
+
+
+# The folders (and the few modules everything shares) in the order of the flow, bytes ->
+# message -> tokens -> counts -> model -> decision, then what is built on it: each imports
+# from its own layer or one listed before it. A new module goes into one of them.
+LAYERS = [
+    "textnb",             # __init__, the public face: imports nothing when loaded
+    "textnb._c",          # the per-token loops, in C and in Python; imports none of its callers
+    "textnb.errors",
+    "textnb.labels",
+    "textnb.mail",        # bytes -> message
+    "textnb.config",
+    "textnb.text",        # message -> tokens
+    "textnb.features",    # tokens -> counts
+    "textnb.models",      # counts -> model
+    "textnb.decision",    # model -> decision
+    "textnb.spamfilter",  # all of it in one object, SpamFilter
+    "textnb.modelfile",   # the model file and its lifecycle
+    "textnb.engines",
+    "textnb.evaluation",
+    "textnb.delivery",
+    "textnb.pmml",
+    "textnb.commands",
+    "textnb.review",
+    "textnb.cli",
+    "textnb.__main__",
+]
+
+# The imports that point back up, each inside a function (run when called, never on
+# import), and why.
+UPWARD = {
+    # FilterConfig.validate checks model.event_model against the registry of event models
+    ("textnb.config", "textnb.models.naive_bayes"),
+    # SpamFilter.parallel(jobs) tokenises in the engines' process pool
+    ("textnb.spamfilter", "textnb.engines.parallel_tokenize"),
+}
+
+
+def _layer(module):
+    for index, layer in enumerate(LAYERS):
+        if module == layer or (layer != "textnb" and module.startswith(layer + ".")):
+            return index
+    raise AssertionError(f"{module} is in no layer: add its folder to LAYERS")
+
+
+def test_every_module_is_in_a_layer():
+    for module in import_graph():
+        _layer(module)
+    top = {p.name for p in PACKAGE_DIR.iterdir() if not p.name.startswith(("__pycache__", "."))
+           and (p.suffix == ".py" or (p / "__init__.py").exists())}
+    assert len(top) <= 20, sorted(top)
+
+
+def test_imports_point_down_the_layers():
+    """Imports go to the same layer or a lower one; the exceptions in UPWARD are lazy."""
+    lazy = import_graph(all_imports=True, packages=False)
+    eager = import_graph(packages=False)
+    upward = {(module, target) for module, targets in lazy.items() for target in targets
+              if _layer(target) > _layer(module)}
+    assert upward <= UPWARD, sorted(upward - UPWARD)
+    assert not any(target in eager[module] for module, target in UPWARD)
