@@ -529,3 +529,50 @@ def _accepts(port: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def test_teaching_on_a_locked_log_names_the_lock_and_a_second_click_finishes_it(site):
+    """Another program holding the log's write lock while alice teaches: the page says
+    the log is locked (not a server error); clicking again once the lock is gone records
+    the lesson, learned under one label however many clicks reached the scorer."""
+    import sqlite3
+
+    client, scorer, ids, db = site
+    token = log_in(client, "alice")
+    url = f"/message/{ids['alice']}/teach"
+    other = sqlite3.connect(db, isolation_level=None, timeout=5)
+    other.execute("BEGIN IMMEDIATE")  # the write lock: WAL readers go on, writers wait
+    try:
+        reply = client.post(url, data={"action": "spam", "csrf": token})
+        assert reply.status_code == 503 and "locked" in reply.text
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    reply = client.post(url, data={"action": "spam", "csrf": token})
+    assert reply.status_code == 200 and "spam" in reply.text
+    assert VerdictStore(db).get(ids["alice"], None).taught == "spam"
+    # learned under one label, by one user, however many clicks reached the scorer
+    assert list(scorer.state.values()) == ["spam"] and set(scorer.calls) == {("spam", "alice")}
+
+
+def test_recording_a_lesson_on_a_locked_log_is_a_store_error(site):
+    """The lock may come between the lesson reaching the scorer and the page recording
+    it: marking the row (and reading the kept message) then names the lock, which the
+    page shows as such; the lesson is in the model, and a second click records it."""
+    import sqlite3
+
+    from textnb.review.store import StoreError
+
+    _, _, ids, db = site
+    store = VerdictStore(db, wait_ms=50)
+    assert store.raw(ids["alice"])  # the store's connection is open before the lock
+    other = sqlite3.connect(db, isolation_level=None, timeout=5)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="locked"):
+            store.mark(ids["alice"], "spam", "absent")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    store.mark(ids["alice"], "spam", "absent")
+    assert store.get(ids["alice"], None).taught == "spam"

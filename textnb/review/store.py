@@ -466,12 +466,22 @@ class VerdictStore:
         return _row(found) if found else None
 
     def raw(self, verdict_id: int) -> bytes | None:
-        found = self.db.execute("SELECT raw FROM raws WHERE id = ?", (verdict_id,)).fetchone()
+        try:
+            found = self.db.execute("SELECT raw FROM raws WHERE id = ?",
+                                    (verdict_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
         return bytes(found[0]) if found else None
 
     def mark(self, verdict_id: int, taught: str | None, before: str | None) -> None:
-        self.db.execute("UPDATE verdicts SET taught = ?, before = ? WHERE id = ?",
-                        (taught, before, verdict_id))
+        """Record what the page taught a verdict as (StoreError when the log cannot be
+        written: the lesson itself is in the model already, and teaching it again is a
+        no-op for the ledger)."""
+        try:
+            self.db.execute("UPDATE verdicts SET taught = ?, before = ? WHERE id = ?",
+                            (taught, before, verdict_id))
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
 
     def counts(self, user: str | None, since: float, bucket: float) -> list[tuple[int, str, int]]:
         """(bucket number, label, verdicts) since ``since``, buckets of ``bucket`` seconds."""
