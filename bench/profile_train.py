@@ -67,7 +67,7 @@ def stage_times(stats: pstats.Stats) -> list[tuple[str, float]]:
         total = sum(stats.stats[key][3] for key in keys)
         if label.endswith("*"):
             for (file, _, func), (_, _, _, _, callers) in stats.stats.items():
-                if func == "<genexpr>" and file.endswith("pipeline.py"):
+                if func == "<genexpr>" and file.endswith("spamfilter.py"):
                     total -= sum(callers[key][3] for key in keys if key in callers)
         out.append((label, total))
     return out

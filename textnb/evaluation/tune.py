@@ -7,7 +7,7 @@
     -> table per λ, Brier and ECE before and after, and (--write) the filter re-trained
        on all the mail with the chosen settings and the map.
 
-Why a threshold at all, when decision.py has the Bayes rule log-odds > ln λ? Because
+Why a threshold at all, when decision/costs.py has the Bayes rule log-odds > ln λ? Because
 naive Bayes log-odds are not log-probabilities of anything: out of fold on
 SpamAssassin's training split the highest ham reaches +24 with the default each-side
 evidence (+59 with one ranking of 20 clues). ln 999 = 6.9 then flags hams; the tuned
