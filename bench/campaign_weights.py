@@ -45,12 +45,11 @@ from bench.list_reader import list_id
 from bench.select_defaults import Corpus, geometric_mean
 from bench.stats import paired_bootstrap
 from textnb.config import load_config
-from textnb.evaluation.cross_validation import score_rows, stratified_folds
+from textnb.evaluation.cross_validation import fit_rows, score_rows, stratified_folds
 from textnb.evaluation.metrics import one_minus_auc_pct, sm_at_hm
-from textnb.features.vectorize import Vocabulary, binarize, feature_mask
+from textnb.features.vectorize import Vocabulary, binarize
 from textnb.mail.corpora import CORPORA, chronological_split, iter_corpus
 from textnb.models.evidence import header_columns, pair_columns
-from textnb.models.naive_bayes import make_model
 from textnb.spamfilter import SpamFilter
 
 # What makes a message itself: tokens in more than this share of its class are left out
@@ -94,18 +93,6 @@ def campaign_weights(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, content:
     return w
 
 
-def fit_weighted(X, y, rows, cfg, weights):
-    """evaluate.fit_rows with training weights."""
-    model = make_model(cfg.model.event_model, alpha=cfg.model.alpha,
-                       fit_prior=cfg.model.fit_prior, class_prior=cfg.model.class_prior)
-    Xf = binarize(X) if cfg.features.features == "binary" else X
-    model.fit(Xf[rows], y[rows], sample_weight=weights)
-    doc_freq = np.bincount(X[rows].indices, minlength=X.shape[1]).astype(np.float64)
-    model.set_feature_mask(feature_mask(doc_freq, max(cfg.features.min_df, 1),
-                                        cfg.features.max_features))
-    return model
-
-
 def content_columns(headers: np.ndarray | None, n: int) -> np.ndarray:
     return np.arange(n) if headers is None else np.flatnonzero(~headers)
 
@@ -127,8 +114,8 @@ def cells(name: str, cfg) -> dict:
         for variant, spec in VARIANTS.items():
             scored, scores = [], []
             for train, test in folds:
-                model = fit_weighted(X, y, train, cfg,
-                                     campaign_weights(X, y, train, content, spec))
+                model = fit_rows(X, y, train, cfg.model, cfg.features,
+                                 campaign_weights(X, y, train, content, spec))
                 scores.append(score_rows(model, Xf[test], cfg.model, pairs, headers))
                 scored.append(test)
             s, r = np.concatenate(scores), np.concatenate(scored)
@@ -155,7 +142,8 @@ def test_parts(name: str, cfg, resamples: int = 1000) -> dict:
     for split, (train, test) in splits.items():
         scores = {}
         for variant, spec in VARIANTS.items():
-            model = fit_weighted(X, y, train, cfg, campaign_weights(X, y, train, content, spec))
+            model = fit_rows(X, y, train, cfg.model, cfg.features,
+                             campaign_weights(X, y, train, content, spec))
             scores[variant] = score_rows(model, Xf[test], cfg.model, pairs, headers)
         out[split] = {variant: {metric: {"value": r["textnb"], "diff_ci95": r["diff_ci95"]}
                                 for metric, r in paired_bootstrap(
@@ -182,7 +170,8 @@ def conflict_test(cfg, split: str) -> dict:
             continue
         y = y.astype(np.int64)
         for variant, spec in VARIANTS.items():
-            model = fit_weighted(X, y, past, cfg, campaign_weights(X, y, past, content, spec))
+            model = fit_rows(X, y, past, cfg.model, cfg.features,
+                             campaign_weights(X, y, past, content, spec))
             s = score_rows(model, Xf[future], cfg.model, pairs, headers)
             out.setdefault(variant, {})[changed] = figures(y[future].astype(bool), s,
                                                            moved[future])

@@ -27,10 +27,9 @@ from bench.common import corpus_arguments, require_corpora, write_json
 from bench.tune_costs import tokenised
 from textnb.config import load_config
 from textnb.decision import calibration as cal
-from textnb.decision.costs import review_log_odds
 from textnb.evaluation.cross_validation import fit_rows, out_of_fold_log_odds, score_rows
-from textnb.evaluation.tune import (DEFAULT_COST_RATIOS, cross_fitted, cross_fitted_review, make_folds,
-                                    operating_point, review_point)
+from textnb.evaluation.tune import (DEFAULT_COST_RATIOS, cross_fitted, cross_fitted_review,
+                                    fold_maps, make_folds, operating_point, review_point)
 from textnb.features.vectorize import binarize
 from textnb.spamfilter import SpamFilter
 
@@ -64,7 +63,10 @@ def run(name: str, cfg, peer: bool) -> dict:
         y_peer, spam_peer, unsure_peer = bogofilter_verdicts(name)
         if not np.array_equal(y_peer, y_te):
             raise RuntimeError("bogofilter's test split differs from textnb's")
-    _, flagged = cross_fitted(y[tr], oof, folds, DEFAULT_COST_RATIOS)
+    maps = fold_maps(y[tr], oof, folds)
+    _, flagged = cross_fitted(y[tr], oof, folds, DEFAULT_COST_RATIOS, maps=maps)
+    held_out = {c: cross_fitted_review(y[tr], oof, maps, DEFAULT_COST_RATIOS, c)
+                for c in REVIEW_COSTS}
     rows = []
     for lam in DEFAULT_COST_RATIOS:
         t = cal.log_odds_threshold(calibration, lam)
@@ -75,13 +77,9 @@ def run(name: str, cfg, peer: bool) -> dict:
                                               + np.sum(~f & (y[tr] == 1))),
                "review": {}}
         for c in REVIEW_COSTS:
-            between = review_log_odds(lam, c, t,
-                                      lambda p: cal.log_odds_threshold(calibration, p / (1 - p)))
-            held_out = cross_fitted_review(y[tr], oof, folds, [lam], c)[lam]
-            cell = ({"fp": two_way["fp"], "fn": two_way["fn"], "unsure": 0, "unsure_spam": 0,
-                     "cost": two_way["cost"]} if between is None
-                    else review_point(y_te, test, between, lam, c))
-            cell["held_out_cost"] = held_out
+            between = cal.review_thresholds(calibration, lam, c) or (t, t)  # (t, t): two-way
+            cell = review_point(y_te, test, between, lam, c)
+            cell["held_out_cost"] = held_out[c][lam]
             if peer:
                 fp = int(np.sum(spam_peer & ~y_te))
                 fn = int(np.sum(~spam_peer & ~unsure_peer & y_te))

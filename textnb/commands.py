@@ -286,7 +286,7 @@ def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = 
                          chronological=chronological, do_search=search, progress=progress,
                          review_cost=config.decision.review_cost)
     if write:
-        chosen = replace(result.config, decision=config.decision)
+        chosen = result.config  # the settings tuned from ``config``, its decision kept
         if cost_ratios:
             chosen = replace(chosen, decision=replace(chosen.decision,
                                                       cost_ratio=float(cost_ratios[0])))

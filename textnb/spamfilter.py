@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .config import FilterConfig
-from .decision.costs import CostModel, Decision, expit, logit, review_log_odds
+from .decision.costs import CostModel, Decision, expit, review_log_odds
 from .errors import EmptyTrainingSetError, NotFittedError
 from .features.buffers import with_room
 from .features.lazy_scipy import lazy_module
@@ -451,13 +451,12 @@ class SpamFilter:
             # other ratio falls back to the Bayes rule ln(ratio).
             threshold = self.threshold if cost_ratio is None else None
         between = None
-        if d.review_cost > 0:
-            log_odds_at = logit
-            if self.calibration is not None:
-                from .decision.calibration import log_odds_threshold
+        if d.review_cost > 0 and self.calibration is not None:
+            from .decision.calibration import review_thresholds
 
-                log_odds_at = lambda p: log_odds_threshold(self.calibration, p / (1.0 - p))  # noqa: E731
-            between = review_log_odds(ratio, d.review_cost, threshold, log_odds_at)
+            between = review_thresholds(self.calibration, ratio, d.review_cost)
+        elif d.review_cost > 0:
+            between = review_log_odds(ratio, d.review_cost, threshold)
         return CostModel(cost_ratio=ratio, threshold=threshold, unsure_band=d.unsure_band,
                          unsure_between=between)
 

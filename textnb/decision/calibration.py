@@ -222,6 +222,17 @@ def log_odds_threshold(calibration: dict, cost_ratio: float) -> float:
     return float(x[i] + (x[i + 1] - x[i]) * (c - p[i]) / (p[i + 1] - p[i]))
 
 
+
+def review_thresholds(calibration: dict, cost_ratio: float, review_cost: float
+                      ) -> tuple[float, float] | None:
+    """The log-odds (low, high) between which a tuned model's verdict is 'unsure':
+    where its calibrated P(spam) crosses the ends of ``costs.review_region``, widened
+    to hold its spam threshold at λ. None when a look is never worth ``review_cost``."""
+    from .costs import review_log_odds
+
+    return review_log_odds(cost_ratio, review_cost, log_odds_threshold(calibration, cost_ratio),
+                           lambda p: log_odds_threshold(calibration, p / (1.0 - p)))
+
 def brier_score(y, p) -> float:
     """Mean squared difference between P(spam) and the 0/1 label (Brier 1950)."""
     p, y = _check(p, y)

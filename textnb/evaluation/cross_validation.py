@@ -43,12 +43,13 @@ def chronological_folds(n_docs: int, n_folds: int = 5) -> list[np.ndarray]:
 
 
 def fit_rows(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, model_cfg: ModelConfig,
-             feature_cfg: FeatureConfig):
-    """A model trained on ``rows`` of a term-count matrix, pruned as a filter would be."""
+             feature_cfg: FeatureConfig, sample_weight: np.ndarray | None = None):
+    """A model trained on ``rows`` of a term-count matrix, pruned as a filter would be
+    (``sample_weight``: one weight per row of ``rows``, the counts' weighted sums)."""
     Xf = binarize(X) if feature_cfg.features == "binary" else X
     model = make_model(model_cfg.event_model, alpha=model_cfg.alpha,
                        fit_prior=model_cfg.fit_prior, class_prior=model_cfg.class_prior)
-    model.fit(Xf[rows], y[rows])
+    model.fit(Xf[rows], y[rows], sample_weight=sample_weight)
     doc_freq = np.bincount(X[rows].indices, minlength=X.shape[1]).astype(np.float64)
     # Columns absent from these rows would not exist in a filter trained on them.
     mask = feature_mask(doc_freq, max(feature_cfg.min_df, 1), feature_cfg.max_features)

@@ -30,7 +30,6 @@ from scipy.special import expit
 
 from ..config import FilterConfig
 from ..decision import calibration as cal
-from ..decision.costs import review_log_odds
 from ..errors import EmptyTrainingSetError
 from ..features.vectorize import binarize
 from ..labels import LABEL_CODES
@@ -45,9 +44,12 @@ __all__ = [
     "SEARCH_GRID",
     "TuneResult",
     "cross_fitted",
+    "cross_fitted_review",
+    "fold_maps",
     "make_folds",
     "min_cost_threshold",
     "operating_point",
+    "review_point",
     "search",
     "tokenise",
     "tune",
@@ -203,22 +205,33 @@ def min_cost_threshold(y, scores, cost_ratio: float) -> tuple[float, float]:
     return float((down[i - 1] + down[i]) / 2), float(cost[i])
 
 
+def fold_maps(y, scores, folds: Sequence[np.ndarray], method: str = "isotonic"
+              ) -> list[tuple[np.ndarray, dict]]:
+    """(the fold's rows, a calibration map fitted on the other folds' scores) per fold."""
+    y = np.asarray(y)
+    scores = np.asarray(scores, dtype=np.float64)
+    out = []
+    for test in folds:
+        rest = np.setdiff1d(np.arange(len(y)), test, assume_unique=True)
+        out.append((test, cal.fit(scores[rest], y[rest], method)))
+    return out
+
+
 def cross_fitted(y, scores, folds: Sequence[np.ndarray], cost_ratios: Sequence[float],
-                 method: str = "isotonic") -> tuple[np.ndarray, dict[float, np.ndarray]]:
+                 method: str = "isotonic", maps: list | None = None
+                 ) -> tuple[np.ndarray, dict[float, np.ndarray]]:
     """Calibrate and decide each fold with a map fitted on the other folds' scores.
 
     What a tuned filter would do on mail it was not tuned on: the honest estimate of
     calibration quality and cost (the map fitted on all the scores is judged on the
     scores it was fitted to otherwise). Returns P(spam) per message and, per λ, the
-    decisions (True = spam).
+    decisions (True = spam). ``maps``: ``fold_maps`` of these folds, if already fitted.
     """
     y = np.asarray(y)
     scores = np.asarray(scores, dtype=np.float64)
     p = np.full(len(y), np.nan)
     flagged = {lam: np.zeros(len(y), dtype=bool) for lam in cost_ratios}
-    for test in folds:
-        rest = np.setdiff1d(np.arange(len(y)), test, assume_unique=True)
-        fold_map = cal.fit(scores[rest], y[rest], method)
+    for test, fold_map in maps if maps is not None else fold_maps(y, scores, folds, method):
         p[test] = cal.predict_proba(fold_map, scores[test])
         for lam in cost_ratios:
             flagged[lam][test] = scores[test] > cal.log_odds_threshold(fold_map, lam)
@@ -235,7 +248,7 @@ def review_point(y, scores, between: tuple[float, float] | None, cost_ratio: flo
     λ·FP + FN + review_cost·unsure.
     """
     if between is None:
-        raise ValueError("review_point needs a review region (decision.review_log_odds)")
+        raise ValueError("review_point needs a review region (calibration.review_thresholds)")
     y = np.asarray(y).astype(bool)
     scores = np.asarray(scores, dtype=np.float64)
     low, high = between
@@ -247,31 +260,22 @@ def review_point(y, scores, between: tuple[float, float] | None, cost_ratio: flo
             "cost": cost_ratio * fp + fn + review_cost * n_unsure}
 
 
-def cross_fitted_review(y, scores, folds: Sequence[np.ndarray], cost_ratios: Sequence[float],
-                        review_cost: float, method: str = "isotonic") -> dict[float, float]:
+def cross_fitted_review(y, scores, maps: list, cost_ratios: Sequence[float],
+                        review_cost: float) -> dict[float, float]:
     """Per λ, the three-way cost of each fold decided by a map fitted on the other folds
-    (as ``cross_fitted`` for the two-way rule): the honest cost for new mail."""
+    (``fold_maps``; as ``cross_fitted`` for the two-way rule): the honest cost for new
+    mail. A fold whose map leaves no review region is decided two-way."""
     y = np.asarray(y).astype(bool)
     scores = np.asarray(scores, dtype=np.float64)
     total = {lam: 0.0 for lam in cost_ratios}
-    for test in folds:
-        rest = np.setdiff1d(np.arange(len(y)), test, assume_unique=True)
-        fold_map = cal.fit(scores[rest], y[rest], method)
+    for test, fold_map in maps:
         for lam in cost_ratios:
-            between = _review_between(fold_map, lam, review_cost)
+            between = cal.review_thresholds(fold_map, lam, review_cost)
             if between is None:
-                flagged = scores[test] > cal.log_odds_threshold(fold_map, lam)
-                total[lam] += float(lam * np.sum(flagged & ~y[test])
-                                    + np.sum(~flagged & y[test]))
-            else:
-                total[lam] += review_point(y[test], scores[test], between, lam,
-                                           review_cost)["cost"]
+                t = cal.log_odds_threshold(fold_map, lam)
+                between = (t, t)  # no unsure: review_point is then the two-way rule
+            total[lam] += review_point(y[test], scores[test], between, lam, review_cost)["cost"]
     return total
-
-
-def _review_between(calibration: dict, cost_ratio: float, review_cost: float):
-    return review_log_odds(cost_ratio, review_cost, cal.log_odds_threshold(calibration, cost_ratio),
-                           lambda p: cal.log_odds_threshold(calibration, p / (1.0 - p)))
 
 
 def _held_out_costs(y, flagged: dict[float, np.ndarray]) -> dict[float, float]:
@@ -431,16 +435,17 @@ def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
     scores = out_of_fold_log_odds(X, y, config.model, config.features, folds, pair_columns,
                                   header_columns)
     calibration = cal.fit(scores, y, method)
-    p_cf, flagged = cross_fitted(y, scores, folds, cost_ratios, method)
+    maps = fold_maps(y, scores, folds, method)
+    p_cf, flagged = cross_fitted(y, scores, folds, cost_ratios, maps=maps)
     held_out = _held_out_costs(y, flagged)
-    held_out_review = (cross_fitted_review(y, scores, folds, cost_ratios, review_cost, method)
+    held_out_review = (cross_fitted_review(y, scores, maps, cost_ratios, review_cost)
                        if review_cost > 0 else {})
     rows = []
     for lam in cost_ratios:
         row = operating_point(y, scores, cal.log_odds_threshold(calibration, lam), lam)
         row["untuned_cost"] = operating_point(y, scores, math.log(lam), lam)["cost"]
         row["held_out_cost"] = held_out[lam]
-        between = _review_between(calibration, lam, review_cost) if review_cost > 0 else None
+        between = cal.review_thresholds(calibration, lam, review_cost) if review_cost > 0 else None
         if between is not None:
             row["review"] = {**review_point(y, scores, between, lam, review_cost),
                              "held_out_cost": held_out_review[lam]}
