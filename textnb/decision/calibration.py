@@ -42,10 +42,10 @@ assumes no shape, where Platt's one slope cannot fit both classes' tails when th
 differ (Enron's ECE); (3) summed over the two corpora its held-out cost is lower at
 λ = 9 and 999. The test splits, scored once after the choice, agree at λ = 9 (cost
 20 vs 22, 124 vs 129) and split at 999 (69 vs 103; 2,411 vs 2,309).
-(Those figures are from the 15-clue single-ranking default of the time; today's
-isotonic and Platt costs side by side: docs/accuracy.md, "Tuned costs".)
+(Those figures are of a 15-clue single ranking; today's isotonic and Platt costs
+side by side: docs/accuracy.md, "Tuned costs".)
 
-Re-measured with the each-side default (8 spam + 8 ham clues), same protocol:
+With the each-side default (8 spam + 8 ham clues), same protocol:
 
                             Brier    ECE     log loss   held-out cost λ = 1 / 9 / 999
     SpamAssassin  raw       0.00576  0.0055  0.039      34 / 120 / 5,041  (ln λ)
@@ -55,11 +55,11 @@ Re-measured with the each-side default (8 spam + 8 ham clues), same protocol:
                   isotonic  0.00681  0.0025  0.025      126 / 339 / 2,036
                   Platt     0.00661  0.0027  0.023      117 / 316 / 1,249
 
-Reason (3) no longer holds: summed, Platt's held-out cost is now lower at λ = 999
+Here reason (3) does not hold: summed, Platt's held-out cost is lower at λ = 999
 (2,657 against 3,358) and level at 9 (419 against 424); on the test splits isotonic
 is lower at 999 (91 vs 98, 1,259 vs 1,297) and level at 9 (26 vs 26, 63 vs 63).
-Isotonic stays for (1) and (2). XXX with the compressed each-side scores the choice
-is open again; it needs more than two corpora to settle.
+Isotonic stays for (1) and (2); with the each-side scores the choice is open, and it
+needs more than two corpora to settle.
 
 Its weakness is the tails: the block above the highest out-of-fold ham would get
 p = 1 exactly, "no ham was ever seen this high" read as "none will be". Hence

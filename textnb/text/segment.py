@@ -35,7 +35,7 @@ are NFKC-normalised, within words that hold them or a run, and only there:
 NFKC on all text would also rewrite Latin words (``…`` -> ``...``, ``ﬁ`` -> ``fi``,
 ``™`` -> ``TM``), which the public corpora's figures were measured without.
 Hangul is not a run: Korean is written with spaces between words, and its
-spaced words stay words (XXX particles glued to nouns, ``무료로``/``무료를``,
+spaced words stay words (particles glued to nouns, ``무료로``/``무료를``,
 split one noun's evidence; a Korean corpus would tell whether bigrams help).
 """
 
