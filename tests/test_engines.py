@@ -22,7 +22,7 @@ from textnb.config import FilterConfig, apply_overrides
 from textnb.engines import LocalEngine, make_engine
 from textnb.engines.workers import Workers
 from textnb.mail.sources import iter_labelled, plan_labelled, plan_unlabelled, read_planned
-from textnb.modelfile import retrain, store
+from textnb.modelfile import lifecycle, retrain, store
 
 from conftest import SAMPLE, SAMPLE_INDEX
 
@@ -34,7 +34,7 @@ HISTORY = ("ledger_born.npy", "ledger_last.npy")
 @pytest.fixture
 def small_batches(monkeypatch):
     monkeypatch.setattr(spamfilter, "BATCH_SIZE", 16)
-    monkeypatch.setattr(retrain, "BATCH_SIZE", 16)
+    monkeypatch.setattr(lifecycle, "BATCH_SIZE", 16)
     started = []
     pool = Workers._pool
     monkeypatch.setattr(Workers, "_pool", lambda self: started.append(self.jobs) or pool(self))

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from textnb import commands
 from textnb.cli import app
 from textnb.config import FilterConfig
-from textnb.errors import EmptyTrainingSetError, MailboxFormatError, ModelFormatError
+from textnb.errors import EmptyTrainingSetError, MailboxFormatError, ModelFormatError, TextnbError
 from textnb.mail.folders import maildir_folder, maildir_sources
 from textnb.mail.sources import RawMessage, iter_index
 from textnb.modelfile import retrain, store
@@ -185,7 +185,7 @@ def test_moves_are_made_in_every_regime():
 @pytest.mark.parametrize("regime,margin,message", [("sometimes", 1, "unknown regime"),
                                                    ("thick", -1, "must be >= 0")])
 def test_bad_regime_or_margin(regime, margin, message):
-    with pytest.raises(retrain.TextnbError, match=message):
+    with pytest.raises(TextnbError, match=message):
         learn_messages(SpamFilter(), [], regime=regime, margin=margin)
 
 

@@ -36,7 +36,7 @@ from textnb.features.vectorize import Vocabulary
 from textnb.mail.corpora import iter_corpus
 from textnb.mail.parse import parse_message
 from textnb.mail.sources import RawMessage, iter_index
-from textnb.modelfile import retrain, store
+from textnb.modelfile import lifecycle, store
 from textnb.spamfilter import SpamFilter
 from textnb.text.tokenize import EmailTokenizer, LexicalAttributes
 
@@ -220,7 +220,7 @@ def small_batches(monkeypatch):
     """Batches of 16 messages, so that the workers start (the first batch is the calling
     process's alone); returns how many times a pool was started."""
     monkeypatch.setattr(spamfilter, "BATCH_SIZE", 16)
-    monkeypatch.setattr(retrain, "BATCH_SIZE", 16)
+    monkeypatch.setattr(lifecycle, "BATCH_SIZE", 16)
     started = []
     start = parallel_tokenize.TokenWorkers._start
     monkeypatch.setattr(parallel_tokenize.TokenWorkers, "_start",

@@ -14,7 +14,7 @@ from textnb.config import FilterConfig
 from textnb.engines.counting import count_tokens
 from textnb.engines.workers import Workers
 from textnb.mail.sources import RawMessage, iter_index
-from textnb.modelfile import dump, retrain, store
+from textnb.modelfile import dump, lifecycle, store
 from textnb.modelfile.merge import merge_filters
 from textnb.modelfile.retrain import LedgerMismatchError, fit, forget_messages, learn_messages
 from textnb.models.ledger import (DIGEST_SIZE, VERSION_2, Ledger, matches, normalise, tokens_hash,
@@ -109,7 +109,7 @@ def test_bad_hash_versions_and_values_are_refused():
 def small_batches(monkeypatch):
     """Batches of 16: sixty messages make several, so two jobs start their workers."""
     monkeypatch.setattr(spamfilter, "BATCH_SIZE", 16)
-    monkeypatch.setattr(retrain, "BATCH_SIZE", 16)
+    monkeypatch.setattr(lifecycle, "BATCH_SIZE", 16)
     started, pool = [], Workers._pool
     monkeypatch.setattr(Workers, "_pool", lambda self: started.append(self.jobs) or pool(self))
     return started

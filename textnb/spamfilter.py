@@ -60,8 +60,9 @@ def learning_batches(messages: Iterable[RawMessage]) -> Iterator[list[RawMessage
     """``messages`` in batches of ``BATCH_SIZE``, the last ``2 * BATCH_SIZE`` or fewer cut
     into up to ``TAIL_BATCHES`` batches of about equal bytes (``_cut_by_bytes``).
 
-    Every path that learns through the ledger batches this way (``retrain``, the local
-    engine whatever its ``jobs``), so they plan the same batches."""
+    Every path that learns through the ledger batches this way
+    (``textnb.modelfile.lifecycle``, the local engine whatever its ``jobs``), so they
+    plan the same batches."""
     iterator = iter(messages)
     ahead = list(islice(iterator, 2 * BATCH_SIZE))
     while len(ahead) == 2 * BATCH_SIZE:
@@ -149,8 +150,8 @@ class SpamFilter:
         # (JSON-able; None: the model's own posterior, expit(log-odds)).
         self.calibration: dict | None = None
         self.n_learned = dict.fromkeys(LABELS, 0)
-        # Which messages the counts hold (textnb.modelfile.retrain
-        # keeps it; SpamFilter.fit does not).
+        # Which messages the counts hold (textnb.modelfile.lifecycle
+        # keeps it; SpamFilter.fit and learn do not).
         self.ledger = Ledger()
         return self
 

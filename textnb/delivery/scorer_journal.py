@@ -43,9 +43,8 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..mail.sources import RawMessage
 from ..modelfile import store
-from ..modelfile.retrain import forget_messages, learn_messages
+from ..modelfile.lifecycle import Lifecycle
 
 __all__ = ["Journal", "Record", "apply", "journal_path", "snapshot_bytes"]
 
@@ -156,21 +155,12 @@ class Journal:
 
 
 def apply(spam_filter, record: Record) -> str:
-    """Apply one update to a filter in memory, through its ledger.
+    """Apply one update to a filter in memory, through its ledger (``Lifecycle.update``).
 
     RETURNS (str): for LEARN 'new', 'moved' or 'known'; for FORGET the label the message
         was learned as, or 'not-found'.
     """
-    message = RawMessage("-", record.raw, record.label)
-    if record.kind == "LEARN":
-        report = learn_messages(spam_filter, [message])
-        return ("new" if any(report.learned.values())
-                else "moved" if any(report.moved.values()) else "known")
-    if record.kind == "FORGET":
-        result = forget_messages(spam_filter, [message])
-        gone = [label for label, n in result["forgotten"].items() if n]
-        return gone[0] if gone else "not-found"
-    raise ValueError(f"unknown journal record kind {record.kind!r}")
+    return Lifecycle(spam_filter).update(record.kind, record.raw, record.label)
 
 
 def snapshot_bytes(spam_filter):

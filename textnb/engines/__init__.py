@@ -5,7 +5,7 @@ Every engine offers the same calls, so a third one is one module:
 - ``plan_labelled(spam, ham, index, tsv)`` / ``plan_unlabelled(sources, index, tsv)``:
   the input as a list of ``sources.SourceFile`` (directories listed, index files
   read, no message read);
-- ``learn(spam_filter, files, regime, margin, progress) -> retrain.LearnReport``: count
+- ``learn(spam_filter, files, regime, margin, progress) -> lifecycle.LearnReport``: count
   the files' messages into the filter's sufficient statistics and ledger (workers
   parse, tokenise and count; only counts come back, see ``counting``);
 - ``score(spam_filter, files) -> Iterator[ScoredBatch]``: log-odds in message order;

@@ -21,7 +21,7 @@ import numpy as np
 from .._c.speedups import count_messages
 from ..features.token_store import TokenStore
 from ..features.vectorize import Vocabulary
-from ..modelfile.retrain import LedgerMismatchError
+from ..modelfile.lifecycle import LedgerMismatchError
 from ..models.ledger import counted_runs_hashes, matches
 from ..spamfilter import SpamFilter
 
@@ -177,10 +177,7 @@ def count_work(tokenizing: SpamFilter, work: Work) -> Counted:
             continue
         expected = work.old_hash[i]
         if expected is not None and not matches(expected, token_lists[i], hashes[i]):
-            raise LedgerMismatchError(
-                f"message {work.sources[i]!r} tokenises differently now than when it was "
-                "learned (a textnb upgrade changed the tokenizer?), so its counts cannot be "
-                "removed exactly; train the model again from your mail with 'textnb train'")
+            raise LedgerMismatchError.of(work.sources[i])
         removes.append(token_lists[i])
         old_codes.append(old)
     minus = count_tokens(removes, old_codes, presence, hashes=False)[0]

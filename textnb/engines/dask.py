@@ -307,8 +307,8 @@ def _hashes(partial: tuple[Counts, Counts, list[int]]) -> list[int]:
 
 
 def plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
-    """Decide what to learn, as ``textnb.modelfile.retrain``'s
-    regime 'all' does one message at a time.
+    """Decide what to learn, as ``textnb.modelfile.lifecycle.Lifecycle.sort`` decides
+    for regime 'all', over the whole run at once.
 
     A message (digest) is learned once, at its first place in the run, under the last
     label the run gives it: added when the ledger lacks it, moved when the ledger holds
@@ -317,7 +317,7 @@ def plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
     place in the run). RETURNS (plans, report, learned): a _Plan per partition, the
     LearnReport, and the learned messages' (digests, labels, is_new) in run order.
     """
-    from ..modelfile.retrain import LearnReport
+    from ..modelfile.lifecycle import LearnReport
 
     sizes = [len(labels) for _, labels in digested]
     digests = (np.concatenate([d for d, _ in digested]) if digested

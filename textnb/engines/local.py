@@ -4,9 +4,9 @@ The calling process reads the input (``textnb.mail.sources``: plan, then read), 
 into batches (``spamfilter.learning_batches``: ``BATCH_SIZE`` messages, the last ones
 smaller) and, per batch, normalises each message and takes its ledger digest (in C,
 ``speedups.normalise_message``: a small part of the work, since the calling process
-shares two cores with the workers), decides from
-the ledger what to learn, as ``textnb.modelfile.retrain`` does batch by batch, and hands the
-messages to learn to a worker. The worker parses, tokenises and counts them
+shares two cores with the workers), decides from the ledger what to learn
+(``textnb.modelfile.lifecycle.Lifecycle.sort``, as ``Lifecycle.learn`` decides batch by
+batch), and hands the messages to learn to a worker. The worker parses, tokenises and counts them
 (``counting.count_work``) and sends back counts and tokens hashes, never token lists.
 The calling process adds the counts in batch order and completes the ledger.
 
@@ -19,7 +19,6 @@ one process, byte for byte (tests/test_speed_invariance.py).
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -28,10 +27,9 @@ from itertools import islice
 import numpy as np
 
 from .. import spamfilter
-from ..errors import EmptyTrainingSetError
 from ..labels import LABEL_CODES
 from ..mail.sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
-from ..models.ledger import Ledger, normalise
+from ..modelfile.lifecycle import DEFAULT_MARGIN, LearnReport, Lifecycle
 from ..spamfilter import SpamFilter
 from .counting import Counted, Work, count_into, count_work
 from .workers import Workers, available_cores, collecting_less
@@ -95,58 +93,36 @@ class _Planned:
 
 
 class _Planner:
-    """``retrain._learn_batches``' decisions, made from digests alone (no tokens).
+    """A batch's work for a worker, decided by ``Lifecycle.sort`` from digests alone (no
+    tokens), as ``Lifecycle.learn`` decides it batch by batch.
 
-    A message new to the ledger is added once, at its first place in the batch, under
-    the last label the batch gives it; one in the ledger under the other label is
-    moved; under the same label it is known. The ledger is updated at once (labels),
-    so the next batch is planned against it; an added message's tokens hash is
-    filled in when its worker answers.
+    The ledger is updated at once (labels), so the next batch is planned against it;
+    an added message's tokens hash is filled in when its worker answers.
     """
 
-    def __init__(self, ledger: Ledger, report):
-        self.ledger, self.report = ledger, report
+    def __init__(self, lifecycle: Lifecycle, report: LearnReport):
+        self.lifecycle, self.ledger, self.report = lifecycle, lifecycle.spam_filter.ledger, report
         self.pending: set[bytes] = set()  # added, tokens hash not known yet
 
     def plan(self, batch: Sequence[RawMessage]) -> _Planned:
         ledger, report = self.ledger, self.report
-        before: dict[bytes, str | None] = {}
-        after: dict[bytes, tuple[str, bytes, str]] = {}  # digest -> (label, norm, source)
-        for message in batch:
-            if message.label not in LABEL_CODES:
-                raise EmptyTrainingSetError(
-                    f"message {message.source!r} has no label ({message.label!r}); give it "
-                    "as --spam or --ham, or through an index file")
-            norm = normalise(message.raw)
-            d = hashlib.sha256(norm).digest()
-            report.read += 1
-            if d not in before:
-                before[d] = ledger.label(d)
-            current = after[d][0] if d in after else before[d]
-            if current == message.label:
-                report.known += 1
-                continue
-            after[d] = (message.label, norm, message.source)  # keeps its first place
-        adds = [d for d in after if before[d] is None]
-        moves = [d for d in after if before[d] not in (None, after[d][0])]
+        adds, moves = self.lifecycle.sort(batch, report)
         work = Work([], [], [], [], [])
-        for d in adds + moves:
-            label, norm, source = after[d]
-            old = before[d]
-            work.norms.append(norm)
-            work.labels.append(LABEL_CODES[label])
-            work.sources.append(source)
+        for seen, old in [(s, None) for s in adds] + moves:
+            work.norms.append(seen.norm)
+            work.labels.append(LABEL_CODES[seen.label])
+            work.sources.append(seen.source)
             work.old.append(-1 if old is None else LABEL_CODES[old])
-            work.old_hash.append(None if old is None or d in self.pending
-                                 else ledger.tokens_hash(d))
-        for d in adds:
-            ledger.record(d, after[d][0], 0)  # its tokens hash when the worker answers
-            self.pending.add(d)
-            report.learned[after[d][0]] += 1
-        for d in moves:
-            ledger.record(d, after[d][0], ledger.tokens_hash(d))
-            report.moved[after[d][0]] += 1
-        return _Planned(work, len(batch), adds)
+            work.old_hash.append(None if old is None or seen.digest in self.pending
+                                 else ledger.tokens_hash(seen.digest))
+        for seen in adds:
+            ledger.record(seen.digest, seen.label, 0)  # its tokens hash when the worker answers
+            self.pending.add(seen.digest)
+            report.learned[seen.label] += 1
+        for seen, _ in moves:
+            ledger.record(seen.digest, seen.label, ledger.tokens_hash(seen.digest))
+            report.moved[seen.label] += 1
+        return _Planned(work, len(batch), [seen.digest for seen in adds])
 
     def finish(self, planned: _Planned, hashes: list[int]) -> None:
         ledger = self.ledger
@@ -185,17 +161,16 @@ class LocalEngine:
               margin: float | None = None, progress: Callable[[int], None] | None = None):
         """Add the planned labelled files to ``spam_filter``'s counts and ledger.
 
-        RETURNS (retrain.LearnReport). Regimes other than 'all' score each message with
+        RETURNS (lifecycle.LearnReport). Regimes other than 'all' score each message with
         the model all earlier ones made, so they run in this process, one at a time.
         """
-        from ..modelfile.retrain import DEFAULT_MARGIN, LearnReport, learn_messages
-
         messages = read_planned(files)
         margin = DEFAULT_MARGIN if margin is None else margin
+        lifecycle = Lifecycle(spam_filter)
         if regime != "all":
-            return learn_messages(spam_filter, messages, regime, margin, progress)
+            return lifecycle.learn(messages, regime, margin, progress)
         report = LearnReport(regime=regime, margin=margin)
-        planner = _Planner(spam_filter.ledger, report)
+        planner = _Planner(lifecycle, report)
         planned: deque[_Planned] = deque()
 
         def works() -> Iterator[Work]:

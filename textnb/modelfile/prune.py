@@ -13,8 +13,8 @@ It is lossy on purpose, and what it loses is recorded: the ledger keeps, per col
 the serial from which the column counts (``textnb.models.ledger.Ledger``), so ``forget`` and
 relabelling afterwards remove or move exactly the counts the model still holds for a
 message, and report the messages some of whose tokens were dropped
-(``textnb.modelfile.retrain.held_tokens``). A dropped token that comes back in new mail starts
-a new column that counts from then on.
+(``textnb.modelfile.lifecycle.Lifecycle.held_tokens``). A dropped token that comes back
+in new mail starts a new column that counts from then on.
 
 Off by default: its accuracy cost is measured in docs/model-file.md#a-bound-on-size
 (``PRUNE_MAX_DF`` and ``PRUNE_KEEP_LAST`` are the bound measured there, what
