@@ -15,11 +15,10 @@ from textnb.modelfile import store
 from conftest import PROJECT, SAMPLE, SAMPLE_INDEX
 
 CLI = PROJECT / "textnb" / "cli"
-# The commands that run a daemon or a delivery step and are not (yet) one function of
-# textnb.commands: filter must import no NumPy on its --server path (start-up time:
-# docs/design/startup.md), and commands.py imports NumPy; serve, milter and web
-# assemble their daemons in the CLI.
-NOT_THROUGH_COMMANDS = {"filter.py", "serve.py", "milter.py", "web.py"}
+# The one command not through textnb.commands: filter, the delivery step, must import no
+# NumPy on its --server path (start-up time: docs/design/startup.md), and textnb.commands
+# imports NumPy; its Python API is SpamFilter.classify and textnb.delivery.client.
+NOT_THROUGH_COMMANDS = {"filter.py"}
 
 
 def _scores(path: Path) -> np.ndarray:

@@ -169,8 +169,8 @@ LAYERS = [
     "textnb.evaluation",
     "textnb.delivery",
     "textnb.pmml",
-    "textnb.commands",
-    "textnb.review",
+    "textnb.review",      # the review page, on the delivery path's recorder and scorer
+    "textnb.commands",    # every command as a function, the daemons included
     "textnb.cli",
     "textnb.__main__",
 ]

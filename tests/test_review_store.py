@@ -421,7 +421,7 @@ def _row_fields(i: int) -> dict:
 
 
 def test_the_record_options_set_the_caps(tmp_path):
-    from textnb.cli._record import start_recording
+    from textnb.commands.daemons import start_recording
 
     per_user = start_recording(tmp_path / "a.db", 30.0, 8, one_model=False, user_mb=2)
     shared = start_recording(tmp_path / "b.db", 30.0, 8, one_model=False)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from ._metrics import MetricsOpt, start_metrics, stop_metrics
-from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, RecordUserMbOpt, start_recording
+from ._metrics import MetricsOpt
+from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, RecordUserMbOpt
 from ._util import CostOpt, ModelOpt, app, check_cost_ratio, model_path, operator_errors
 
 
@@ -51,54 +50,16 @@ def milter_cli(
     if recipient_user not in ("local", "address"):
         raise typer.BadParameter(f"'{recipient_user}' is not local or address",
                                  param_hint="--recipient-user")
+    if not record_days > 0:
+        raise typer.BadParameter(f"{record_days} must be > 0 days", param_hint="--record-days")
+    from ..commands import milter
+
     logging.basicConfig(level=logging.INFO, format="textnb milter: %(message)s")
     with operator_errors():
-        from ..delivery.milter_options import MilterPolicy, parse_socket
-
-        # Options first, then pymilter: a bad address is named as such on a machine
-        # without pymilter too, and fails before the model loads.
-        policy = MilterPolicy(spamassassin, reject_above, quarantine_above, on_error,
-                              max_bytes, timeout, cost_ratio).check()
-        parse_socket(socket_spec, allow_remote)
-        try:
-            from ..delivery.milter import run_milter
-        except ImportError as exc:  # pymilter, or the libmilter it links, is missing
-            raise _missing_library(exc) from None
-        from ..delivery.server import ResidentModel
-        from ..delivery.users import ModelSet
-        from ..models.health import training_health
-
-        if models is not None:
-            resident = ModelSet(models, model)
-            path = f"{models}/<user>/model.tnb by recipient, shared {resident.shared.path}"
-        else:
-            path = model_path(model)
-            resident = ResidentModel(path)
-        for line in training_health(resident.spam_filter.n_learned).problems:
-            typer.echo(f"textnb milter: warning: {line}", err=True)
-        telemetry, metrics_port = start_metrics(metrics, resident)
-        recorder = start_recording(record, record_days, record_max_mb, models is None,
-                                   "milter", user_mb=record_user_mb)
-        if telemetry is not None:
-            telemetry.recorder = recorder
-
-        def banner():
-            typer.echo(f"textnb milter: model {path} on {socket_spec} (pid {os.getpid()}); "
-                       "SIGTERM stops", err=True)
-
-        try:
-            run_milter(resident, socket_spec, policy, allow_remote=allow_remote,
-                       reload_interval=reload_interval, started=banner,
-                       recipient_user=recipient_user if models is not None else None,
-                       telemetry=telemetry, recorder=recorder)
-        finally:
-            stop_metrics(metrics_port)
-            if recorder is not None:
-                recorder.close()
-
-
-def _missing_library(exc: ImportError):
-    from ..errors import TextnbError
-
-    return TextnbError(f"the milter needs pymilter ({exc}); install it with "
-                       "'apt-get install libmilter-dev' then pip install 'textnb[milter]'")
+        milter(socket_spec, model if models is not None else model_path(model), models=models,
+               cost_ratio=cost_ratio, spamassassin=spamassassin, reject_above=reject_above,
+               quarantine_above=quarantine_above, on_error=on_error, max_bytes=max_bytes,
+               timeout=timeout, reload_interval=reload_interval, allow_remote=allow_remote,
+               recipient_user=recipient_user, metrics=metrics, record=record,
+               record_days=record_days, record_max_mb=record_max_mb,
+               record_user_mb=record_user_mb, say=lambda line: typer.echo(line, err=True))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from pathlib import Path
@@ -11,8 +10,8 @@ from typing import Optional
 
 import typer
 
-from ._metrics import MetricsOpt, start_metrics, stop_metrics
-from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, RecordUserMbOpt, start_recording
+from ._metrics import MetricsOpt
+from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, RecordUserMbOpt
 from ._util import ModelOpt, app, model_path, operator_errors
 
 
@@ -42,10 +41,8 @@ def serve_cli(
 ):
     # fmt: on
     """Keep the model loaded and answer 'textnb filter --server' / 'textnb-client' until SIGTERM."""
-    from ..delivery.client import default_socket, parse_address, show_address
-    from ..delivery.server import ResidentModel, ScorerServer, check_who_may_teach
-    from ..delivery.users import ModelSet
-    from ..models.health import training_health
+    from ..commands import serve
+    from ..delivery.client import default_socket, parse_address
 
     if socket_path is not None and tcp is not None:
         raise typer.BadParameter("give --socket or --tcp, not both", param_hint="--tcp")
@@ -67,42 +64,18 @@ def serve_cli(
     if user_from_peer and models is None:
         raise typer.BadParameter("--user-from-peer goes with --models DIR (a model per user)",
                                  param_hint="--user-from-peer")
+    if not record_days > 0:
+        raise typer.BadParameter(f"{record_days} must be > 0 days", param_hint="--record-days")
     logging.basicConfig(level=logging.INFO, format="textnb serve: %(message)s")
     stop = threading.Event()
-    with operator_errors():
-        # before any model loads: the refusal names the safe recipe at once
-        check_who_may_teach(models is not None, address, mode, user_from_peer,
-                            allow_any_user_to_teach)
-        if models is not None:
-            resident = ModelSet(models, model, flush_seconds=flush_seconds,
-                                max_resident=max_resident_users, max_users=max_users)
-            path = f"{models}/<user>/model.tnb, shared {resident.shared.path}"
-        else:
-            path = model_path(model)
-            resident = ResidentModel(path, flush_seconds=flush_seconds)
-        telemetry, metrics_port = start_metrics(metrics, resident)  # a port in use fails here
-        recorder = start_recording(record, record_days, record_max_mb, models is None,
-                                   user_mb=record_user_mb)
-        if telemetry is not None:
-            telemetry.recorder = recorder
-        server = ScorerServer(resident, address, max_bytes=max_bytes,
-                              max_clients=max_clients, timeout=timeout,
-                              reload_interval=reload_interval, allow_remote=allow_remote,
-                              socket_mode=mode, user_from_peer=user_from_peer,
-                              allow_any_user_to_teach=allow_any_user_to_teach,
-                              telemetry=telemetry, recorder=recorder).bind()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    for line in training_health(resident.spam_filter.n_learned).problems:
-        typer.echo(f"textnb serve: warning: {line}"
-                   + ("; users without a model of their own get these verdicts"
-                      if models is not None else ""), err=True)
-    typer.echo(f"textnb serve: model {path} on {show_address(server.bound_address)} "
-               f"(pid {os.getpid()}); SIGTERM stops", err=True)
-    try:
-        server.serve_forever(stop)
-    finally:
-        stop_metrics(metrics_port)
-        if recorder is not None:
-            recorder.close()
-
+    with operator_errors():
+        serve(model if models is not None else model_path(model), address, models=models,
+              max_bytes=max_bytes, max_clients=max_clients, timeout=timeout,
+              reload_interval=reload_interval, allow_remote=allow_remote, socket_mode=mode,
+              user_from_peer=user_from_peer, allow_any_user_to_teach=allow_any_user_to_teach,
+              flush_seconds=flush_seconds, max_resident_users=max_resident_users,
+              max_users=max_users, metrics=metrics, record=record, record_days=record_days,
+              record_max_mb=record_max_mb, record_user_mb=record_user_mb, stop=stop,
+              say=lambda line: typer.echo(line, err=True))

@@ -37,9 +37,10 @@ def web_cli(
     from ..delivery.client import default_socket, parse_address
 
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (named here, before anything runs, when it is missing)
 
-        from ..review.web import make_app
+        from ..commands import web
+        from ..review.web import make_app  # noqa: F401
     except ImportError as exc:
         raise typer.BadParameter(f"{WEB_EXTRA} ({exc})", param_hint="textnb web") from None
     try:
@@ -59,11 +60,9 @@ def web_cli(
         if not isinstance(imap_address, tuple):
             raise typer.BadParameter(f"{imap!r} is not [HOST:]PORT", param_hint="--imap")
     with operator_errors():
-        application = make_app(record, users or _default_users(), address,
-                               secure_cookies=secure_cookies, imap=imap_address)
-    typer.echo(f"textnb web: http://{host}:{port}/ (verdicts {record}, teaching through "
-               f"{address})", err=True)
-    uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)
+        web(record, users or _default_users(), address, host, port,
+            secure_cookies=secure_cookies, imap=imap_address,
+            say=lambda line: typer.echo(line, err=True))
 
 
 # fmt: off

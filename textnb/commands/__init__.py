@@ -3,7 +3,8 @@
 ``textnb.cli`` wraps each in a typer command, one call each; other code and tests call
 these directly. Where the work runs is an argument: ``engine`` (``textnb.engines``:
 the local process pool, or a Dask cluster); None means the local engine with
-``jobs`` processes (default 1 here; the CLI's default is every core).
+``jobs`` processes (default 1 here; the CLI's default is every core). The daemons
+(``serve``, ``milter``, ``web``) are in ``textnb.commands.daemons``.
 """
 
 from __future__ import annotations
@@ -16,19 +17,20 @@ from typing import Any
 
 import numpy as np
 
-from .config import FilterConfig
-from .errors import EmptyTrainingSetError, EngineError, SourceError
-from .labels import require_both_classes
-from .mail.sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
-from .modelfile import store
-from .spamfilter import ScoredMessage, SpamFilter
+from ..config import FilterConfig
+from ..errors import EmptyTrainingSetError, EngineError, SourceError
+from ..labels import require_both_classes
+from ..mail.sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
+from ..modelfile import store
+from ..spamfilter import ScoredMessage, SpamFilter
+from .daemons import milter, serve, web  # noqa: F401  (the long-running commands)
 
 
 def engine_for(engine=None, jobs: int | None = 1):
     """``engine`` itself, or the local engine with ``jobs`` processes (None: every core)."""
     if engine is not None:
         return engine
-    from .engines import LocalEngine
+    from ..engines import LocalEngine
 
     return LocalEngine(jobs)
 
@@ -72,7 +74,7 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
     The engine's workers parse, tokenise and count; the model does not depend on
     the engine or on how many processes it runs.
     """
-    from .modelfile.lock import model_lock
+    from ..modelfile.lock import model_lock
 
     _check_sources(spam, ham, index, tsv)
     engine = engine_for(engine, jobs)
@@ -104,11 +106,11 @@ def retrain(model_path: Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
         its folders (default: the first spam folder found, and INBOX;
         ``textnb.mail.folders.maildir_sources``).
     """
-    from .modelfile.retrain import DEFAULT_MARGIN
-    from .modelfile.retrain import retrain as retrain_model
+    from ..modelfile.retrain import DEFAULT_MARGIN
+    from ..modelfile.retrain import retrain as retrain_model
 
     if maildir is not None:
-        from .mail.folders import maildir_sources
+        from ..mail.folders import maildir_sources
 
         spam_dirs, ham_dirs = maildir_sources(maildir, list(spam_folders), list(ham_folders))
         spam = [*spam, *map(str, spam_dirs)]
@@ -128,7 +130,7 @@ def scores(model_path: Path, files, engine) -> tuple[SpamFilter, Iterator]:
     # processes tokenise, so spaCy is imported meanwhile (``store.load_while``), and they
     # score in batches, so the vocabulary is indexed there too.
     if engine.name == "local":
-        from .text.tokenize import import_spacy_modules
+        from ..text.tokenize import import_spacy_modules
 
         spam_filter = store.load_while(model_path, import_spacy_modules, index=True)
     else:
@@ -174,7 +176,7 @@ def classify_to_folder(model_path: Path, output: Path, sources: Sequence[str] = 
                        engine=None) -> dict[str, Any]:
     """Verdicts written by the workers to part files in ``output`` (Dask engine only:
     ``textnb.engines.dask.classify_to_files``)."""
-    from .engines.dask import classify_to_files
+    from ..engines.dask import classify_to_files
 
     if engine is None or engine.name != "dask":
         raise EngineError("--output goes with --engine dask (the workers write the files)")
@@ -220,7 +222,7 @@ def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = 
 def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarray,
                        cost_ratio: float | None = None) -> dict[str, Any]:
     """The field's metrics from labels (True for spam) and log-odds (shared by the engines)."""
-    from .evaluation.metrics import summary as metric_summary
+    from ..evaluation.metrics import summary as metric_summary
 
     missing = [name for name, n in (("spam", int(y.sum())), ("ham", int((~y).sum()))) if not n]
     if missing:
@@ -235,8 +237,8 @@ def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarra
     # TCR and weighted accuracy at λ are those of the model's own rule *for that λ*
     # (ln λ, or where its calibration crosses λ/(1+λ)), as Androutsopoulos et al.
     # measure them; not those of the one threshold above.
-    from .decision.calibration import brier_score, expected_calibration_error
-    from .evaluation.tune import DEFAULT_COST_RATIOS, operating_point
+    from ..decision.calibration import brier_score, expected_calibration_error
+    from ..evaluation.tune import DEFAULT_COST_RATIOS, operating_point
 
     rows = [operating_point(y, scores, spam_filter.cost_model(lam).log_threshold, lam)
             for lam in DEFAULT_COST_RATIOS]
@@ -269,10 +271,10 @@ def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = 
     """
     from dataclasses import replace
 
-    from .evaluation.tune import DEFAULT_COST_RATIOS
-    from .evaluation.tune import tune as tune_filter
-    from .modelfile.lock import model_lock
-    from .modelfile.retrain import fit
+    from ..evaluation.tune import DEFAULT_COST_RATIOS
+    from ..evaluation.tune import tune as tune_filter
+    from ..modelfile.lock import model_lock
+    from ..modelfile.retrain import fit
 
     if write and "-" in [*spam, *ham]:
         raise SourceError("tune --write reads the mail twice (to tune, then to train), so "
@@ -304,7 +306,7 @@ def forget(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] =
            lock_timeout: float | None = None) -> dict[str, Any]:
     """Remove messages' counts from the model exactly, as if never learned (locked,
     atomic, through the ledger: ``textnb.modelfile.retrain.forget``). Returns a summary."""
-    from .modelfile.retrain import forget as forget_messages
+    from ..modelfile.retrain import forget as forget_messages
 
     return forget_messages(model_path, sources, index, tsv, progress=progress,
                            lock_timeout=lock_timeout)
@@ -315,8 +317,8 @@ def compact(model_path: Path, prune: bool = False, max_df: int | None = None,
     """Fold the model's journal into its file; with ``prune``, also drop rare tokens
     (``max_df`` and ``keep_last`` default to the bound measured in
     docs/model-file.md#a-bound-on-size). Returns a summary."""
-    from .modelfile.prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF
-    from .modelfile.prune import compact as compact_model
+    from ..modelfile.prune import PRUNE_KEEP_LAST, PRUNE_MAX_DF
+    from ..modelfile.prune import compact as compact_model
 
     return compact_model(model_path, prune, PRUNE_MAX_DF if max_df is None else max_df,
                          PRUNE_KEEP_LAST if keep_last is None else keep_last,
@@ -342,10 +344,10 @@ def export(model_path: Path, out: Path, fmt: str = "pmml", max_features: int = 0
         if max_features:
             raise ValueError("max_features prunes PMML documents only; a text dump holds "
                              "the whole model")
-        from .modelfile.dump import export_file as export_text
+        from ..modelfile.dump import export_file as export_text
 
         return export_text(model_path, out)
-    from .pmml import export_file as export_pmml
+    from ..pmml import export_file as export_pmml
 
     return export_pmml(model_path, out, max_features)
 
@@ -355,9 +357,9 @@ def import_model(source: Path, model_path: Path, fmt: str = "pmml") -> dict[str,
     exported; it scores as the exported model did. Returns the model's summary."""
     _check_format(fmt)
     if fmt == "text":
-        from .modelfile.dump import import_file
+        from ..modelfile.dump import import_file
     else:
-        from .pmml import import_file
+        from ..pmml import import_file
     return import_file(source, model_path)
 
 
@@ -368,7 +370,7 @@ def merge(inputs: Sequence[str | Path], model_path: Path, mail: Sequence[str] = 
     of their mail: a message learned by several (found in ``mail``/``index``) counts
     once; ``on_conflict`` settles one learned under both labels
     (``textnb.modelfile.merge.CONFLICT_POLICIES``). Returns a summary."""
-    from .modelfile.merge import merge_files
+    from ..modelfile.merge import merge_files
 
     if len(inputs) < 2:
         raise ValueError(f"give two or more models to merge, got {len(inputs)}")
@@ -379,6 +381,6 @@ def pmml_score(pmml_path: Path, csv_path: Path) -> dict[str, Any]:
     """Score a CSV file's records with any PMML NaiveBayesModel, by the specification's
     procedure: ``classes``, ``predicted`` and ``probabilities`` per record, and the
     ``ignored_columns`` the model does not read."""
-    from .pmml.score import score_csv
+    from ..pmml.score import score_csv
 
     return score_csv(pmml_path, csv_path)

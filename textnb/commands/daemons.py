@@ -1,0 +1,229 @@
+"""The long-running commands, ``serve``, ``milter`` and ``web``, as functions.
+
+Like the other commands they take paths and options and print nothing. What an operator
+should read while one starts (where it listens, where it records, warnings about the
+training) is passed to ``say`` one line at a time; ``textnb serve`` and ``textnb
+milter`` pass a function that writes to stderr. Each returns when it is told to stop:
+``serve`` when ``stop`` is set (the CLI sets it on SIGTERM), ``milter`` on SIGTERM or
+SIGINT (libmilter's loop owns the signals), ``web`` when uvicorn stops (SIGTERM, SIGINT). Options a typer wrapper checks (a port's
+syntax, an octal mode) arrive parsed; the rest is checked here, before a model loads.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import TextnbError
+
+__all__ = ["milter", "serve", "start_recording", "web"]
+
+Say = Callable[[str], None]
+
+
+def _silent(line: str) -> None:
+    pass
+
+
+def _warn_about_training(who: str, resident, say: Say, shared_note: str = "") -> None:
+    from ..models.health import training_health
+
+    for line in training_health(resident.spam_filter.n_learned).problems:
+        say(f"textnb {who}: warning: {line}{shared_note}")
+
+
+def _start_metrics(spec: str | None, resident, say: Say):
+    """The Telemetry and its HTTP port for ``--metrics spec``; (None, None) when off.
+    MetricsError (an operator error) when the port cannot open."""
+    if spec is None:
+        return None, None
+    from ..delivery.telemetry import Telemetry, parse_metrics_address, serve_metrics
+
+    telemetry = Telemetry(lambda: resident)
+    port = serve_metrics(telemetry, *parse_metrics_address(spec))
+    host, number = port.server_address[:2]
+    shown = f"[{host}]" if ":" in host else host
+    # A loopback port has no owner: every local uid can scrape it (docs/security.md).
+    say(f"textnb: metrics on http://{shown}:{number}/metrics (readable by every "
+        "local user: counts of verdicts and learns, no message content)")
+    return telemetry, port
+
+
+def _stop_metrics(port) -> None:
+    if port is not None:
+        port.shutdown()
+        port.server_close()
+
+
+def start_recording(path: Path | None, days: float, max_mb: int, one_model: bool,
+                    who: str = "serve", user_mb: int | None = None, say: Say = _silent):
+    """The VerdictRecorder for ``--record PATH``, started; None when off. With one
+    model, verdicts are recorded as this OS user's (the page's login of that name), who
+    may fill the whole cap; with a model per user, one user's kept messages take at most
+    a quarter of it (textnb.review.store.USER_SHARE), or ``user_mb`` MB when given."""
+    if path is None:
+        return None
+    from ..review.recorder import VerdictRecorder
+
+    if not days > 0:
+        raise TextnbError(f"--record-days {days} must be > 0 days")
+    recorder = VerdictRecorder(path, days, max_mb * 2**20,
+                               default_user=getpass.getuser() if one_model else "",
+                               max_user_bytes=(user_mb * 2**20 if user_mb is not None
+                                               else max_mb * 2**20 if one_model else None)).start()
+    say(f"textnb {who}: recording verdicts in {path} ({days:g} days, at most {max_mb} MB)"
+        + (f"; {recorder.problem}" if recorder.problem else ""))
+    return recorder
+
+
+def serve(model: Path | None, address, *, models: Path | None = None,
+          max_bytes: int = 10_000_001, max_clients: int = 8, timeout: float = 10.0,
+          reload_interval: float = 1.0, allow_remote: bool = False, socket_mode: int = 0o600,
+          user_from_peer: bool = False, allow_any_user_to_teach: bool = False,
+          flush_seconds: float = 1.0, max_resident_users: int = 16, max_users: int = 1000,
+          metrics: str | None = None, record: Path | None = None, record_days: float = 30.0,
+          record_max_mb: int = 200, record_user_mb: int | None = None,
+          stop: threading.Event | None = None, say: Say = _silent) -> None:
+    """The resident scorer (``textnb serve``): load the model, bind ``address``, answer
+    ``textnb filter --server`` and ``textnb-client`` until ``stop`` is set.
+
+    model (Path | None): the model file; with ``models``, the shared model for users
+        without one (None: ``models/_shared/model.tnb``). Without ``models`` it is required.
+    address (str | tuple[str, int]): a Unix socket path or (host, port)
+        (``textnb.delivery.client.parse_address``).
+    The other options are ``textnb serve``'s (``textnb serve --help``). Refuses, before
+    any model loads, a setup that would let any local user teach any user's model
+    (``textnb.delivery.server.check_who_may_teach``, docs/security.md).
+    """
+    from ..delivery.server import ResidentModel, ScorerServer, check_who_may_teach
+    from ..delivery.users import ModelSet
+
+    if not flush_seconds >= 0:
+        raise TextnbError(f"--flush-seconds {flush_seconds} must be >= 0 seconds")
+    if user_from_peer and models is None:
+        raise TextnbError("--user-from-peer goes with --models DIR (a model per user)")
+    if models is None and model is None:
+        raise TextnbError("serve needs a model file, or --models DIR")
+    stop = stop if stop is not None else threading.Event()
+    # before any model loads: the refusal names the safe recipe at once
+    check_who_may_teach(models is not None, address, socket_mode, user_from_peer,
+                        allow_any_user_to_teach)
+    if models is not None:
+        resident = ModelSet(models, model, flush_seconds=flush_seconds,
+                            max_resident=max_resident_users, max_users=max_users)
+        shown = f"{models}/<user>/model.tnb, shared {resident.shared.path}"
+    else:
+        resident = ResidentModel(model, flush_seconds=flush_seconds)
+        shown = str(model)
+    telemetry, metrics_port = _start_metrics(metrics, resident, say)  # a port in use fails here
+    recorder = None
+    try:
+        recorder = start_recording(record, record_days, record_max_mb, models is None, "serve",
+                                    record_user_mb, say)
+        if telemetry is not None:
+            telemetry.recorder = recorder
+        server = ScorerServer(resident, address, max_bytes=max_bytes, max_clients=max_clients,
+                              timeout=timeout, reload_interval=reload_interval,
+                              allow_remote=allow_remote, socket_mode=socket_mode,
+                              user_from_peer=user_from_peer,
+                              allow_any_user_to_teach=allow_any_user_to_teach,
+                              telemetry=telemetry, recorder=recorder).bind()
+        from ..delivery.client import show_address
+
+        _warn_about_training("serve", resident, say,
+                             "; users without a model of their own get these verdicts"
+                             if models is not None else "")
+        say(f"textnb serve: model {shown} on {show_address(server.bound_address)} "
+            f"(pid {os.getpid()}); SIGTERM stops")
+        server.serve_forever(stop)
+    finally:
+        _stop_metrics(metrics_port)
+        if recorder is not None:
+            recorder.close()
+
+
+def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
+           cost_ratio: float | None = None, spamassassin: bool = False,
+           reject_above: float | None = None, quarantine_above: float | None = None,
+           on_error: str = "accept", max_bytes: int = 10_000_001, timeout: float = 10.0,
+           reload_interval: float = 1.0, allow_remote: bool = False,
+           recipient_user: str = "local", metrics: str | None = None,
+           record: Path | None = None, record_days: float = 30.0, record_max_mb: int = 200,
+           record_user_mb: int | None = None, say: Say = _silent) -> int:
+    """The milter (``textnb milter``): add X-TextNB-Status and X-TextNB-Score to each
+    message the MTA passes, until SIGTERM. RETURNS the messages scored.
+
+    socket_spec (str): where the MTA connects, in Postfix notation (inet:PORT@HOST or
+        unix:PATH). model, models: as :func:`serve`'s; with ``models`` the recipient
+        names the user (``recipient_user``: 'local' or 'address').
+    The policy options are checked (``textnb.delivery.milter_options.MilterPolicy``)
+    and the address parsed before pymilter is imported, so a bad one is named as such
+    on a machine without pymilter too, and before the model loads.
+    """
+    from ..delivery.milter_options import MilterPolicy, parse_socket
+
+    if recipient_user not in ("local", "address"):
+        raise TextnbError(f"--recipient-user '{recipient_user}' is not local or address")
+    if models is None and model is None:
+        raise TextnbError("milter needs a model file, or --models DIR")
+    policy = MilterPolicy(spamassassin, reject_above, quarantine_above, on_error,
+                          max_bytes, timeout, cost_ratio).check()
+    parse_socket(socket_spec, allow_remote)
+    try:
+        from ..delivery.milter import run_milter
+    except ImportError as exc:  # pymilter, or the libmilter it links, is missing
+        raise TextnbError(f"the milter needs pymilter ({exc}); install it with "
+                          "'apt-get install libmilter-dev' then pip install 'textnb[milter]'"
+                          ) from None
+    from ..delivery.server import ResidentModel
+    from ..delivery.users import ModelSet
+
+    if models is not None:
+        resident = ModelSet(models, model)
+        shown = f"{models}/<user>/model.tnb by recipient, shared {resident.shared.path}"
+    else:
+        resident = ResidentModel(model)
+        shown = str(model)
+    _warn_about_training("milter", resident, say)
+    telemetry, metrics_port = _start_metrics(metrics, resident, say)
+    recorder = None
+    try:
+        recorder = start_recording(record, record_days, record_max_mb, models is None, "milter",
+                                    record_user_mb, say)
+        if telemetry is not None:
+            telemetry.recorder = recorder
+        return run_milter(resident, socket_spec, policy, allow_remote=allow_remote,
+                          reload_interval=reload_interval,
+                          started=lambda: say(f"textnb milter: model {shown} on {socket_spec} "
+                                              f"(pid {os.getpid()}); SIGTERM stops"),
+                          recipient_user=recipient_user if models is not None else None,
+                          telemetry=telemetry, recorder=recorder)
+    finally:
+        _stop_metrics(metrics_port)
+        if recorder is not None:
+            recorder.close()
+
+
+def web(record: Path, users: Path, scorer_address, host: str = "127.0.0.1", port: int = 8025,
+        secure_cookies: bool = False, imap=None, say: Say = _silent) -> None:
+    """The review page (``textnb web``) on http://host:port/ until SIGTERM.
+
+    record (Path): the verdict log ``serve --record`` writes; users (Path): the logins
+    file; scorer_address: the scorer the page teaches through (a socket path or (host,
+    port)); imap ((host, port) | None): an IMAP server whose LOGIN also admits users.
+    ImportError when the page's libraries (``textnb[web]``) are missing.
+    """
+    import uvicorn
+
+    from ..review.web import make_app
+
+    if not record.exists():
+        raise TextnbError(f"{record} does not exist; start 'textnb serve --record {record}' first")
+    application = make_app(record, users, scorer_address, secure_cookies=secure_cookies,
+                           imap=imap)
+    say(f"textnb web: http://{host}:{port}/ (verdicts {record}, teaching through "
+        f"{scorer_address})")
+    uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)
