@@ -124,3 +124,39 @@ def test_pmml_score_of_an_export(tmp_path):
     result = commands.pmml_score(document, data)
     assert len(result["predicted"]) == 1 and result["ignored_columns"] == ["no such field"]
     assert result["probabilities"][0].sum() == pytest.approx(1.0)
+
+
+def test_serve_runs_from_python_until_its_stop_event(trained, tmp_path):
+    import threading
+    import time
+
+    from textnb.delivery.client import ping, score_remote
+
+    address, stop, said = str(tmp_path / "scorer.sock"), threading.Event(), []
+    thread = threading.Thread(target=commands.serve, args=(trained, address),
+                              kwargs={"stop": stop, "say": said.append}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not any("SIGTERM stops" in line for line in said):
+        assert thread.is_alive() and time.monotonic() < deadline, said
+        time.sleep(0.05)
+    assert ping(address)
+    raw = next(iter_index(SAMPLE_INDEX)).raw
+    verdict = score_remote(address, raw)
+    assert verdict.log_odds == pytest.approx(store.load(trained).log_odds([raw])[0], abs=1e-4)
+    stop.set()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert not (tmp_path / "scorer.sock").exists()
+
+
+def test_daemon_commands_refuse_a_bad_setup_before_loading_a_model(tmp_path):
+    from textnb.errors import TextnbError
+
+    with pytest.raises(TextnbError, match="--user-from-peer goes with --models"):
+        commands.serve(tmp_path / "missing.tnb", str(tmp_path / "s.sock"), user_from_peer=True)
+    with pytest.raises(TextnbError, match="not local or address"):
+        commands.milter("unix:" + str(tmp_path / "m.sock"), tmp_path / "missing.tnb",
+                        recipient_user="domain")
+    with pytest.raises(TextnbError, match="does not exist"):
+        commands.web(tmp_path / "missing.db", tmp_path / "users.json", str(tmp_path / "s.sock"))
