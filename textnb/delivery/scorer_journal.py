@@ -6,9 +6,10 @@ file 0.2-0.8 ms (measured on this machine while writing this module). So the sco
 does not rewrite the model per request. Each update is, in this order:
 
 1. appended to the model's journal (``MODEL.journal`` beside ``MODEL``) and fsync'd;
-2. applied to the model in memory, through the ledger exactly as ``textnb retrain``
-   and ``textnb forget`` apply it (new messages learned, repeats skipped, relabelled
-   ones moved, forgotten ones removed);
+2. applied to the model in memory by the model's lifecycle
+   (``textnb.modelfile.lifecycle.Lifecycle.update``), through the ledger exactly as
+   ``textnb retrain`` and ``textnb forget`` apply it (new messages learned, repeats
+   skipped, relabelled ones moved, forgotten ones removed);
 3. acknowledged to the client.
 
 The model file is rewritten (``store.atomic_write``: temp file, fsync, rename) at most
@@ -44,9 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..modelfile import store
-from ..modelfile.lifecycle import Lifecycle
 
-__all__ = ["Journal", "Record", "apply", "journal_path", "snapshot_bytes"]
+__all__ = ["Journal", "Record", "journal_path", "snapshot_bytes"]
 
 log = logging.getLogger("textnb.delivery.scorer_journal")
 
@@ -152,15 +152,6 @@ class Journal:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
-
-
-def apply(spam_filter, record: Record) -> str:
-    """Apply one update to a filter in memory, through its ledger (``Lifecycle.update``).
-
-    RETURNS (str): for LEARN 'new', 'moved' or 'known'; for FORGET the label the message
-        was learned as, or 'not-found'.
-    """
-    return Lifecycle(spam_filter).update(record.kind, record.raw, record.label)
 
 
 def snapshot_bytes(spam_filter):

@@ -49,12 +49,13 @@ from pathlib import Path
 
 from ..errors import TextnbError
 from ..features.lazy_scipy import import_now
+from ..modelfile.lifecycle import Lifecycle
 from ..modelfile.lock import ModelLockedError, model_lock
 from ..modelfile.store import atomic_write
 from ..models.health import training_health
 from .client import MAX_MESSAGE_BYTES, reply_line
 from .request_reader import POLL_SECONDS, Request, RequestReader, Throttle, WorkerPool
-from .scorer_journal import Journal, Record, apply, journal_path, snapshot_bytes
+from .scorer_journal import Journal, Record, journal_path, snapshot_bytes
 from .verdict_headers import describe_error, score_with
 
 log = logging.getLogger("textnb.delivery.server")
@@ -152,7 +153,7 @@ class ResidentModel:
         records = self.journal.read()
         for record, _ in records:
             try:
-                apply(spam_filter, record)
+                Lifecycle(spam_filter).update(record.kind, record.raw, record.label)
             except Exception as exc:  # noqa: BLE001 - it failed the same way when it was sent
                 log.error("journal %s: a %s record cannot be applied (%s); skipped",
                           self.journal.path, record.kind, describe_error(exc))
@@ -192,7 +193,7 @@ class ResidentModel:
         """Learn (kind 'LEARN', label 'spam'/'ham') or forget ('FORGET') one message.
 
         Journaled (fsync'd), then applied in memory; the caller may acknowledge once
-        this returns (textnb.delivery.scorer_journal). RETURNS learning.apply's outcome.
+        this returns (textnb.delivery.scorer_journal). RETURNS Lifecycle.update's outcome.
         apply_by (float | None): a time.monotonic() past which the update is not made
         (TimeoutError), checked once the model's lock is held: the client would have
         stopped waiting for the answer.
@@ -203,7 +204,7 @@ class ResidentModel:
                 raise TimeoutError("it waited too long for the model (--timeout); send it "
                                    "again")
             self.journal.append(record)
-            outcome = apply(self.spam_filter, record)
+            outcome = Lifecycle(self.spam_filter).update(kind, record.raw, label)
             self.learned += 1
             if self._flush_due is None:
                 self._flush_due = time.monotonic() + self.flush_seconds

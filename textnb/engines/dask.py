@@ -73,6 +73,7 @@ from ..config import FilterConfig
 from ..errors import EmptyTrainingSetError, EngineError, SourceError
 from ..labels import LABEL_CODES, LABELS
 from ..modelfile import store
+from ..modelfile.lifecycle import LearnReport, Lifecycle
 from ..models.ledger import DIGEST_SIZE, normalise
 from ..spamfilter import ScoredMessage, SpamFilter
 
@@ -317,8 +318,6 @@ def plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
     place in the run). RETURNS (plans, report, learned): a _Plan per partition, the
     LearnReport, and the learned messages' (digests, labels, is_new) in run order.
     """
-    from ..modelfile.lifecycle import LearnReport
-
     sizes = [len(labels) for _, labels in digested]
     digests = (np.concatenate([d for d, _ in digested]) if digested
                else np.zeros((0, DIGEST_SIZE), dtype=np.uint8))
@@ -399,10 +398,9 @@ def learn_files(client, spam_filter: SpamFilter, files: list[SourceFile],
         plus.add_to(spam_filter)
     if minus.class_count.any():
         minus.add_to(spam_filter, weight=-1.0)
-    ledger = spam_filter.ledger
+    lifecycle, ledger = Lifecycle(spam_filter), spam_filter.ledger
     for digest, code, new, tokens in zip(digests, labels, is_new, hashes):
-        key = digest.tobytes()
-        ledger.record(key, LABELS[code], int(tokens) if new else ledger.tokens_hash(key))
+        lifecycle.enter(digest.tobytes(), LABELS[code], int(tokens) if new else None)
     if len(digests) and len(plus.tokens):
         # Which message held which column stays on the workers; every column the run's
         # messages hold is stamped "now" (as Ledger.cover stamps new columns), no earlier

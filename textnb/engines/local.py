@@ -116,18 +116,17 @@ class _Planner:
             work.old_hash.append(None if old is None or seen.digest in self.pending
                                  else ledger.tokens_hash(seen.digest))
         for seen in adds:
-            ledger.record(seen.digest, seen.label, 0)  # its tokens hash when the worker answers
+            self.lifecycle.enter(seen.digest, seen.label, 0)  # its hash when the worker answers
             self.pending.add(seen.digest)
             report.learned[seen.label] += 1
         for seen, _ in moves:
-            ledger.record(seen.digest, seen.label, ledger.tokens_hash(seen.digest))
+            self.lifecycle.enter(seen.digest, seen.label)
             report.moved[seen.label] += 1
         return _Planned(work, len(batch), [seen.digest for seen in adds])
 
     def finish(self, planned: _Planned, hashes: list[int]) -> None:
-        ledger = self.ledger
         for d, h in zip(planned.added, hashes):  # the adds come first in the work
-            ledger.record(d, ledger.label(d), h)
+            self.lifecycle.enter(d, self.ledger.label(d), h)
             self.pending.discard(d)
 
 

@@ -1,16 +1,16 @@
 """Writes proportional to the change: a journal of count updates beside the model file.
 
-``textnb retrain`` and ``textnb forget`` used to rewrite the whole model file for every
-run; for a few new messages that rewrite is most of the time (the table is in
-docs/retraining.md#speed, from bench/retrain_time.py). Instead, each run appends one
-*record* to ``MODEL.delta`` beside ``MODEL``: what it changed, as a patch of the counts
+Rewriting the whole model file is most of the time of a ``textnb retrain`` or ``textnb
+forget`` run of a few messages (the table is in docs/retraining.md#speed, from
+bench/retrain_time.py). So each run appends one *record* to ``MODEL.delta`` beside
+``MODEL``: what it changed, as a patch of the counts
 (the changed columns' count deltas, the new tokens in column order, the class
 counts) and of the ledger (entries set or removed, the column history). Loading a
 model (``store.load``) reads the file, then applies the records made for it, in
 order: the model is exactly the one the runs left in memory, bit for bit
 (tests/test_delta.py). When the journal outgrows ``COMPACT_FRACTION`` of the model
-file, the run rewrites the file whole instead (atomically, as before) and removes the
-journal; ``textnb compact`` does that on demand.
+file, the run rewrites the file whole instead (atomically: ``store.save``) and removes
+the journal; ``textnb compact`` does that on demand.
 
 Format (no pickle, nothing that runs code): a header line naming the model file the
 records apply to, ``TNBD1 base <SHA-256 of the file's bytes>``, then records, each

@@ -271,6 +271,20 @@ class Lifecycle:
         moves = [(s, before[d]) for d, s in after.items() if before[d] not in (None, s.label)]
         return adds, moves
 
+    def enter(self, digest: bytes, label: str, tokens_hash: int | None = None) -> int:
+        """Record in the ledger that a message's counts are now under ``label``.
+
+        tokens_hash (int | None): the hash of the tokens of a message new to the ledger
+            (``textnb.models.ledger.tokens_hash``; an engine whose worker has not answered
+            yet enters 0 and enters the message again with it); None for a relabelled
+            message, which keeps the hash it was learned with.
+        RETURNS (int): the entry's serial.
+        """
+        ledger = self.spam_filter.ledger
+        if tokens_hash is None:
+            tokens_hash = ledger.tokens_hash(digest)
+        return ledger.record(digest, label, tokens_hash)
+
     def held_tokens(self, digest: bytes, tokens: list[str]) -> tuple[list[str], bool]:
         """The tokens of a learned message whose counts the model still holds, and whether
         that is all of them (False: a size bound dropped some since it was learned)."""
@@ -312,11 +326,11 @@ class Lifecycle:
             spam_filter.learn_tokens([t for _, t, _ in held_moves],
                                      [old for _, _, old in held_moves], weight=-1.0)
         for seen, tokens in adds:
-            serial = ledger.record(seen.digest, seen.label, tokens_hash(tokens))
+            serial = self.enter(seen.digest, seen.label, tokens_hash(tokens))
             ledger.saw(self._columns(tokens), serial)
             report.learned[seen.label] += 1
         for seen, _, _ in moves:
-            ledger.record(seen.digest, seen.label, ledger.tokens_hash(seen.digest))
+            self.enter(seen.digest, seen.label)
             report.moved[seen.label] += 1
 
     def _learn_batches(self, messages, report, progress) -> None:
