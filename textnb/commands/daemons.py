@@ -14,7 +14,8 @@ from __future__ import annotations
 import getpass
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import TextnbError
@@ -79,6 +80,26 @@ def start_recording(path: Path | None, days: float, max_mb: int, one_model: bool
     return recorder
 
 
+
+@contextmanager
+def _watched(resident, metrics: str | None, record: Path | None, record_days: float,
+             record_max_mb: int, record_user_mb: int | None, one_model: bool, who: str,
+             say: Say) -> Iterator[tuple]:
+    """(telemetry, recorder) for ``--metrics`` and ``--record`` (each None when off),
+    started around a daemon's run and stopped after it, however it ends."""
+    telemetry, metrics_port = _start_metrics(metrics, resident, say)  # a port in use fails here
+    recorder = None
+    try:
+        recorder = start_recording(record, record_days, record_max_mb, one_model, who,
+                                   record_user_mb, say)
+        if telemetry is not None:
+            telemetry.recorder = recorder
+        yield telemetry, recorder
+    finally:
+        _stop_metrics(metrics_port)
+        if recorder is not None:
+            recorder.close()
+
 def serve(model: Path | None, address, *, models: Path | None = None,
           max_bytes: int = 10_000_001, max_clients: int = 8, timeout: float = 10.0,
           reload_interval: float = 1.0, allow_remote: bool = False, socket_mode: int = 0o600,
@@ -118,13 +139,8 @@ def serve(model: Path | None, address, *, models: Path | None = None,
     else:
         resident = ResidentModel(model, flush_seconds=flush_seconds)
         shown = str(model)
-    telemetry, metrics_port = _start_metrics(metrics, resident, say)  # a port in use fails here
-    recorder = None
-    try:
-        recorder = start_recording(record, record_days, record_max_mb, models is None, "serve",
-                                    record_user_mb, say)
-        if telemetry is not None:
-            telemetry.recorder = recorder
+    with _watched(resident, metrics, record, record_days, record_max_mb, record_user_mb,
+                  models is None, "serve", say) as (telemetry, recorder):
         server = ScorerServer(resident, address, max_bytes=max_bytes, max_clients=max_clients,
                               timeout=timeout, reload_interval=reload_interval,
                               allow_remote=allow_remote, socket_mode=socket_mode,
@@ -139,11 +155,6 @@ def serve(model: Path | None, address, *, models: Path | None = None,
         say(f"textnb serve: model {shown} on {show_address(server.bound_address)} "
             f"(pid {os.getpid()}); SIGTERM stops")
         server.serve_forever(stop)
-    finally:
-        _stop_metrics(metrics_port)
-        if recorder is not None:
-            recorder.close()
-
 
 def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
            cost_ratio: float | None = None, spamassassin: bool = False,
@@ -188,23 +199,14 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
         resident = ResidentModel(model)
         shown = str(model)
     _warn_about_training("milter", resident, say)
-    telemetry, metrics_port = _start_metrics(metrics, resident, say)
-    recorder = None
-    try:
-        recorder = start_recording(record, record_days, record_max_mb, models is None, "milter",
-                                    record_user_mb, say)
-        if telemetry is not None:
-            telemetry.recorder = recorder
+    with _watched(resident, metrics, record, record_days, record_max_mb, record_user_mb,
+                  models is None, "milter", say) as (telemetry, recorder):
         return run_milter(resident, socket_spec, policy, allow_remote=allow_remote,
                           reload_interval=reload_interval,
                           started=lambda: say(f"textnb milter: model {shown} on {socket_spec} "
                                               f"(pid {os.getpid()}); SIGTERM stops"),
                           recipient_user=recipient_user if models is not None else None,
                           telemetry=telemetry, recorder=recorder)
-    finally:
-        _stop_metrics(metrics_port)
-        if recorder is not None:
-            recorder.close()
 
 
 def web(record: Path, users: Path, scorer_address, host: str = "127.0.0.1", port: int = 8025,
