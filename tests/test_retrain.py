@@ -26,6 +26,7 @@ from textnb.errors import EmptyTrainingSetError, MailboxFormatError, ModelFormat
 from textnb.mail.folders import maildir_folder, maildir_sources
 from textnb.mail.sources import RawMessage, iter_index
 from textnb.modelfile import retrain, store
+from textnb.modelfile.lifecycle import Lifecycle
 from textnb.modelfile.lock import ModelLockedError, lock_path, model_lock
 from textnb.modelfile.retrain import LedgerMismatchError, fit, forget_messages, learn_messages
 from textnb.spamfilter import SpamFilter
@@ -134,6 +135,26 @@ def test_a_relabelled_message_moves_to_its_new_class():
     assert sum(report.moved.values()) == sum(m.label != w.label for m, w in zip(MESSAGES, wrong))
     assert report.known == 100 - sum(report.moved.values())
     assert_identical(model, _fit(MESSAGES))
+
+
+def test_one_message_updates_say_what_they_did_and_match_a_run():
+    """``Lifecycle.update`` (the resident scorer's LEARN and FORGET) is the run's rules,
+    one message at a time."""
+    one, run = _fit(A), _fit(A)
+    lifecycle = Lifecycle(one)
+    m, other = B[0], {"spam": "ham", "ham": "spam"}[B[0].label]
+    assert [lifecycle.update("LEARN", m.raw, m.label), lifecycle.update("LEARN", m.raw, m.label),
+            lifecycle.update("LEARN", m.raw, other)] == ["new", "known", "moved"]
+    assert [lifecycle.update("FORGET", m.raw), lifecycle.update("FORGET", m.raw)] == \
+        [other, "not-found"]
+    for raw, label in [(x.raw, x.label) for x in B[1:6]]:
+        lifecycle.update("LEARN", raw, label)
+    learn_messages(run, [RawMessage("-", m.raw, m.label), RawMessage("-", m.raw, other)])
+    forget_messages(run, [m])
+    learn_messages(run, B[1:6])
+    assert_identical(one, run)
+    with pytest.raises(ValueError, match="unknown update kind"):
+        lifecycle.update("UNLEARN", m.raw)
 
 
 def test_within_one_run_the_last_label_wins_as_in_separate_runs():
