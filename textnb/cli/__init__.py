@@ -19,8 +19,8 @@ import sys
 import threading
 
 # One BLAS thread. OpenBLAS starts a thread a core as NumPy is imported, and they spin
-# before they sleep: 0.08-0.1 CPU-s of every command, about a tenth of a one-message
-# ``textnb filter``'s CPU (docs/design/startup.md#one-blas-thread). textnb
+# before they sleep, CPU that every command pays for nothing
+# (docs/design/startup.md#one-blas-thread). textnb
 # multiplies nothing dense enough for them to help (its products are sparse, or 2 x 2),
 # and its parallelism is its own worker processes, so the threads could only compete
 # with those; joblib's workers set the same limits for the same reason. Set before

@@ -8,10 +8,10 @@ but the mail is filtered all the same).
 
 Start-up time is the point of this module. It imports only ``os``, ``sys``,
 ``_socket`` and :mod:`textnb.delivery.verdict_headers`: no spaCy, NumPy, SciPy or typer, and none of
-``socket``, ``re``, ``json`` or ``argparse``. Measured in a clean virtualenv on a shared
-2-CPU machine, medians of 40 runs: the bare interpreter starts in 20 ms; ``import re`` adds 12 ms, ``import
-socket`` 16 ms (it builds enums of its constants), ``_socket``, the C module that
-``socket`` wraps, 1 ms. Hence ``_socket`` and options parsed by hand.
+``socket``, ``re``, ``json`` or ``argparse``, each of which would add to every message
+a share of the bare interpreter's own start-up (``socket`` builds enums of its constants;
+``_socket`` is the C module it wraps). Hence ``_socket`` and options parsed by hand
+(docs/design/startup.md#the-client).
 
 The protocol, one request per connection (after spamc/spamd, simplified)::
 
@@ -325,7 +325,8 @@ _VALUED = {"--server", "--model", "--cost-ratio", "--timeout", "--user", "--lear
 
 
 def parse_args(argv: list[str]) -> dict[str, object]:
-    """Options as a dict; ValueError names a bad one. (argparse would cost ~5 ms.)"""
+    """Options as a dict; ValueError names a bad one. (By hand: importing argparse would
+    add to every message's start-up; docs/design/startup.md#the-client.)"""
     options: dict[str, object] = {}
     args = iter(argv)
     for arg in args:

@@ -3,9 +3,10 @@
 Scoring with the default evidence selection (``_BaseNB.selected_log_odds``) reads a
 matrix's rows as CSR arrays and multiplies each entry by its column's weight; it
 never needs SciPy's sparse matrix class. Importing ``scipy.sparse`` and
-``scipy.special`` costs ~0.2 s (SciPy 1.17's array-API layer imports ``numpy.f2py``,
-``numpy.ma`` and more: textnb.features.lazy_scipy), a fifth of ``textnb filter``'s start-up on
-one message and 0.2 CPU-s in each worker process of ``textnb classify``. So scoring
+``scipy.special`` is a large share of ``textnb filter``'s start-up on one message, and is
+paid again in each worker process of ``textnb classify`` (SciPy 1.17's array-API layer
+imports ``numpy.f2py``, ``numpy.ma`` and more: textnb.features.lazy_scipy;
+docs/design/startup.md#scipy-kept-off-the-scoring-path). So scoring
 builds ``Rows``; a path that needs SciPy's products (plain naive Bayes, ``explain``,
 the export) turns them into a ``csr_matrix`` with ``to_csr``, which holds the same
 arrays.
