@@ -186,7 +186,8 @@ class TokenStore(Sequence):
         found = [np.zeros(0, dtype=np.int64)]
         if wanted.size:
             # A table of the keys' low 16 bits first: a look-up in 64 kB, where a binary
-            # search of every key took 18 of 25 ms (SpamAssassin's 549,730 tokens).
+            # search of every key would be most of the pass
+            # (docs/design/startup.md#the-load-beside-spacys-import).
             table = np.zeros(1 << 16, dtype=bool)
             table[wanted & np.uint64(0xFFFF)] = True
             for i, _, region, ends in self._regions():

@@ -74,9 +74,9 @@ class Vocabulary:
     since it was last rebuilt (at most a quarter of them), plus a dict of the rare
     tokens whose hash another token shares. Where textnb's C module was built, a hash
     table (``speedups.HashIndex``: an int32 slot a column, the hashes in column order)
-    takes the place of the arrays, with the same dict beside it. A dict of str had cost 50-64 bytes a
-    token, a fifth of the 1.4 GB peak of a run of five million distinct tokens (100,000
-    messages of a changing mailbox, ``bench.compare --perturb``). The hash is of the
+    takes the place of the arrays, with the same dict beside it. A dict of str would cost
+    several times as much a token, a large share of a big vocabulary's peak memory
+    (docs/design/memory.md#the-packed-vocabulary). The hash is of the
     UTF-8 bytes (``TokenStore.hashes``), so a loaded vocabulary is indexed without
     decoding its tokens; a hash match is confirmed by decoding the candidate token and
     comparing the strings, so a lookup is exact. Nothing of the index is saved.
@@ -131,12 +131,11 @@ class Vocabulary:
 
         The first call on a vocabulary whose columns are not indexed yet (a loaded
         model) finds its columns in one pass over the tokens' bytes instead
-        (``TokenStore.candidates``); later calls index them. On the SpamAssassin model
-        (549,730 tokens, one message of 121 distinct tokens) the pass costs 12 ms, the
-        index 82-90 ms (best of 5, load 1.6-2.0; a pass over a list of str had cost 30,
-        a dict 140), so ``textnb filter`` on one message, which loads the model for that
-        message alone, skips the index; a second batch (``classify``, the resident
-        server) builds it once.
+        (``TokenStore.candidates``); later calls index them. The pass costs a fraction
+        of building the index, so ``textnb filter`` on one message, which loads the
+        model for that message alone, skips the index; a second batch (``classify``,
+        the resident server) builds it once
+        (docs/design/startup.md#the-load-beside-spacys-import).
 
         RETURNS (ndarray of int64, shape (len(tokens),)).
         """
@@ -295,8 +294,8 @@ class Vocabulary:
         cols = np.full(hashes.size, -1, dtype=np.int64)
         if not (self._hashes.size or self._new_hashes.size):
             return cols
-        # Searched in sorted order, each search starts where the last one ended:
-        # 80,000 look-ups in 5 million hashes, 81 ms in input order, 25 ms sorted.
+        # Searched in sorted order, each search starts where the last one ended, so the
+        # searches walk the arrays once (docs/design/c-loops.md#twins-and-the-fallback).
         order = np.argsort(hashes)
         ordered = hashes[order]
         for keys, columns in ((self._hashes, self._order), (self._new_hashes, self._new_order)):
