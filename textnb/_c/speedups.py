@@ -261,7 +261,7 @@ def plain_word_tokens_python(text: str, plain: PlainWords) -> tuple[str, ...] | 
 
     Such a word can match none of ``_map_plain``'s rules (the characters excluded are
     the ones they look for), so the C loop over new chunks maps it without calling back
-    into Python, where the full rules cost about 6 us a word
+    into Python, where the full rules cost far more a word
     (docs/design/tokenizer-speed.md#plain-words-without-spacy)."""
     if not (text and text.isascii()) or _NOT_PLAIN.search(text):
         return None

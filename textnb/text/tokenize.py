@@ -7,9 +7,8 @@ URL and synthetic features never collide with body words: ``subject:free``,
 
 The splitting is spaCy's ``Tokenizer``, with prefix/suffix rules narrowed to the
 punctuation that actually sticks to words in mail. spaCy's default English rules
-cost ~4x more time on mail text (a 500-message easy_ham sample: 4.9 s default
-rules without URL matching, 1.3 s these rules) and their extra splits (hyphens,
-apostrophes) carry little spam evidence. The lexical attributes (``like_num``,
+cost several times more on mail text (docs/design/tokenizer-speed.md#rules-narrowed-to-mail)
+and their extra splits (hyphens, apostrophes) carry little spam evidence. The lexical attributes (``like_num``,
 ``like_url``, ``like_email``, ``is_currency``) are spaCy's English ones, computed
 once per distinct word; what a whitespace-free chunk of text maps to is cached
 too (``EmailTokenizer.text_tokens``), so each distinct chunk is split once; spaCy
@@ -51,15 +50,16 @@ _CACHE_LIMIT = 200_000
 # bound, so past this many namespaces every cache is emptied: memory only, the tokens
 # are the same (tests/test_tokenize.py).
 _MAX_NAMESPACES = 1_000
-# spaCy's vocabulary (a StringStore and a lexeme per string, ~250 bytes each) grows with
-# every distinct word it is shown, without bound: 191,000 strings (47 MB) after 10,000
-# messages of a mailbox whose words keep changing (bench.compare --perturb). Past this
-# many strings the tokenizer is rebuilt (0.07 ms; on SpamAssassin's 6,047 messages it
-# never is).
+# spaCy's vocabulary (a StringStore and a lexeme per string) grows with every distinct
+# word it is shown, without bound, so a long-running scorer on a mailbox whose words keep
+# changing would grow with it. Past this many strings the tokenizer is rebuilt, which is
+# cheap and leaves the tokens as they were
+# (docs/design/memory.md#the-save-streams-spacys-vocabulary-is-bounded).
 _SPACY_STRINGS = 200_000
 # A whitespace-free chunk is cut to this many characters before spaCy sees it. The
 # longest in SpamAssassin's 6,047 messages (bodies and headers) has 990; spaCy split
-# 9 MB of '=ZZ=ZZ...' in one chunk into 3 million words (15 s, 2.3 GB).
+# 9 MB of '=ZZ=ZZ...' in one chunk into 3 million words, in time and memory that grow
+# with the chunk (docs/hostile-mail.md).
 _MAX_CHUNK = 2_000
 # With a token budget (``text_tokens(limit=)``), text goes to spaCy in pieces of about
 # this many characters, and reading stops once the budget is met: a 10 MB body costs
@@ -98,12 +98,11 @@ _HOST = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^@/\s]*@)?([^/:?#\s]+)", re.I
 _IPV4 = re.compile(r"\b(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\b")
 # The lookahead only says what every match starts with (a label and its "."), so the
 # matches are the same; it fails at once on the words without one, where the labels'
-# backtracking was tried: 41,841 Received/Message-ID values of SpamAssassin, 0.53 ->
-# 0.29 s.
+# backtracking was tried (docs/design/tokenizer-speed.md#header-values).
 _HOSTNAME = re.compile(r"\b(?=[a-z0-9-]+\.)((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,})\b",
                        re.IGNORECASE)
-# The same on lower-cased ASCII text (no IGNORECASE: 0.29 -> 0.20 s on those values);
-# for ASCII, lower-casing first finds the same matches, lower-cased (_hostnames).
+# The same on lower-cased ASCII text, without IGNORECASE, which slows every match; for
+# ASCII, lower-casing first finds the same matches, lower-cased (_hostnames).
 _HOSTNAME_LOWER = re.compile(_HOSTNAME.pattern)
 _URL_IN_TEXT = re.compile(r"(?:https?|ftp)://[^\s<>\"']+|www\.[^\s<>\"']+", re.IGNORECASE)
 _DIGITS = re.compile(r"\d")
@@ -114,13 +113,13 @@ _WHITESPACE = re.compile(r"\s+")
 _ADDRESS_HEADERS = frozenset({"from", "to", "cc", "reply-to", "sender", "return-path",
                               "delivered-to", "errors-to", "x-original-to"})
 # The common shapes of an address field, read without email.utils.getaddresses (a
-# Python character loop, 15-20 us a value): "a@b.c", "Name <a@b.c>", "\"Any name\"
-# <a@b.c>", and lists of the first two. Each gives exactly what getaddresses gives
-# (its phrase's words joined by one space, a quoted name as it is, the address as
+# Python character loop over every value): "a@b.c", "Name <a@b.c>", "\"Any name\"
+# <a@b.c>", and lists of the first two, most of the corpora's address values
+# (docs/design/tokenizer-speed.md#header-values). Each gives exactly what getaddresses
+# gives (its phrase's words joined by one space, a quoted name as it is, the address as
 # written); anything else (comments, quoted names in lists, routes, groups, a
-# character outside these sets) goes to getaddresses. Of the 7,274 distinct address
-# values in the public corpora, 6,924 have these shapes, all parsed the same
-# (tests/test_tokenize.py checks shapes at their edges against the stdlib).
+# character outside these sets) goes to getaddresses (tests/test_tokenize.py checks
+# shapes at their edges against the stdlib).
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]"  # RFC 5322 atext, and "." (obs-phrase)
 _ADDR_SPEC = rf"{_ATEXT}+@[A-Za-z0-9.-]+"
 _FWS = r"[ \t\r\n]*"
@@ -180,9 +179,8 @@ def lexical_attributes() -> LexicalAttributes:
     vocabulary stores in each lexeme's flags, here called only when a rule asks.
 
     (Running ``spacy/lang/en/lex_attrs.py`` from its file instead of importing the
-    English package was measured: 5 ms of ``textnb filter``'s start-up once the
-    garbage collector is paused for it, not worth code that reaches into spaCy's
-    package layout.)"""
+    English package saves too little of ``textnb filter``'s start-up to be worth code
+    that reaches into spaCy's package layout: docs/design/startup.md#measured-and-not-built.)"""
     import_spacy()
     from spacy.attrs import IS_CURRENCY, IS_SPACE, LIKE_EMAIL, LIKE_NUM, LIKE_URL
     from spacy.lang.en import English
@@ -315,9 +313,9 @@ class EmailTokenizer:
         if lex is None:
             self.spacy  # loads the attributes with spaCy
             lex = self._attributes
-        # A chunk with no infix (_words_without_spacy: 98% of SpamAssassin's new chunks)
-        # is split without spaCy, which spent ~5 us on a plain word (a lexeme made and
-        # stored for each word) and ~15 us on a word with affixes.
+        # A chunk with no infix (_words_without_spacy: most new chunks) is split without
+        # spaCy, which makes and stores a lexeme for each word and builds a Doc
+        # (docs/design/tokenizer-speed.md#plain-words-without-spacy).
         words = self._word_cache.get(namespace)
         if words is None:
             words = self._word_cache[namespace] = {}
@@ -584,8 +582,8 @@ def _words_without_spacy(chunk: str) -> tuple[str, ...] | None:
     without special cases (our tokenizer has none): until the rest is a URL or an
     address (``_TOKEN_MATCH``) or no prefix or suffix is left, strip one prefix and
     one suffix; the core is then one word when ``_TOKEN_MATCH`` keeps it whole or
-    ``_INFIX`` finds nothing in it. spaCy spent about 15 us on a chunk with affixes (a
-    Doc, lexemes, our rules called from its loop), and most new chunks of mail have one
+    ``_INFIX`` finds nothing in it. spaCy builds a Doc and lexemes for a chunk with
+    affixes and calls our rules from its loop, and most new chunks of mail have one
     (docs/design/tokenizer-speed.md#plain-words-without-spacy). tests/test_tokenize_fast_paths.py
     checks it against spaCy; on SpamAssassin's 155,198 distinct training chunks it
     agrees on every one."""
