@@ -17,9 +17,9 @@ renderer gave up.
 
 Building an HTML5 tree is not linear in the worst case: markup that keeps many elements
 open (``<ul><li>`` repeated, unclosed ``<font>`` with distinct attributes, thousands of
-``<option>``) makes each new tag scan the open elements. Measured, the worst of 37
-crafted shapes costs 0.48 s at 10,000 tags and grows with the square of the tag count,
-while the largest SpamAssassin part has 2,299 tags. So the tree is built for at most
+``<option>``) makes each new tag scan the open elements, so the worst crafted shapes
+cost time that grows with the square of the tag count, far beyond what real mail needs
+(docs/html-to-text.md#how-the-lexbor-renderer-works). So the tree is built for at most
 ``max_tags`` tags; a longer document goes to the stdlib renderer, which is linear.
 """
 
@@ -43,9 +43,9 @@ _BLOCK_SELECTOR = ",".join(sorted(BLOCK_TAGS))
 _URL_SELECTOR = "[href], [src]:not([href])"
 _URL_ATTRS = ("href", "src")
 
-# Tags ('<' characters) the tree is built for. The worst crafted shape measured (text in
-# a table after 10,000 unclosed <i id=N>) took 0.48 s of CPU at 10,000 tags, 4x at twice
-# as many; SpamAssassin's largest HTML part has 2,299. mail.parse_message shares this
+# Tags ('<' characters) the tree is built for: several times SpamAssassin's largest HTML
+# part, and a bound on the quadratic worst case of crafted markup
+# (docs/html-to-text.md#how-the-lexbor-renderer-works). mail.parse_message shares this
 # budget among a message's HTML parts, so a message costs at most about that much here.
 MAX_TREE_TAGS = 10_000
 

@@ -31,7 +31,7 @@ BLOCK_TAGS = frozenset(
 _URL_ATTRS = frozenset({"href", "src"})
 
 # A tag for the crude strip. '<' excluded inside: with it, each '<' of '<a<a<...' (no
-# '>') scanned to the end, 6 s for 60,000 characters.
+# '>') would scan to the end, quadratic (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
 _TAG = re.compile(r"<[^<>]*>")
 
 
@@ -103,15 +103,16 @@ _FEED = 65_536
 # re-scan of it per piece (10 MB of '<a<a<...' fed whole: minutes of CPU).
 _MAX_PENDING = 262_144
 # At the end of the markup the parser re-scans an unfinished construct once for every
-# '<' after it: quadratic (CPython 3.11, 40,000 characters of '<a<': 1.5 s; 10,000:
-# 0.1 s). A leftover longer than this is tag-stripped instead.
+# '<' after it: quadratic (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
+# A leftover longer than this is tag-stripped instead.
 _MAX_LEFTOVER = 4_096
 
 
 # A '<' that cannot open a tag (not before a letter, '/', '!' or '?') is text, and the
-# stdlib parser hands it over one character per call (6 us each: 1 MB of '<', 6 s).
+# stdlib parser hands it over one character per call (a megabyte of them: seconds).
 # Swapped for a Unicode noncharacter (reserved for a program's internal use) and back,
-# it joins the text around it in one call. As '&lt;' it cost 2 us (one entity each).
+# it joins the text around it in one call; '&lt;' would still be one call per entity
+# (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
 _LONE_LT = re.compile(r"<(?![A-Za-z/!?])")
 _LT_STAND_IN = "\ufdd0"
 
@@ -133,7 +134,8 @@ def html_to_text(markup: str, max_chars: int | None = None) -> HtmlText:
     markup (str): an HTML document or fragment, possibly malformed.
     max_chars (int | None): parse at most this many characters; the rest only has
         its tags stripped (entities stay as written, its URLs are not collected),
-        since the stdlib parser costs up to 2.6 us per character (tag-dense markup).
+        since the stdlib parser is slow on tag-dense markup
+        (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
     RETURNS (HtmlText): never raises, and takes time linear in the markup's length;
         ``broken`` is set when some of the text came from stripping tags with a
         regular expression (the parser failed, or a construct never ended).

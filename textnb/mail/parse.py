@@ -55,21 +55,24 @@ class MailLimits:
     """
 
     # Largest SpamAssassin message: 300 kB (hard_ham/00039). 10 MB is a common MTA
-    # size cap. The cost is linear in it: 0.2 s for 10 MB of plain text; the worst,
-    # a multipart whose 10 MB part is short lines (the stdlib parser's Python step
-    # per line), about 5 s (bench/hostile.py).
+    # size cap. The cost is linear in it, and highest for a multipart of short lines
+    # (the stdlib parser's Python step per line)
+    # (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
     max_bytes: int = 10_000_000
     # Most leaf parts in one SpamAssassin message: 20. 500 leaves room for digests
-    # while a 9 MB message of 1.25 million empty parts is cut in 0.15 s of CPU.
+    # while a flood of empty parts is cut short
+    # (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
     max_parts: int = 500
-    # Deepest SpamAssassin nesting: 3. The stdlib parser recurses once per level,
-    # takes 0.5 s to reach 1000 levels and then raises RecursionError.
+    # Deepest SpamAssassin nesting: 3. The stdlib parser recurses once per level and,
+    # 1000 levels deep, raises RecursionError
+    # (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
     max_depth: int = 30
     # Most header fields in one SpamAssassin message: 125 (long Received chains).
     max_headers: int = 1000
     # HTML characters per message rendered by the stdlib parser; the rest is only
-    # tag-stripped. Largest SpamAssassin HTML part: 82,000 characters. The parser
-    # costs up to 2.6 us a character (1 MB of '<b>': 2.6 s), the strip 0.01 us.
+    # tag-stripped. Largest SpamAssassin HTML part: 82,000 characters. On tag-dense
+    # markup the parser costs hundreds of times what the strip does a character
+    # (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
     max_html_chars: int = 1_000_000
     # "lexbor" (textnb.mail.html_lexbor, C) or "stdlib" (textnb.mail.html_text, html.parser): the
     # text differs (docs/html-to-text.md), so a saved model keeps the one it learned with
@@ -532,8 +535,9 @@ def _plain_message(raw: bytes) -> email.message.Message | None:
 def _stdlib_parse(raw: bytes) -> email.message.Message:
     """The stdlib's parse of ``raw``, without its line-by-line walk over a plain body.
 
-    The stdlib parser takes one Python step per line (10 MB of empty lines: 7 s of
-    CPU), which only multipart and message/* bodies need. A single-part message whose
+    The stdlib parser takes one Python step per line, seconds for a body of many
+    short lines (docs/design/parsing-speed.md#the-parsers-on-hostile-mail), which only
+    multipart and message/* bodies need. A single-part message whose
     header section has the common shape is read without the parser
     (``_plain_message``); for any other single-part one the header section is parsed
     alone and the rest appended to its payload verbatim, which is what the parser

@@ -494,7 +494,7 @@ def read_planned(files: Iterable[SourceFile]) -> Iterator[RawMessage]:
         elif f.form == "tsv":
             yield from _read_tsv(Path(f.path))
         else:
-            # The planned path as it is (a str): a Path a file cost 6-10 us, 0.1 of the
-            # 0.36-0.5 CPU-s that reading Enron 1-3's 13,260 training files took.
+            # The planned path as it is (a str): a Path a file is a noticeable share of
+            # reading small files (docs/design/parsing-speed.md#reading-files).
             yield from _read_file(f.path, f.label, mbox=f.form != "maildir",
                                   vanish_ok=f.vanish_ok)
