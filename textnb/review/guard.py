@@ -21,9 +21,9 @@ __all__ = ["FAILURE_WINDOW", "HEADERS", "MAX_FAILURES", "MAX_FORM_BYTES", "SESSI
 # most (the oldest goes first): each is a few hundred bytes.
 SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 10_000
-# Failed logins allowed per name and per client address in the window. argon2's check
-# already costs ~50 ms; five tries per five minutes makes guessing a password of a
-# million candidates take ten years.
+# Failed logins allowed per name and per client address in the window. On top of
+# argon2's own slow check, five tries per five minutes makes guessing a password of a
+# million candidates take ten years (docs/design/review-page.md#logins).
 MAX_FAILURES = 5
 FAILURE_WINDOW = 300.0
 # The largest request body (the forms are a few hundred bytes; a bulk selection of 50

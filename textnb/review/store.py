@@ -64,9 +64,9 @@ PRUNE_TO = 0.7
 USER_SHARE = 0.25
 # A search page looks at no more than this many rows (the user's, newest first, before
 # the page's start). Sender and subject are in the index of a user's rows (an index
-# range holds what the search matches, without a look-up of each row), and a row costs
-# SQLite about 0.4 us to match, so a search page costs at most about 1 ms of matching
-# however long the history is.
+# range holds what the search matches, without a look-up of each row), so a search
+# page's matching has a small fixed bound however long the history is
+# (docs/design/review-page.md#searching-the-log).
 # When they hold less than a page of matches, the page says how far back it looked and
 # its "Older" goes on from there.
 SEARCH_ROWS = 2000
@@ -165,8 +165,8 @@ def headers_of(raw: bytes) -> tuple[str, str]:
     Latin-1), without control characters, cut to ``FIELD_CHARS``.
 
     A scan of the header block for the two fields, not a parse of the message: the
-    recorder's writer calls it for every verdict, and email.parser with the default
-    policy took 0.66 ms a SpamAssassin message (this takes a twentieth of that).
+    recorder's writer calls it for every verdict, and a parse with email.parser costs
+    many times this scan (docs/design/review-page.md#from-and-subject-of-every-verdict).
     """
     head = bytes(raw[:HEAD_BYTES])
     for blank in (b"\n\n", b"\r\n\r\n"):
