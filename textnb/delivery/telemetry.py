@@ -48,10 +48,10 @@ __all__ = ["BUCKETS", "MetricsError", "Telemetry", "parse_metrics_address", "ser
 
 log = logging.getLogger("textnb.delivery.telemetry")
 
-# Upper bounds (seconds) of the latency histogram's buckets. One exchange with a warm scorer
-# on SpamAssassin's model: a verdict median 6.7 ms, p90 12.8 ms (bench/latency.py), a learn
-# median 10.8 ms, p90 37 ms (bench/learn_latency.py, load 4-5); the finer buckets resolve
-# those, the coarse ones show queueing and the 10 s default timeout.
+# Upper bounds (seconds) of the latency histogram's buckets. The finer buckets resolve one
+# exchange with a warm scorer, a verdict (docs/performance.md#per-message-latency) or a
+# learn (docs/learning.md#learn-latency); the coarse ones show queueing and the 10 s
+# default timeout.
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Scrapes served at once, and the longest one connection may stay open. Prometheus
