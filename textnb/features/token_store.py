@@ -1,9 +1,8 @@
 """A growing list of strings packed into one UTF-8 buffer: ``Vocabulary.tokens_``.
 
 A Python ``str`` costs 49 bytes of header besides its characters, and a list slot 8
-more: for a vocabulary of five million tokens (100,000 messages of a changing mailbox,
-``bench.compare --perturb``) that was ~70 bytes a token, 350 MB of a training run's
-1.18 GB peak. Here the tokens are their UTF-8 bytes, one after another in a
+more: for a vocabulary of millions of tokens, a large share of a training run's peak
+memory (docs/design/memory.md#the-packed-vocabulary). Here the tokens are their UTF-8 bytes, one after another in a
 ``bytearray``, and the end offset of each (an ``array`` of int64): the characters plus
 8 bytes a token. Both grow by ``realloc`` (large blocks are remapped, not copied), so
 growing never holds two copies.

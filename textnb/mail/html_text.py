@@ -64,7 +64,7 @@ class _Extractor(HTMLParser):
 
     def updatepos(self, i: int, j: int) -> int:
         # The base class counts lines and columns for getpos(), which we never
-        # call; skipping it saves about 10% of CPU on the SpamAssassin HTML parts.
+        # call: work for nothing on every tag (docs/design/parsing-speed.md#html-by-lexbor).
         return j
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:

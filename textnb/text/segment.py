@@ -8,14 +8,12 @@ rest; each run becomes its overlapping character bigrams (``我们公司`` -> ``
 ``们公``, ``公司``; a one-character run is itself), the rest goes back through the
 ordinary word rules.
 
-Why bigrams and not spaCy's own segmenters (docs/scripts.md has the table; 300
-generated sentences per language, each option timed against the bigrams in the
-same run): jieba (spaCy's ``zh``) adds 42 MB and 0.8-1.0 s of start-up (its
-dictionary loads on first use) and segments 9-10x slower; SudachiPy with its
-core dictionary (spaCy's ``ja``) adds 198 MB and segments 5x slower; PyThaiNLP
-(``th``) adds 67 MB and 1.2 s of start-up and segments 7x slower; pkuseg did not
-install (it builds from source against numpy). Each covers one language, none
-the other scripts, and the filter's start-up is a product feature. Bigrams need
+Why bigrams and not spaCy's own segmenters (jieba for ``zh``, SudachiPy for ``ja``,
+PyThaiNLP for ``th``; docs/scripts.md#why-bigrams-not-spacys-chinese-japanese-and-thai-tokenizers
+has the measurements): each adds a large install, segments several times slower, and
+jieba and PyThaiNLP slow the start-up; pkuseg did not install (it builds from source
+against numpy). Each covers one language, none the other scripts, and the filter's
+start-up is a product feature. Bigrams need
 no dependency, treat every space-less script alike, and are what CJK search
 indexes use (Lucene's CJKBigramFilter, Elasticsearch's cjk analyzer): a naive
 Bayes filter needs features that recur, and most Chinese words are one or two

@@ -38,11 +38,9 @@ from .spacy_import import import_spacy
 # importing it would load spaCy at import time. _SPACY: "a space follows the token".
 _ORTH = 65
 _SPACY = 81
-# Entries per namespace in each of the tokenizer's caches. An entry costs ~600 bytes
-# with its tokens (SpamAssassin's training split: 87 MB for its 149,000 chunks and
-# 110,000 words), so a full body cache is ~120 MB; it is emptied when full. Most of
-# that is the token strings, which the model's vocabulary holds too: emptying the
-# caches after 10,000 messages (106,000 chunks, 202,000 words) freed 15 MB.
+# Entries per namespace in each of the tokenizer's caches: enough to keep the corpora's
+# chunks warm, and a bound on the memory a long run's caches take; a cache is emptied
+# when full (docs/design/memory.md#the-tokenizers-caches).
 _CACHE_LIMIT = 200_000
 # Every header field tokenised as text is a namespace with caches of its own (SpamAssassin's
 # 4,814 training messages: 329 of them). A stream of messages with ever new field names
@@ -134,9 +132,9 @@ def make_spacy_tokenizer():
     no lexical attributes (``lexical_attributes`` gives the few we read, on demand).
 
     A blank English pipeline's vocabulary computes 23 attributes for every new
-    string (shape, norm, stop word, ...) and building the pipeline costs 0.4-0.7 s
-    at start-up; on SpamAssassin's 101,000 new strings the attributes were a third
-    of the tokenising time.
+    string (shape, norm, stop word, ...), a large share of the tokenising time, and
+    building the pipeline slows start-up
+    (docs/design/tokenizer-speed.md#plain-words-without-spacy).
     """
     import_spacy()  # without spaCy's command line (textnb.text.spacy_import)
     from spacy.tokenizer import Tokenizer
