@@ -2,7 +2,7 @@
 rules, with the parsing and the walk done in C.
 
 The stdlib renderer (textnb.mail.html_text) spends about half of ``parse_message``'s CPU on
-SpamAssassin in a Python callback per tag; here Lexbor builds the HTML5 tree in C and
+SpamAssassin in a Python callback per tag (docs/html-to-text.md#speed); here Lexbor builds the HTML5 tree in C and
 selectolax's C calls drop the invisible elements, find the URLs and the block elements
 and join the text. The one Python loop is over block elements (two C calls each, to put
 a line break on either side of it): a line break between text nodes can't be asked of

@@ -27,9 +27,9 @@ sessions, the login throttle, the headers and the body limit are
 What a page costs: its reads of the verdict log and its rendering run in the event
 loop, on one connection: every read is a bounded index range (textnb.review.store),
 the tables are :mod:`textnb.review.table`, and a reader in WAL mode never waits for
-the writer, so a page is a millisecond or two of CPU with nothing to wait for, and a
-hop to a worker thread and back (two wake-ups, and the GIL taken back from whatever
-runs) would cost more than it spares. What may wait runs on worker threads: argon2
+the writer, so a page is a millisecond or two of CPU with nothing to wait for
+(docs/review-page.md#pages-under-load), and a hop to a worker thread and back (two
+wake-ups, and the GIL taken back from whatever runs) would cost more than it spares. What may wait runs on worker threads: argon2
 (only for a login), teaching (the scorer's socket, then a write), the statistics
 (drawn at most once a minute per user) and the scorer's ping.
 """
