@@ -2,7 +2,7 @@
 ham from now on, the way a real mailbox's owner changed their mind.
 
     python -m bench.conflicting_labels [--list fork.xent.com ...] [--variant NAME=k=v,k=v ...]
-        [--no-peer] [--json docs/results/conflicting-labels.json]
+        [--no-peer] [--online] [--json docs/results/conflicting-labels.json]
 
 Built from SpamAssassin's messages with the list reader's rule (bench/list_reader.py):
 every list the owner reads (one that delivered at least ``MIN_LIST_HAMS`` hams) has its
@@ -17,12 +17,20 @@ outscores (the worst, and how many outscore more than 1%), and the field's metri
 the whole future, for textnb (defaults and each ``--variant``) and bogofilter 1.2.5 on
 the same files. ``--split chronological-validation`` builds the same inside the training
 part (its latest fifth is the future), for choosing settings without the test part.
+
+``--online`` asks how fast each filter follows the owner's change of mind: both learn
+the past, then take the future one message at a time in date order, each scored by
+the model as it stands and then learned under the owner's label (TREC's protocol;
+textnb through the ledger as ``textnb retrain`` learns, bogofilter with ``-s``/``-n``).
+Reported, besides the figures above over the online scores: each relabelled
+advertisement's share of the future's spams outscored, in the order they came.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -38,6 +46,9 @@ from bench.tenfold_parts import textnb_folds
 from textnb.config import load_config
 from textnb.evaluation import metrics
 from textnb.mail.corpora import chronological_split, corpora_root, iter_corpus
+from textnb.mail.sources import RawMessage
+from textnb.modelfile.retrain import learn_messages
+from textnb.spamfilter import SpamFilter
 
 LISTS = ("fork.xent.com", "ilug.linux.ie", "social.linux.ie")
 
@@ -74,6 +85,47 @@ def figures(y: np.ndarray, scores: np.ndarray, moved: np.ndarray) -> dict:
             "sm_pct_at_hm_0.1pct": metrics.sm_at_hm(y, scores, 0.001)}
 
 
+def online_textnb(cfg, raw, y, past: np.ndarray, future: np.ndarray) -> np.ndarray:
+    """The future's scores, each by the model that learned the past and the future before it."""
+    spam_filter = SpamFilter(cfg)
+    messages = [RawMessage(str(i), raw[i], "spam" if y[i] else "ham") for i in range(len(raw))]
+    learn_messages(spam_filter, [messages[i] for i in past])
+    scores: list[float] = []
+    learn_messages(spam_filter, [messages[i] for i in future],
+                   on_score=lambda m, s: scores.append(0.0 if s is None else s))
+    return np.array(scores)
+
+
+def online_bogofilter(raw, y, past: np.ndarray, future: np.ndarray) -> np.ndarray:
+    """bogofilter the same way: the past registered, then each future message scored
+    (``-T``) and registered under its label."""
+    with tempfile.TemporaryDirectory(prefix="textnb-conflicting-online-") as tmp:
+        folder = Path(tmp)
+        for label, flag in ((True, "-s"), (False, "-n")):
+            files = []
+            for i in past[y[past] == label]:
+                (folder / f"{i}.eml").write_bytes(raw[i])
+                files.append(f"{i}.eml")
+            subprocess.run(["bogofilter", "-C", "-d", "db", flag, "-B", *files], cwd=folder,
+                           check=True, capture_output=True)
+        scores = []
+        for i in future:
+            out = subprocess.run(["bogofilter", "-C", "-d", "db", "-T"], input=raw[i], cwd=folder,
+                                 capture_output=True, check=False)
+            fields = out.stdout.split()
+            scores.append(float(fields[1]) if len(fields) >= 2 else 0.5)
+            subprocess.run(["bogofilter", "-C", "-d", "db", "-s" if y[i] else "-n"], input=raw[i],
+                           cwd=folder, check=True, capture_output=True)
+    return np.array(scores)
+
+
+def in_order(y: np.ndarray, scores: np.ndarray, moved: np.ndarray) -> list[float]:
+    """Each relabelled ham's share of spams outscored (%), in the order they came."""
+    spam = np.sort(scores[y])
+    return [round(100 * float(np.searchsorted(spam, s, side="left") / spam.size), 2)
+            for s in scores[moved]]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("chronological", "chronological-validation"),
@@ -81,6 +133,8 @@ def main(argv=None) -> int:
     parser.add_argument("--list", action="append", dest="lists")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=k=v,k=v")
     parser.add_argument("--no-peer", action="store_true", help="textnb only")
+    parser.add_argument("--online", action="store_true",
+                        help="score the future one message at a time, learning each after")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     if corpora_root() is None:
@@ -98,10 +152,19 @@ def main(argv=None) -> int:
             print(f"{changed}: no advertisement of it in the future; skipped")
             continue
         rows = {}
-        for name, overrides in variants.items():
+        if args.online:
+            past_rows, future_rows = np.flatnonzero(~future), np.flatnonzero(future)
+            runs = {name: online_textnb(load_config(None, overrides), raw, y, past_rows, future_rows)
+                    for name, overrides in variants.items()}
+            if not args.no_peer:
+                runs["bogofilter"] = online_bogofilter(raw, y, past_rows, future_rows)
+            for name, scores in runs.items():
+                rows[name] = {**figures(y[future], scores, moved[future]),
+                              "in_order_pct": in_order(y[future], scores, moved[future])}
+        for name, overrides in ({} if args.online else variants).items():
             scores, _ = textnb_folds(load_config(None, overrides), part, raw, y)
             rows[name] = figures(y[future], scores[future], moved[future])
-        if not args.no_peer:
+        if not args.no_peer and not args.online:
             with tempfile.TemporaryDirectory(prefix="textnb-conflicting-") as tmp:
                 scores, _, _ = peer_folds(peers.run_bogofilter, part, raw, y, Path(tmp),
                                           "spamassassin")
@@ -114,9 +177,12 @@ def main(argv=None) -> int:
                   f"median {r['median_spams_outscored_pct']:>6.2f}%, {r['over_1pct']:>3} over 1%; "
                   f"(1-AUC)% {r['one_minus_auc_pct']:.3f}, sm%@hm0.1% {r['sm_pct_at_hm_0.1pct']:.2f}",
                   flush=True)
+            if "in_order_pct" in r:
+                print(f"  {'':<22} in order: {r['in_order_pct']}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"split": args.split, "variants": variants,
+        Path(args.json).write_text(json.dumps({"split": args.split, "online": args.online,
+                                               "variants": variants,
                                                "results": results}, indent=1) + "\n")
     return 0
 
