@@ -8,10 +8,10 @@ but the mail is filtered all the same).
 
 Start-up time is the point of this module. It imports only ``os``, ``sys``,
 ``_socket`` and :mod:`textnb.delivery.verdict_headers`: no spaCy, NumPy, SciPy or typer, and none of
-``socket``, ``re``, ``json`` or ``argparse``, each of which would add to every message
-a share of the bare interpreter's own start-up (``socket`` builds enums of its constants;
-``_socket`` is the C module it wraps). Hence ``_socket`` and options parsed by hand
-(docs/design/startup.md#the-client).
+``socket``, ``re``, ``json`` or ``argparse``: every message pays for every import, and
+each of these costs a sizeable share of the bare interpreter's start-up (``socket``
+builds enums of its constants; ``_socket``, the C module it wraps, does not). Hence
+``_socket`` and options parsed by hand (docs/design/startup.md#the-client).
 
 The protocol, one request per connection (after spamc/spamd, simplified)::
 

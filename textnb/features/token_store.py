@@ -2,10 +2,10 @@
 
 A Python ``str`` costs 49 bytes of header besides its characters, and a list slot 8
 more: for a vocabulary of millions of tokens, a large share of a training run's peak
-memory (docs/design/memory.md#the-packed-vocabulary). Here the tokens are their UTF-8 bytes, one after another in a
-``bytearray``, and the end offset of each (an ``array`` of int64): the characters plus
-8 bytes a token. Both grow by ``realloc`` (large blocks are remapped, not copied), so
-growing never holds two copies.
+memory (docs/design/memory.md#the-packed-vocabulary). Here the tokens are their UTF-8
+bytes, one after another in a ``bytearray``, and the end offset of each (an ``array`` of
+int64): the characters plus 8 bytes a token. Both grow by ``realloc`` (large blocks are
+remapped, not copied), so growing never holds two copies.
 
 A token is decoded when it is read: indexing, slices (lists), iteration (in chunks)
 and ``take`` (many at once, vectorised). Lone surrogates round-trip ("surrogatepass").

@@ -1,12 +1,13 @@
 """HTML -> the text a reader sees and the URLs, with Lexbor (selectolax): textnb.mail.html_text's
 rules, with the parsing and the walk done in C.
 
-The stdlib renderer (textnb.mail.html_text) spends about half of ``parse_message``'s CPU on
-SpamAssassin in a Python callback per tag (docs/html-to-text.md#speed); here Lexbor builds the HTML5 tree in C and
-selectolax's C calls drop the invisible elements, find the URLs and the block elements
-and join the text. The one Python loop is over block elements (two C calls each, to put
-a line break on either side of it): a line break between text nodes can't be asked of
-``text(separator=...)`` without also splitting a word at an inline tag (``V<b></b>iagra``).
+The stdlib renderer (textnb.mail.html_text) spends about half of ``parse_message``'s CPU
+on SpamAssassin in a Python callback per tag (docs/html-to-text.md#speed); here Lexbor
+builds the HTML5 tree in C and selectolax's C calls drop the invisible elements, find
+the URLs and the block elements and join the text. The one Python loop is over block
+elements (two C calls each, to put a line break on either side of it): a line break
+between text nodes can't be asked of ``text(separator=...)`` without also splitting a
+word at an inline tag (``V<b></b>iagra``).
 
 Lexbor is a browser's parser, so the text is what a browser shows where the two differ
 (docs/html-to-text.md has the measured differences): an unclosed comment hides the rest

@@ -31,7 +31,8 @@ BLOCK_TAGS = frozenset(
 _URL_ATTRS = frozenset({"href", "src"})
 
 # A tag for the crude strip. '<' excluded inside: with it, each '<' of '<a<a<...' (no
-# '>') would scan to the end, quadratic (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
+# '>') would scan to the end, quadratic
+# (docs/design/parsing-speed.md#the-parsers-on-hostile-mail).
 _TAG = re.compile(r"<[^<>]*>")
 
 

@@ -16,11 +16,11 @@ Clues: a verdict in the review band gets the ``CLUES`` strongest of
 ``SpamFilter.explain``, computed by the writer after its row is in, with the model's lock
 held (the tokenizer is not meant for threads), only while the scorer is idle (no
 verdict for ``IDLE_SECONDS``, the lock free within ``CLUE_WAIT``), and for at most
-``EXPLAIN_SHARE`` of the time: an explanation costs about two scores, and a verdict
-that comes while one runs waits for it (docs/review-page.md#the-cost-of-recording). Verdicts that get no clues in time (a
-busy scorer, more kept verdicts than the share explains) are recorded without them,
-and the page says so. Other verdicts get none (their raw message is not kept either,
-so the page has nothing to explain).
+``EXPLAIN_SHARE`` of the time: an explanation costs about two scores, and a verdict that
+comes while one runs waits for it (docs/review-page.md#the-cost-of-recording). Verdicts
+that get no clues in time (a busy scorer, more kept verdicts than the share explains)
+are recorded without them, and the page says so. Other verdicts get none (their raw
+message is not kept either, so the page has nothing to explain).
 """
 
 from __future__ import annotations

@@ -29,9 +29,10 @@ loop, on one connection: every read is a bounded index range (textnb.review.stor
 the tables are :mod:`textnb.review.table`, and a reader in WAL mode never waits for
 the writer, so a page is a millisecond or two of CPU with nothing to wait for
 (docs/review-page.md#pages-under-load), and a hop to a worker thread and back (two
-wake-ups, and the GIL taken back from whatever runs) would cost more than it spares. What may wait runs on worker threads: argon2
-(only for a login), teaching (the scorer's socket, then a write), the statistics
-(drawn at most once a minute per user) and the scorer's ping.
+wake-ups, and the GIL taken back from whatever runs) would cost more than it spares.
+What may wait runs on worker threads: argon2 (only for a login), teaching (the
+scorer's socket, then a write), the statistics (drawn at most once a minute per user)
+and the scorer's ping.
 """
 
 from __future__ import annotations

@@ -6,14 +6,14 @@ URL and synthetic features never collide with body words: ``subject:free``,
 ``control:bad-base64``, ``skip:h 50`` (SpamBayes' trick for over-long words).
 
 The splitting is spaCy's ``Tokenizer``, with prefix/suffix rules narrowed to the
-punctuation that actually sticks to words in mail. spaCy's default English rules
-cost several times more on mail text (docs/design/tokenizer-speed.md#rules-narrowed-to-mail)
-and their extra splits (hyphens, apostrophes) carry little spam evidence. The lexical attributes (``like_num``,
-``like_url``, ``like_email``, ``is_currency``) are spaCy's English ones, computed
-once per distinct word; what a whitespace-free chunk of text maps to is cached
-too (``EmailTokenizer.text_tokens``), so each distinct chunk is split once; spaCy
-splits those with an infix, and the others are split by spaCy's affix loop written
-out for our rules (``_words_without_spacy``, checked against spaCy).
+punctuation that actually sticks to words in mail. spaCy's default English rules cost
+several times more on mail text, and their extra splits (hyphens, apostrophes) carry
+little spam evidence (docs/design/tokenizer-speed.md#rules-narrowed-to-mail). The
+lexical attributes (``like_num``, ``like_url``, ``like_email``, ``is_currency``) are
+spaCy's English ones, computed once per distinct word; what a whitespace-free chunk of
+text maps to is cached too (``EmailTokenizer.text_tokens``), so each distinct chunk is
+split once; spaCy splits those with an infix, and the others are split by spaCy's affix
+loop written out for our rules (``_words_without_spacy``, checked against spaCy).
 """
 
 from __future__ import annotations
