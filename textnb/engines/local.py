@@ -6,9 +6,10 @@ smaller) and, per batch, normalises each message and takes its ledger digest (in
 ``speedups.normalise_message``: a small part of the work, since the calling process
 shares two cores with the workers), decides from the ledger what to learn
 (``textnb.modelfile.lifecycle.Lifecycle.sort``, as ``Lifecycle.learn`` decides batch by
-batch), and hands the messages to learn to a worker. The worker parses, tokenises and counts them
-(``counting.count_work``) and sends back counts and tokens hashes, never token lists.
-The calling process adds the counts in batch order and completes the ledger.
+batch), and hands the messages to learn to a worker. The worker parses, tokenises and
+counts them (``counting.count_work``) and sends back counts and tokens hashes, never
+token lists. The calling process adds the counts in batch order and completes the
+ledger (``Lifecycle.enter``).
 
 Scoring: the worker gets a batch's raw bytes and sends back their log-odds.
 

@@ -122,7 +122,8 @@ def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str]
             report = learn_messages(spam_filter, messages, regime, margin, progress)
         elif spam_filter.ledger.pruned_at:
             # The engines move relabelled messages' whole token lists; after a prune only
-            # the tokens the model still holds may move (Lifecycle.held_tokens), as learn_messages does.
+            # the tokens the model still holds may move (Lifecycle.held_tokens), as
+            # learn_messages does.
             engine = None
             messages = iter_labelled(spam=spam, ham=ham, index=index, tsv=tsv)
             report = learn_messages(spam_filter, messages, regime, margin, progress)
