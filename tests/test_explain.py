@@ -39,6 +39,10 @@ def test_json_parts_add_up_to_the_log_odds(tmp_path, event_model, combine):
                  + row["other_tokens_log_odds"] + row["combining_log_odds"])
         assert (row["combining_log_odds"] == 0) == (combine == "sum")
         assert total == pytest.approx(row["log_odds"], abs=1e-9)
+        sides = (row["prior_log_odds"] + row["absence_log_odds"] + row["spam_clues_log_odds"]
+                 + row["ham_clues_log_odds"] + row["combining_log_odds"])
+        assert sides == pytest.approx(row["log_odds"], abs=1e-9)
+        assert row["spam_clues_log_odds"] >= 0 >= row["ham_clues_log_odds"]
         assert len(row["clues"]) == min(4, row["tokens_used"])
         assert 0 <= row["prior_share"] <= 1
         for clue in row["clues"]:

@@ -25,6 +25,10 @@ def breakdown(e, k: int) -> dict:
     shown = used[:k]
     weight = abs(e.prior_log_odds) + abs(e.absence_log_odds) + sum(abs(c[1]) for c in used)
     return {
+        # each side's total: strong evidence both ways (a list's advertisement) shows as
+        # two large sides whose difference is the score (docs/conflicting-evidence.md)
+        "spam_side": sum(c[1] for c in used if c[1] > 0),
+        "ham_side": sum(c[1] for c in used if c[1] < 0),
         "shown": shown,
         "shown_log_odds": sum(c[1] for c in shown),
         "others": len(used) - len(shown),
@@ -53,7 +57,7 @@ def explain_cli(
     as_json: bool = JsonOpt,
 ):
     # fmt: on
-    """Explain a verdict: the threshold, the prior's share and the tokens that moved the score most."""
+    """Explain a verdict: the threshold, the prior's share, each side's total and the tokens that moved the score most."""
     from .. import commands
 
     with operator_errors():
@@ -68,6 +72,8 @@ def explain_cli(
                     "absence_log_odds": e.absence_log_odds, "tokens_used": e.tokens_used,
                     "combining_log_odds": e.combining_log_odds,
                     "other_tokens_log_odds": parts["others_log_odds"],
+                    "spam_clues_log_odds": parts["spam_side"],
+                    "ham_clues_log_odds": parts["ham_side"],
                     "unknown_tokens": e.unknown_tokens,
                     "clues": [{"token": t, "log_odds": c, "count": n, "llr": c / n if n else c,
                                "spam_count": s, "ham_count": h}
@@ -79,7 +85,8 @@ def explain_cli(
                            "both sides pulls the score toward the middle)")
             typer.echo(_verdict_line(e))
             typer.echo(f"  prior log-odds {e.prior_log_odds:+.2f} ({parts['prior_share']:.0%} "
-                       f"of the evidence){absent}; the {len(parts['shown'])} tokens below "
+                       f"of the evidence){absent}; spam clues {parts['spam_side']:+.2f}, ham clues "
+                       f"{parts['ham_side']:+.2f}; the {len(parts['shown'])} tokens below "
                        f"{parts['shown_log_odds']:+.2f}, {parts['others']} more "
                        f"{parts['others_log_odds']:+.2f}; {e.unknown_tokens} tokens never "
                        "seen in training")
