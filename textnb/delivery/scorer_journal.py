@@ -28,15 +28,16 @@ Replaying is safe when the file already holds some of the records (a kill betwee
 the rename and the journal's trim): each record sets the state of one message
 (learned as spam, as ham, or absent), so applying it again changes nothing.
 
-A record: ``TNBJ1 <LEARN|FORGET> <spam|ham|-> <length> <sha256 hex>\\n<length bytes>\\n``.
-A record cut short by a crash, or whose checksum fails, ends the replay there (its
-client was never answered).
+A record: ``TNBJ1 <LEARN|FORGET> <spam|ham|-> <length> <sha256 hex>\\n<length bytes>\\n``
+(the framing ``MODEL.delta`` uses too: textnb.modelfile.journal_frames). A record cut short
+by a crash, or whose checksum fails, ends the replay there (its client was never
+answered). Why this journal holds messages and not count patches as ``MODEL.delta``
+does: docs/model-file.md#the-journals.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import logging
 import os
 import threading
@@ -45,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..modelfile import store
+from ..modelfile.journal_frames import frame, frames
 
 __all__ = ["Journal", "Record", "journal_path", "snapshot_bytes"]
 
@@ -67,10 +69,7 @@ class Record:
     raw: bytes
 
     def encode(self) -> bytes:
-        head = b" ".join([MAGIC, self.kind.encode(), (self.label or "-").encode(),
-                          str(len(self.raw)).encode(),
-                          hashlib.sha256(self.raw).hexdigest().encode()])
-        return head + b"\n" + self.raw + b"\n"
+        return frame(MAGIC, [self.kind.encode(), (self.label or "-").encode()], self.raw)
 
 
 class Journal:
@@ -111,19 +110,9 @@ class Journal:
         except FileNotFoundError:
             return []
         out, at = [], start
-        while at < len(data):
-            newline = data.find(b"\n", at)
-            fields = data[at:newline].split(b" ") if newline >= 0 else []
-            if len(fields) != 5 or fields[0] != MAGIC or not fields[3].isdigit():
-                break
-            length = int(fields[3])
-            raw = data[newline + 1:newline + 1 + length]
-            end = newline + 1 + length + 1
-            if (len(raw) != length or data[end - 1:end] != b"\n"
-                    or hashlib.sha256(raw).hexdigest().encode() != fields[4]):
-                break
-            label = fields[2].decode()
-            out.append((Record(fields[1].decode(), None if label == "-" else label, raw), end))
+        for (kind, label), raw, end in frames(data, MAGIC, 2, start):
+            out.append((Record(kind.decode(), None if label == b"-" else label.decode(), raw),
+                        end))
             at = end
         if at < len(data):
             log.warning("journal %s: %d bytes after offset %d are not a complete record (an "

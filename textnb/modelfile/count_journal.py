@@ -17,9 +17,9 @@ records apply to, ``TNBD1 base <SHA-256 of the file's bytes>``, then records, ea
 ``TNBD1 <length> <SHA-256 of the payload>\\n<payload>\\n`` where the payload is
 zlib-compressed JSON. After an append the model file's mtime is advanced, so that a
 resident scorer watching the file reloads it, journal included, before it serves or
-writes again. (textnb.delivery.scorer_journal's journal for the resident scorer frames its
-records the same way; it holds raw messages to learn, this one holds their effect,
-so loading needs no tokenising.)
+writes again. (The resident scorer's journal, textnb.delivery.scorer_journal, frames its
+records the same way, textnb.modelfile.journal_frames; it holds raw messages to learn,
+this one holds their effect, so loading needs no tokenising; docs/model-file.md#the-journals.)
 
 Crash safety. A record is appended with one ``write`` and fsync'd while the model's
 lock is held, before the run reports success. A crash mid-append leaves a record cut
@@ -48,6 +48,7 @@ import numpy as np
 from ..errors import write_error
 from ..models.ledger import LABELS
 from .checks import INFLATION_ALLOWANCE, MAX_INFLATION, loads_json
+from .journal_frames import frame, frames
 
 __all__ = ["COMPACT_FRACTION", "Journal", "JournalState", "Snapshot", "apply", "diff",
            "journal_path", "replay"]
@@ -196,12 +197,6 @@ class JournalState:
     size: int = 0
 
 
-def _frame(payload: bytes) -> bytes:
-    return (b" ".join([MAGIC, str(len(payload)).encode(),
-                       hashlib.sha256(payload).hexdigest().encode()])
-            + b"\n" + payload + b"\n")
-
-
 class Journal:
     """``MODEL.delta``: the patches the model file does not hold yet."""
 
@@ -223,16 +218,7 @@ class Journal:
         if not data.startswith(header):
             return [], state
         patches, at = [], len(header)
-        while at < len(data):
-            newline = data.find(b"\n", at)
-            fields = data[at:newline].split(b" ") if newline >= 0 else []
-            if len(fields) != 3 or fields[0] != MAGIC or not fields[1].isdigit():
-                break
-            payload = data[newline + 1:newline + 1 + int(fields[1])]
-            end = newline + 1 + int(fields[1]) + 1
-            if (len(payload) != int(fields[1]) or data[end - 1:end] != b"\n"
-                    or hashlib.sha256(payload).hexdigest().encode() != fields[2]):
-                break
+        for _, payload, end in frames(data, MAGIC, 0, at):
             try:
                 patches.append(loads_json(_inflated(payload), "a journal record"))
             except (zlib.error, ValueError):
@@ -253,7 +239,7 @@ class Journal:
         header = MAGIC + b" base " + state.base_sha256.encode() + b"\n"
         fresh = state.valid_end == 0
         keep = 0 if fresh else state.valid_end
-        data = (header if fresh else b"") + _frame(payload)
+        data = (header if fresh else b"") + frame(MAGIC, [], payload)
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             with os.fdopen(fd, "r+b") as fh:

@@ -1,0 +1,50 @@
+"""The record framing of the journals beside a model file.
+
+Two journals keep what a model file does not hold yet, and frame their records alike:
+``MODEL.delta`` (``textnb.modelfile.count_journal``: patches of the counts, from
+``textnb retrain`` and ``textnb forget``) and ``MODEL.journal``
+(``textnb.delivery.scorer_journal``: the messages the resident scorer learned, raw).
+A record is one line of fields and the payload::
+
+    <MAGIC> <field> ... <payload length> <SHA-256 hex of the payload>\\n<payload>\\n
+
+appended with one ``write`` and fsync'd before its update is reported done. Reading
+stops at the first record that is cut short or fails its checksum: a crash mid-append
+leaves such a record, and its update was never reported done.
+docs/model-file.md#the-journals says why there are two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+
+__all__ = ["frame", "frames"]
+
+
+def frame(magic: bytes, fields: Sequence[bytes], payload: bytes) -> bytes:
+    """One record: ``magic``, the ``fields`` (no spaces or newlines in them), the payload."""
+    head = b" ".join([magic, *fields, str(len(payload)).encode(),
+                      hashlib.sha256(payload).hexdigest().encode()])
+    return head + b"\n" + payload + b"\n"
+
+
+def frames(data: bytes, magic: bytes, n_fields: int, start: int = 0
+           ) -> Iterator[tuple[list[bytes], bytes, int]]:
+    """The complete records of ``data`` from offset ``start``, in order: (their fields, their
+    payload, the offset just past them). Stops at the first record that is not complete
+    and intact, or whose line does not hold ``n_fields`` fields after ``magic``."""
+    at = start
+    while at < len(data):
+        newline = data.find(b"\n", at)
+        line = data[at:newline].split(b" ") if newline >= 0 else []
+        if len(line) != n_fields + 3 or line[0] != magic or not line[-2].isdigit():
+            return
+        length = int(line[-2])
+        payload = data[newline + 1:newline + 1 + length]
+        end = newline + 1 + length + 1
+        if (len(payload) != length or data[end - 1:end] != b"\n"
+                or hashlib.sha256(payload).hexdigest().encode() != line[-1]):
+            return
+        yield line[1:-2], payload, end
+        at = end
