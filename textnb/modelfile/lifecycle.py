@@ -61,24 +61,10 @@ __all__ = ["REGIMES", "DEFAULT_MARGIN", "LearnReport", "LedgerMismatchError", "L
 
 REGIMES = ("all", "error", "thick")
 # The thick regime's margin, in log-odds beyond the threshold. It depends on the score
-# scale: with 8 spam and 8 ham clues (the each-side default) log-odds run to about
-# +-60, and from 60 up the margin learns everything. bench/online.py, TREC-style
-# online (1-AUC)% and share of messages learned (SpamAssassin, seeded order / Enron
-# 1-3, corpus order), default settings (word pairs, each side 8 + 8):
-#   margin   SpamAssassin      Enron 1-3       mean
-#   error    1.208   4.2 %     0.738   3.5 %   0.973
-#   20       0.066  34.8 %     0.092  31.9 %   0.079
-#   25       0.068  46.2 %     0.083  41.9 %   0.075
-#   30       0.071  59.6 %     0.078  51.5 %   0.075   <- best mean
-#   40       0.076  84.0 %     0.076  71.0 %   0.076
-#   50       0.077  97.9 %     0.079  86.5 %   0.078
-#   60-100   0.077   100 %     0.085-0.086 96-97 %     (= all)
-#   all      0.077   100 %     0.086  97.1 %   0.081
-# 30 learns about half the messages and beats 'all' on both corpora; 25 ties it.
-# (With one ranking of 20 clues, log-odds ran to +-150 and 100 was best, mean 0.083;
-# with 15 clues and no pairs, 60: mean 0.117.) Chosen on the same two corpora it is
-# reported on: there was no third one. XXX why learning less scores better is not
-# established (bulk spam repeated with small changes, over-counted by 'all'?).
+# scale: with 8 spam and 8 ham clues log-odds run to about +-60, and from 60 up the
+# margin learns everything. 30 learns about half the messages and had the best mean
+# online (1-AUC)% of the margins tried on SpamAssassin and Enron 1-3, the two corpora it
+# is reported on (the table: docs/accuracy.md#retraining-regimes-online).
 DEFAULT_MARGIN = 30.0
 
 

@@ -25,7 +25,7 @@ client that flags a message or a filter that scores it must not turn it into a
 (``received:ip:…``, ``return-path:domain:…``); two copies that differ in them
 are two different documents to the model, and giving them one digest would make
 ``forget`` subtract tokens that were never added. The learned tokens are the
-tokens of the normalised message (``textnb.modelfile.retrain`` tokenises
+tokens of the normalised message (``textnb.modelfile.lifecycle`` tokenises
 ``normalise(raw)``), so one digest always means one token list.
 
 With the default header selection none of the removed fields is tokenised
@@ -166,7 +166,7 @@ class Ledger:
     (it would have its column), and one before it that did had its count dropped
     with the token. So a column holds message m's count iff ``born <= serial(m)``,
     and :meth:`held` tells ``forget`` and relabelling exactly which of a message's
-    tokens the model still counts. Columns made outside ``textnb.modelfile.retrain`` (or in a
+    tokens the model still counts. Columns made outside ``textnb.modelfile.lifecycle`` (or in a
     file from before serials) get the same ``born`` when first covered, and ``last``
     = now, which is conservative (a prune keeps them a while longer).
     """
