@@ -1,9 +1,8 @@
 """Learning through the resident scorer: a journal, so that an acknowledged update survives.
 
-Writing a SpamAssassin-sized model takes 0.6 s (store.dumps of 3.6 MB: compressing the
-counts), while learning one message in memory takes 2-7 ms and an fsync'd append to a
-file 0.2-0.8 ms (measured on this machine while writing this module). So the scorer
-does not rewrite the model per request. Each update is, in this order:
+Writing the whole model file takes far longer than learning one message in memory
+or appending it to a file with an fsync (docs/learning.md#the-scorers-journal), so the
+scorer does not rewrite the model per request. Each update is, in this order:
 
 1. appended to the model's journal (``MODEL.journal`` beside ``MODEL``) and fsync'd;
 2. applied to the model in memory by the model's lifecycle

@@ -68,8 +68,9 @@ import_now("scipy.sparse", "scipy.special")
 # other half is for model files, journals, the metrics port and a user's model loading.
 MAX_CONNECTIONS = 512
 # A learn is applied only if this much of its --timeout is left (at most a quarter of
-# it): a journal append and an apply take 10-40 ms, and a client waits --timeout for
-# the answer, so it is never told "not learned" for an update that is then made.
+# it): a journal append and an apply take a small part of that margin
+# (docs/learning.md#the-scorers-journal), and a client waits --timeout for the
+# answer, so it is never told "not learned" for an update that is then made.
 LEARN_MARGIN = 1.0
 # Scored once on every (re)load, so that spaCy's tokenizer and the vocabulary's first
 # lookups are built before the model serves a request, not during one.
@@ -80,8 +81,9 @@ WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http://
 # past this many strings the scorer starts afresh from the model file (a reload).
 MAX_STRINGS = 500_000
 # The longest an acknowledged update waits before the model file is rewritten
-# (textnb.delivery.scorer_journal): a SpamAssassin-sized model takes 0.6 s to write, so 1 s keeps
-# the writer busy at most ~40% of the time however fast updates come.
+# (textnb.delivery.scorer_journal): a shorter wait keeps the file closer to the journal
+# but rewrites it more often; at this one the writer is busy at most about 40 % of the
+# time however fast updates come (docs/learning.md#the-scorers-journal).
 FLUSH_SECONDS = 1.0
 # How long the final write at shutdown waits for a `textnb retrain` holding the model's lock.
 LOCK_WAIT = 30.0
