@@ -55,12 +55,9 @@ __all__ = ["COMPACT_FRACTION", "Journal", "JournalState", "Snapshot", "apply", "
 
 MAGIC = b"TNBD1"
 # Rewrite the model file once the journal would exceed this fraction of it. Replaying
-# costs more per byte than loading the file: on the 50,000-message model (14.6 MB, load
-# 1.7-1.9 s) 100 one-message records (0.5 MB, 3.6 %) added 0.17-0.46 s and 300 (1.5 MB,
-# 11 %) 0.26-1.17 s in two runs, while a rewrite costs 2.0-2.2 s (bench/retrain_time.py,
-# docs/retraining.md#speed). At 5 % a load pays at most about +40 % (the worse run) and a
-# rewrite comes once per ~100 one-message runs; a 100-message record (0.33 MB) still goes
-# to the journal of that model and to a rewrite of a 5,000-message one.
+# costs more per byte than loading the file, so a long journal slows every load, while
+# each rewrite costs more than a load: at 5 % a load pays at most about 40 % more and
+# one-message runs rewrite the file about once in 100 (docs/retraining.md#speed).
 COMPACT_FRACTION = 0.05
 
 
