@@ -1,12 +1,13 @@
 """Two start-up steps at once: a model load on a second thread while spaCy is imported.
 
-A command that scores or learns first loads its model and imports spaCy (0.2-0.3 s
-each on Enron 1-3's model). The load spends most of its time in C that releases the
-GIL (inflating, SHA-256, hashing and sorting the vocabulary with NumPy); the import is
-Python and holds it. Run side by side, the load mostly uses the second core, for a
-little more CPU in all as the threads hand the GIL back and forth. A forked child
-instead of the thread was tried and removed: it lost on large models
-(docs/design/startup.md#the-load-beside-spacys-import).
+A command that scores or learns first loads its model and imports spaCy, two steps of
+about the same length (docs/design/startup.md#the-load-beside-spacys-import). The load
+spends most of its time in C that releases the GIL (inflating, SHA-256, hashing and
+sorting the vocabulary with NumPy); the import is Python and holds it. Run side by
+side, the load mostly uses the second core, for a little more CPU in all as the threads
+hand the GIL back and forth. A forked child instead of the thread was tried and
+removed: it lost on large models
+(docs/design/startup.md#tried-and-removed-the-load-in-a-forked-child).
 """
 
 from __future__ import annotations

@@ -55,9 +55,9 @@ from .checks import (INFLATION_ALLOWANCE, MAX_INFLATION, check_model, loads_json
 FORMAT_NAME = "textnb-model"
 FORMAT_VERSION = 1
 _META = "textnb-model.json"
-# zlib level 1, not 6: SpamAssassin's model (549,730 tokens, 28 MB of members)
-# compresses in 0.16 s CPU instead of 0.47 s, to 4.44 MB instead of 3.72 (+19%);
-# every train and retrain writes the whole file, so the time is paid often.
+# zlib level 1, not 6: about a third of the CPU for a file a fifth larger; every train
+# and retrain writes the whole file, so the time is paid often
+# (docs/design/counting-and-scoring.md#saving).
 ZLIB_LEVEL = 1
 # ISA-L's level 1 (python-isal, where installed: _deflater), which writes the same
 # format several times faster than zlib's level 1, and smaller
@@ -334,10 +334,10 @@ def _deflater():
     (zipfile's own zlib one is kept).
 
     Every ``train`` and ``retrain`` writes the whole model after its last message is
-    counted, on one core: deflating was 0.16-0.19 of the 0.2-0.3 s the save took. ISA-L
-    deflates in assembler written for it, three to nine times zlib's speed at level 1
-    on a model's members, and its raw deflate stream is what zipfile writes and any unzip
-    reads (tests/test_store.py)."""
+    counted, on one core, and with zlib deflating is most of that save
+    (docs/design/counting-and-scoring.md#saving). ISA-L deflates in assembler written for
+    it, three to nine times zlib's speed at level 1 on a model's members, and its raw
+    deflate stream is what zipfile writes and any unzip reads (tests/test_store.py)."""
     try:
         from isal import isal_zlib
     except ImportError:  # not installed here (textnb requires it where wheels exist)
@@ -667,8 +667,8 @@ def _bounded(module) -> Callable[[memoryview, int, int], bytes]:
     + 1`` bytes of output whatever the stream holds, so a member whose bytes inflate
     past its declared size costs no more memory than the size it declared (its length
     check then fails). ISA-L's bounded inflate is as quick as its one-call one; zlib's
-    grows its output in blocks and is slower (SpamAssassin's model's members: 0.03 s
-    with ISA-L, 0.11 s with zlib), which is paid only where ISA-L is not installed."""
+    grows its output in blocks and is slower, which is paid only where ISA-L is not
+    installed (docs/design/startup.md#the-load-beside-spacys-import)."""
     def inflate(raw: memoryview, wbits: int, size: int) -> bytes:
         return module.decompressobj(wbits).decompress(raw, size + 1)
 
