@@ -49,11 +49,9 @@ class ScoredBatch:
 
 # Messages a worker process scores at a time (one process: ``spamfilter.BATCH_SIZE``). Scoring
 # merges nothing, so smaller batches cost little and leave less of a tail, when one worker has the
-# last batch and the other none: the default classify of Enron 1-3's 3,281 test messages, 4 rounds
-# interleaved, 2.42-2.57 s with 512, 2.14-2.43 with 256, 2.08-2.28 with 128, 2.14-2.29 with 64
-# (SpamAssassin's 1,233: 1.98-2.28, 1.92-2.28, 1.94-2.15, 1.91-2.16). Training stays at
-# ``spamfilter.BATCH_SIZE``: its batches are merged in this process, and 256 measured the
-# same as 512 (Enron 4.34-4.71 s against 4.48-4.76, 3 rounds).
+# last batch and the other none. Training stays at ``spamfilter.BATCH_SIZE``: its batches are
+# merged in this process, and smaller ones gained nothing there
+# (docs/design/counting-and-scoring.md#the-pool-and-its-batches).
 SCORE_BATCH = 128
 
 

@@ -3,9 +3,8 @@ else stays in one.
 
 This is the library path for code that calls ``SpamFilter.fit`` or ``log_odds`` itself.
 The commands and the CLI (``--jobs N``) use ``textnb.engines.local`` instead, where the
-workers also count and score, and only counts or log-odds come back: SpamAssassin's
-4,814 training messages, two processes: 2.2 s of CPU in the calling process and 11.9 s
-in the workers there (bench/stages.py), against 8.3 s + 4.1 s here (below).
+workers also count and score, and only counts or log-odds come back, so the calling
+process is left far less to do (docs/design/counting-and-scoring.md#the-librarys-parallel-path).
 
 A batch of raw messages is cut into ``jobs`` contiguous slices: the calling
 process tokenises the first itself and ``jobs - 1`` worker processes the others,
@@ -30,10 +29,8 @@ Where fork is not available they are spawned and build their own tokenizer from
 the (picklable) configuration.
 
 The calling process also does everything else (reading, the ledger, counting)
-while the workers wait, so two processes are not twice as fast. Training on those
-4,814 messages (``retrain.fit``, a quiet machine): one process 13.3 s of CPU and
-13.3 s wall; two 8.3 s (calling) + 4.1 s (worker), 8.7 s wall. Enron 1-3's 13,260:
-10.1 s wall, and 6.7 s.
+while the workers wait, so two processes are not twice as fast
+(docs/design/counting-and-scoring.md#the-librarys-parallel-path).
 """
 
 from __future__ import annotations
