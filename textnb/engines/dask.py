@@ -88,15 +88,16 @@ __all__ = ["DaskEngine", "SourceFile", "Counts", "connect", "labelled_files", "u
            "learn_files", "score_partition", "score_files", "classify_to_files",
            "decision_row"]
 
-# Partials merged by one task (Dask's own tree reductions default to 8 too). Merging
-# SpamAssassin's counts costs 0.13 CPU-s in all from 2 partitions, 0.52 from 128 (3 levels),
-# against 18 CPU-s of counting (bench/dask_scaling.py): the fan-in is not worth tuning.
+# Partials merged by one task (Dask's own tree reductions default to 8 too). The merge is a
+# small part of the counting from 2 partitions to 128, so the fan-in is not worth tuning
+# (docs/dask.md#partitions-and-the-merge).
 SPLIT_EVERY = 8
 # Default partitioning: at least this many partitions per worker thread (a slow
 # partition then delays the end by a fraction of a worker's share) ...
 PARTITIONS_PER_THREAD = 4
-# ... and at most this many files in one: about 3 s of tokenising at ~300 messages/s,
-# long enough that Dask's ~1 ms per task is noise, short enough to balance.
+# ... and at most this many files in one: a few seconds of tokenising, long enough that
+# Dask's overhead per task is noise, short enough to balance
+# (docs/dask.md#partitions-and-the-merge).
 FILES_PER_PARTITION = 1000
 
 
@@ -257,7 +258,8 @@ def _digest_partition(files: Sequence[SourceFile]) -> tuple[np.ndarray, np.ndarr
 
 @lru_cache(maxsize=4)
 def _tokenizing_filter(config: FilterConfig) -> SpamFilter:
-    """One filter per worker process and config, only to tokenise (spaCy loads once, ~3 s)."""
+    """One filter per worker process and config, only to tokenise: spaCy's load is paid once
+    a process, not once a partition (docs/dask.md#partitions-and-the-merge)."""
     return SpamFilter(config)
 
 
