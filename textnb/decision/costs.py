@@ -33,8 +33,8 @@ def expit(log_odds):
     SciPy's ``special.expit`` computes exactly this with the C library's ``exp``, which
     ``math.exp`` calls too: the same bits on 3 million values from -800 to 800 and
     the infinities, where NumPy's own ``exp`` differed in the last bit for 1.7% of them.
-    Importing ``scipy.special`` costs ~0.1-0.2 s of a
-    command's start-up (textnb.features.csr_arrays).
+    Importing ``scipy.special`` would add to every command's start-up
+    (textnb.features.csr_arrays; docs/design/startup.md#scipy-kept-off-the-scoring-path).
     """
     if np.ndim(log_odds) == 0:
         return _expit(float(log_odds))
