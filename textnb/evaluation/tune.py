@@ -67,9 +67,8 @@ DEFAULT_COST_RATIOS = metrics.ANDROUTSOPOULOS_LAMBDAS
 # binary and tf features, except that one reading presence only (Bernoulli) is the same
 # model with either, so it is tried with binary features only. k and the cap only change
 # which of a message's contributions are summed, so each fold fits 12 models, not 156
-# (`search`): 74 s on SpamAssassin's 4,814 training messages and 149 s on Enron's
-# 13,260 (bench/tune_costs.py --search, 2 shared CPUs), where the 48 settings of the
-# old grid, each fitted on its own, took about 60 s and 110 s.
+# (`search`; what the search costs:
+# docs/design/counting-and-scoring.md#tunings-search-one-fit-per-fold).
 SEARCH_GRID = {
     "alpha": (0.03, 0.1, 0.3, 1.0),
     "max_discriminators": (0, 10, 15, 20, 30),
