@@ -2,7 +2,8 @@
 ham from now on, the way a real mailbox's owner changed their mind.
 
     python -m bench.conflicting_labels [--list fork.xent.com ...] [--variant NAME=k=v,k=v ...]
-        [--no-peer] [--online] [--json docs/results/conflicting-labels.json]
+        [--no-peer] [--online | --train-regime thick [--margin M]]
+        [--json docs/results/conflicting-labels.json]
 
 Built from SpamAssassin's messages with the list reader's rule (bench/list_reader.py):
 every list the owner reads (one that delivered at least ``MIN_LIST_HAMS`` hams) has its
@@ -24,6 +25,11 @@ the model as it stands and then learned under the owner's label (TREC's protocol
 textnb through the ledger as ``textnb retrain`` learns, bogofilter with ``-s``/``-n``).
 Reported, besides the figures above over the online scores: each relabelled
 advertisement's share of the future's spams outscored, in the order they came.
+
+``--train-regime thick`` learns the past one message at a time in date order through
+the ledger with the thick threshold (``textnb retrain --regime thick``: a message
+already called right by ``--margin`` is not learned, so a campaign's later copies
+mostly are not), then scores the future; ``all`` the same with every message learned.
 """
 
 from __future__ import annotations
@@ -119,6 +125,15 @@ def online_bogofilter(raw, y, past: np.ndarray, future: np.ndarray) -> np.ndarra
     return np.array(scores)
 
 
+def trained_by_regime(cfg, raw, y, past: np.ndarray, future: np.ndarray, regime: str,
+                      margin: float) -> np.ndarray:
+    """The future's scores by a model that learned the past in order with ``regime``."""
+    spam_filter = SpamFilter(cfg)
+    learn_messages(spam_filter, [RawMessage(str(i), raw[i], "spam" if y[i] else "ham")
+                                 for i in past], regime=regime, margin=margin)
+    return spam_filter.log_odds([raw[i] for i in future])
+
+
 def in_order(y: np.ndarray, scores: np.ndarray, moved: np.ndarray) -> list[float]:
     """Each relabelled ham's share of spams outscored (%), in the order they came."""
     spam = np.sort(scores[y])
@@ -135,6 +150,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-peer", action="store_true", help="textnb only")
     parser.add_argument("--online", action="store_true",
                         help="score the future one message at a time, learning each after")
+    parser.add_argument("--train-regime", choices=("all", "thick"),
+                        help="learn the past in order through the ledger with this regime")
+    parser.add_argument("--margin", type=float, default=30.0, help="the thick regime's margin")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     if corpora_root() is None:
@@ -161,10 +179,17 @@ def main(argv=None) -> int:
             for name, scores in runs.items():
                 rows[name] = {**figures(y[future], scores, moved[future]),
                               "in_order_pct": in_order(y[future], scores, moved[future])}
-        for name, overrides in ({} if args.online else variants).items():
+        if args.train_regime and not args.online:
+            past_rows, future_rows = np.flatnonzero(~future), np.flatnonzero(future)
+            for name, overrides in variants.items():
+                scores = trained_by_regime(load_config(None, overrides), raw, y, past_rows,
+                                           future_rows, args.train_regime, args.margin)
+                rows[f"{name}, past learned {args.train_regime}"] = figures(
+                    y[future], scores, moved[future])
+        for name, overrides in ({} if args.online or args.train_regime else variants).items():
             scores, _ = textnb_folds(load_config(None, overrides), part, raw, y)
             rows[name] = figures(y[future], scores[future], moved[future])
-        if not args.no_peer and not args.online:
+        if not args.no_peer and not args.online and not args.train_regime:
             with tempfile.TemporaryDirectory(prefix="textnb-conflicting-") as tmp:
                 scores, _, _ = peer_folds(peers.run_bogofilter, part, raw, y, Path(tmp),
                                           "spamassassin")
@@ -182,6 +207,8 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"split": args.split, "online": args.online,
+                                               "train_regime": args.train_regime,
+                                               "margin": args.margin,
                                                "variants": variants,
                                                "results": results}, indent=1) + "\n")
     return 0
