@@ -85,16 +85,20 @@ class Matrix:
         return S + base, H
 
 
-def dominated(S, H, y, moved) -> list[float]:
-    """Per relabelled ham, the share of spams with S <= its S and H >= its H."""
+def dominated(S, H, y, moved) -> dict:
+    """The bound: per relabelled ham, the share of spams with S <= its S and H >= its H
+    (the worst and the median, in %), and the sum's own figures beside it."""
     spam = np.flatnonzero(y)
-    return [float(np.mean((S[spam] <= S[i]) & (H[spam] >= H[i]))) for i in np.flatnonzero(moved)]
+    bound = [float(np.mean((S[spam] <= S[i]) & (H[spam] >= H[i]))) for i in np.flatnonzero(moved)]
+    return {"worst_pct": round(100 * max(bound), 2),
+            "median_pct": round(100 * float(np.median(bound)), 2),
+            "over_1pct": sum(b > 0.01 for b in bound), "sum": figures(y, S - H, moved)}
 
 
-def logistic(Z, y, C: float = 1e4):
+def logistic(Z, y, C: float = 1e4, **options):
     from sklearn.linear_model import LogisticRegression
 
-    return LogisticRegression(C=C, max_iter=5000).fit(Z, y)
+    return LogisticRegression(C=C, **{"max_iter": 5000, **options}).fit(Z, y)
 
 
 def conflict_limits(matrix: Matrix, part, ids, original, changed: str) -> dict | None:
@@ -106,19 +110,12 @@ def conflict_limits(matrix: Matrix, part, ids, original, changed: str) -> dict |
     model = matrix.fit(y, past)
     out = {"relabelled": int(mf.sum()), "dominance_bound": {}, "learners": {}}
     for name, places in PLACES.items():
-        S, H = matrix.sides(model, future, places)
-        bound = dominated(S, H, yf, mf)
-        out["dominance_bound"][name] = {
-            "worst_pct": round(100 * max(bound), 2), "median_pct": round(100 * float(np.median(bound)), 2),
-            "over_1pct": sum(b > 0.01 for b in bound), "sum": figures(yf, S - H, mf)}
+        out["dominance_bound"][name] = dominated(*matrix.sides(model, future, places), yf, mf)
     content = content_columns(matrix.headers, matrix.X.shape[1])
     for name, spec in ((n, v) for n, v in CAMPAIGN_VARIANTS.items() if v is not None):
         weights = campaign_weights(matrix.X, y.astype(np.int64), past, content, spec)
-        S, H = matrix.sides(matrix.fit(y, past, weights), future)
-        bound = dominated(S, H, yf, mf)
-        out["dominance_bound"][f"8 + 8, campaigns weighted: {name}"] = {
-            "worst_pct": round(100 * max(bound), 2), "median_pct": round(100 * float(np.median(bound)), 2),
-            "over_1pct": sum(b > 0.01 for b in bound), "sum": figures(yf, S - H, mf)}
+        out["dominance_bound"][f"8 + 8, campaigns weighted: {name}"] = dominated(
+            *matrix.sides(matrix.fit(y, past, weights), future), yf, mf)
     S, H = matrix.sides(model, future)
     learners = out["learners"]
     learners["sum"] = figures(yf, S - H, mf)
@@ -135,9 +132,7 @@ def conflict_limits(matrix: Matrix, part, ids, original, changed: str) -> dict |
         **figures(yf, oracle.decision_function(np.c_[S, H]), mf),
         "coefficients_S_H": oracle.coef_[0].round(4).tolist()}
     for C in LR_C:
-        from sklearn.linear_model import LogisticRegression
-
-        lr = LogisticRegression(C=C, solver="liblinear", max_iter=1000).fit(matrix.Xf[past], y[past])
+        lr = logistic(matrix.Xf[past], y[past], C, solver="liblinear", max_iter=1000)
         learners[f"logistic regression on tokens, C={C:g}"] = figures(
             yf, lr.decision_function(matrix.Xf[future]), mf)
     return out

@@ -35,7 +35,6 @@ mostly are not), then scores the future; ``all`` the same with every message lea
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -45,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
-from bench.common import named_variants
+from bench.common import named_variants, write_json
 from bench.folds import peer_folds
 from bench.list_reader import MIN_LIST_HAMS, list_id
 from bench.tenfold_parts import textnb_folds
@@ -91,13 +90,16 @@ def figures(y: np.ndarray, scores: np.ndarray, moved: np.ndarray) -> dict:
             "sm_pct_at_hm_0.1pct": metrics.sm_at_hm(y, scores, 0.001)}
 
 
+def labelled(raw, y, rows: np.ndarray) -> list[RawMessage]:
+    return [RawMessage(str(i), raw[i], "spam" if y[i] else "ham") for i in rows]
+
+
 def online_textnb(cfg, raw, y, past: np.ndarray, future: np.ndarray) -> np.ndarray:
     """The future's scores, each by the model that learned the past and the future before it."""
     spam_filter = SpamFilter(cfg)
-    messages = [RawMessage(str(i), raw[i], "spam" if y[i] else "ham") for i in range(len(raw))]
-    learn_messages(spam_filter, [messages[i] for i in past])
+    learn_messages(spam_filter, labelled(raw, y, past))
     scores: list[float] = []
-    learn_messages(spam_filter, [messages[i] for i in future],
+    learn_messages(spam_filter, labelled(raw, y, future),
                    on_score=lambda m, s: scores.append(0.0 if s is None else s))
     return np.array(scores)
 
@@ -129,8 +131,7 @@ def trained_by_regime(cfg, raw, y, past: np.ndarray, future: np.ndarray, regime:
                       margin: float) -> np.ndarray:
     """The future's scores by a model that learned the past in order with ``regime``."""
     spam_filter = SpamFilter(cfg)
-    learn_messages(spam_filter, [RawMessage(str(i), raw[i], "spam" if y[i] else "ham")
-                                 for i in past], regime=regime, margin=margin)
+    learn_messages(spam_filter, labelled(raw, y, past), regime=regime, margin=margin)
     return spam_filter.log_odds([raw[i] for i in future])
 
 
@@ -141,6 +142,35 @@ def in_order(y: np.ndarray, scores: np.ndarray, moved: np.ndarray) -> list[float
             for s in scores[moved]]
 
 
+def list_rows(args, variants: dict, part, raw, y, moved) -> dict:
+    """filter name -> figures for one relabelled list, in the mode the options ask for."""
+    future = part == "test"
+    past_rows, future_rows = np.flatnonzero(~future), np.flatnonzero(future)
+    yf, mf = y[future], moved[future]
+    if args.online:
+        runs = {name: online_textnb(load_config(None, overrides), raw, y, past_rows, future_rows)
+                for name, overrides in variants.items()}
+        if not args.no_peer:
+            runs["bogofilter"] = online_bogofilter(raw, y, past_rows, future_rows)
+        return {name: {**figures(yf, scores, mf), "in_order_pct": in_order(yf, scores, mf)}
+                for name, scores in runs.items()}
+    if args.train_regime:
+        return {f"{name}, past learned {args.train_regime}": figures(yf, trained_by_regime(
+                    load_config(None, overrides), raw, y, past_rows, future_rows,
+                    args.train_regime, args.margin), mf)
+                for name, overrides in variants.items()}
+    rows = {}
+    for name, overrides in variants.items():
+        scores, _ = textnb_folds(load_config(None, overrides), part, raw, y)
+        rows[name] = figures(yf, scores[future], mf)
+    if not args.no_peer:
+        with tempfile.TemporaryDirectory(prefix="textnb-conflicting-") as tmp:
+            scores, _, _ = peer_folds(peers.run_bogofilter, part, raw, y, Path(tmp),
+                                      "spamassassin")
+        rows["bogofilter"] = figures(yf, scores[future], mf)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("chronological", "chronological-validation"),
@@ -148,10 +178,11 @@ def main(argv=None) -> int:
     parser.add_argument("--list", action="append", dest="lists")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=k=v,k=v")
     parser.add_argument("--no-peer", action="store_true", help="textnb only")
-    parser.add_argument("--online", action="store_true",
-                        help="score the future one message at a time, learning each after")
-    parser.add_argument("--train-regime", choices=("all", "thick"),
-                        help="learn the past in order through the ledger with this regime")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--online", action="store_true",
+                      help="score the future one message at a time, learning each after")
+    mode.add_argument("--train-regime", choices=("all", "thick"),
+                      help="learn the past in order through the ledger with this regime")
     parser.add_argument("--margin", type=float, default=30.0, help="the thick regime's margin")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
@@ -169,31 +200,7 @@ def main(argv=None) -> int:
         if not moved.any():
             print(f"{changed}: no advertisement of it in the future; skipped")
             continue
-        rows = {}
-        if args.online:
-            past_rows, future_rows = np.flatnonzero(~future), np.flatnonzero(future)
-            runs = {name: online_textnb(load_config(None, overrides), raw, y, past_rows, future_rows)
-                    for name, overrides in variants.items()}
-            if not args.no_peer:
-                runs["bogofilter"] = online_bogofilter(raw, y, past_rows, future_rows)
-            for name, scores in runs.items():
-                rows[name] = {**figures(y[future], scores, moved[future]),
-                              "in_order_pct": in_order(y[future], scores, moved[future])}
-        if args.train_regime and not args.online:
-            past_rows, future_rows = np.flatnonzero(~future), np.flatnonzero(future)
-            for name, overrides in variants.items():
-                scores = trained_by_regime(load_config(None, overrides), raw, y, past_rows,
-                                           future_rows, args.train_regime, args.margin)
-                rows[f"{name}, past learned {args.train_regime}"] = figures(
-                    y[future], scores, moved[future])
-        for name, overrides in ({} if args.online or args.train_regime else variants).items():
-            scores, _ = textnb_folds(load_config(None, overrides), part, raw, y)
-            rows[name] = figures(y[future], scores[future], moved[future])
-        if not args.no_peer and not args.online and not args.train_regime:
-            with tempfile.TemporaryDirectory(prefix="textnb-conflicting-") as tmp:
-                scores, _, _ = peer_folds(peers.run_bogofilter, part, raw, y, Path(tmp),
-                                          "spamassassin")
-            rows["bogofilter"] = figures(y[future], scores[future], moved[future])
+        rows = list_rows(args, variants, part, raw, y, moved)
         results[changed] = rows
         print(f"{changed}: {int(moved.sum())} of its advertisements relabelled ham in the future "
               f"({int((y & future).sum())} spams, {int((~y & future).sum())} hams there)")
@@ -204,13 +211,9 @@ def main(argv=None) -> int:
                   flush=True)
             if "in_order_pct" in r:
                 print(f"  {'':<22} in order: {r['in_order_pct']}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"split": args.split, "online": args.online,
-                                               "train_regime": args.train_regime,
-                                               "margin": args.margin,
-                                               "variants": variants,
-                                               "results": results}, indent=1) + "\n")
+    write_json(args.json, {"split": args.split, "online": args.online,
+                           "train_regime": args.train_regime, "margin": args.margin,
+                           "variants": variants, "results": results})
     return 0
 
 
