@@ -119,6 +119,7 @@ def serve(model: Path | None, address, *, models: Path | None = None,
     any model loads, a setup that would let any local user teach any user's model
     (``textnb.delivery.server.check_who_may_teach``, docs/security.md).
     """
+    from ..delivery.client import show_address
     from ..delivery.server import ResidentModel, ScorerServer, check_who_may_teach
     from ..delivery.users import ModelSet
 
@@ -147,8 +148,6 @@ def serve(model: Path | None, address, *, models: Path | None = None,
                               user_from_peer=user_from_peer,
                               allow_any_user_to_teach=allow_any_user_to_teach,
                               telemetry=telemetry, recorder=recorder).bind()
-        from ..delivery.client import show_address
-
         _warn_about_training("serve", resident, say,
                              "; users without a model of their own get these verdicts"
                              if models is not None else "")
