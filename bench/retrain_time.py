@@ -19,13 +19,13 @@ tokenise (the new messages' tokens, with a warm tokenizer), count (the rest of
 ``learn_messages``), then the write: ``rewrite`` (the whole file, atomically: what
 every retrain did before the journal) or ``journal`` (``store.commit``: one record
 appended, whatever its size; the record's bytes are reported, so that the runs
-``count_journal.COMPACT_FRACTION`` would send to a rewrite can be told). Start-up is timed apart: a
+``count_patch.COMPACT_FRACTION`` would send to a rewrite can be told). Start-up is timed apart: a
 fresh ``python -c`` that imports the CLI and builds the tokenizer
 (what every ``textnb retrain`` command pays first). Medians of
 --repeats runs.
 
 Loading with a journal: 1-message records appended to the 50,000 model (in memory,
-``count_journal.diff`` then ``Journal.append``), load timed at 0, 100 and 300 records.
+``count_patch.diff`` then ``Journal.append``), load timed at 0, 100 and 300 records.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from pathlib import Path
 from bench.common import TokenCache
 from textnb.mail.corpora import corpora_root, iter_corpus
 from textnb.mail.sources import RawMessage
-from textnb.modelfile import count_journal, retrain, store
+from textnb.modelfile import count_patch, retrain, store
+from textnb.modelfile.journal import Record, journal_path
 from textnb.modelfile.lock import model_lock
 from textnb.models.ledger import normalise
 from textnb.spamfilter import SpamFilter
@@ -84,13 +85,13 @@ def _history(size: int, base: list[RawMessage], cache: dict, tokenizer: SpamFilt
 def _phases(model: Path, work: Path, new: list[RawMessage], write: str) -> dict[str, float]:
     copy = work / "copy.tnb"
     shutil.copy(model, copy)
-    count_journal.journal_path(copy).unlink(missing_ok=True)
+    journal_path(copy).unlink(missing_ok=True)
     times = {}
     start = time.perf_counter()
     with model_lock(copy):
         t = time.perf_counter()
         spam_filter, state = store.load_for_update(copy)
-        before = count_journal.Snapshot.of(spam_filter)
+        before = count_patch.Snapshot.of(spam_filter)
         times["load"] = time.perf_counter() - t
         t = time.perf_counter()
         spam_filter.tokens_many([normalise(m.raw) for m in new])
@@ -99,15 +100,15 @@ def _phases(model: Path, work: Path, new: list[RawMessage], write: str) -> dict[
         report = retrain.learn_messages(spam_filter, new)
         times["count"] = time.perf_counter() - t - times["tokenise"]
         # time the append
-        fraction, count_journal.COMPACT_FRACTION = count_journal.COMPACT_FRACTION, 1e9
+        fraction, count_patch.COMPACT_FRACTION = count_patch.COMPACT_FRACTION, 1e9
         try:
             t = time.perf_counter()
             how = store.commit(spam_filter, copy, before, state, rewrite=write == "rewrite")
             times["write"] = time.perf_counter() - t
         finally:
-            count_journal.COMPACT_FRACTION = fraction
+            count_patch.COMPACT_FRACTION = fraction
     times["total"] = time.perf_counter() - start
-    times["journal_bytes"] = (count_journal.journal_path(copy).stat().st_size
+    times["journal_bytes"] = (journal_path(copy).stat().st_size
                               if write == "journal" else 0)
     assert how == ("rewritten" if write == "rewrite" else "journal"), how
     assert sum(report.learned.values()) == len(new), report
@@ -129,17 +130,18 @@ def _startup(repeats: int) -> float:
 def _journal_load(model: Path, work: Path, extra: list[RawMessage], cache) -> dict:
     copy = work / "journal.tnb"
     shutil.copy(model, copy)
-    count_journal.journal_path(copy).unlink(missing_ok=True)
+    journal_path(copy).unlink(missing_ok=True)
     spam_filter, state = store.load_for_update(copy)
-    journal = count_journal.Journal(copy)
+    journal = store.journal(copy)
     out = {}
     done = 0
     for target in JOURNAL_RECORDS:
         while done < target:
-            before = count_journal.Snapshot.of(spam_filter)
+            before = count_patch.Snapshot.of(spam_filter)
             with TokenCache(cache):
                 retrain.learn_messages(spam_filter, [extra[done]])
-            journal.append(state, journal.encode(count_journal.diff(before, spam_filter)))
+            state.seq = journal.append(Record("PATCH", None, count_patch.encode(
+                count_patch.diff(before, spam_filter))), state.seq)
             done += 1
         start = time.perf_counter()
         loaded = store.load(copy)

@@ -422,7 +422,7 @@ def test_full_disk_while_journalling_gets_error_and_keeps_serving(tmp_path, mode
                                                                   monkeypatch):
     model = ResidentModel(model_file)
 
-    def full(record):
+    def full(record, *args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     with Serving(model, str(tmp_path / "s.sock")) as on:

@@ -1,4 +1,5 @@
-"""The model journal (textnb.modelfile.count_journal): loading file + journal gives, bit for bit,
+"""The model journal's count patches (textnb.modelfile.journal, count_patch): loading file +
+journal gives, bit for bit,
 the model the runs left in memory; crashes leave the model before or after a run."""
 
 import os
@@ -8,7 +9,8 @@ import pytest
 
 from textnb.errors import ModelFormatError
 from textnb.mail.sources import RawMessage, iter_index
-from textnb.modelfile import count_journal, retrain, store
+from textnb.modelfile import count_patch, retrain, store
+from textnb.modelfile.journal import Journal, Record, journal_path
 from textnb.modelfile.prune import prune
 from textnb.modelfile.retrain import fit, forget_messages, learn_messages
 from textnb.spamfilter import SpamFilter
@@ -44,7 +46,7 @@ def _index(tmp_path, name, messages):
 def base(tmp_path, monkeypatch):
     """A model file of the first 60 messages, and the same model in memory. The sample
     model is small (a record is a good part of it): let the journal grow to 10 times it."""
-    monkeypatch.setattr(count_journal, "COMPACT_FRACTION", 10.0)
+    monkeypatch.setattr(count_patch, "COMPACT_FRACTION", 10.0)
     spam_filter = SpamFilter()
     fit(spam_filter, MESSAGES[:60])
     path = store.save(spam_filter, tmp_path / "model.tnb")
@@ -75,7 +77,7 @@ def test_a_record_cut_short_is_ignored_and_cut_off_by_the_next_run(base, tmp_pat
     path, memory = base
     retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])
     learn_messages(memory, MESSAGES[60:70])
-    journal = count_journal.journal_path(path)
+    journal = journal_path(path)
     good = journal.stat().st_size
     retrain.retrain(path, index=[_index(tmp_path, "b", MESSAGES[70:80])])
     for cut in (1, 40, journal.stat().st_size - good - 1):  # a crash mid-append
@@ -91,7 +93,7 @@ def test_a_record_failing_its_checksum_is_ignored(base, tmp_path):
     path, memory = base
     retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])
     learn_messages(memory, MESSAGES[60:70])
-    journal = count_journal.journal_path(path)
+    journal = journal_path(path)
     good = journal.stat().st_size
     retrain.retrain(path, index=[_index(tmp_path, "b", MESSAGES[70:80])])
     data = bytearray(journal.read_bytes())
@@ -105,19 +107,19 @@ def test_a_journal_for_another_file_is_ignored(base, tmp_path):
     path, memory = base
     retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])
     learn_messages(memory, MESSAGES[60:70])
-    stale = count_journal.journal_path(path).read_bytes()
+    stale = journal_path(path).read_bytes()
     store.save(memory, path)  # the rewrite holds the journal's record
-    count_journal.journal_path(path).write_bytes(stale)
+    journal_path(path).write_bytes(stale)
     assert_identical(store.load(path), memory)
     retrain.retrain(path, index=[_index(tmp_path, "b", MESSAGES[70:75])])
     learn_messages(memory, MESSAGES[70:75])
-    assert count_journal.journal_path(path).read_bytes() != stale
+    assert journal_path(path).read_bytes() != stale
     assert_identical(store.load(path), memory)
 
 
 def test_the_journal_is_folded_into_the_file_when_it_grows(base, tmp_path, monkeypatch):
     path, memory = base
-    monkeypatch.setattr(count_journal, "COMPACT_FRACTION", 0.1)
+    monkeypatch.setattr(count_patch, "COMPACT_FRACTION", 0.1)
     writes = []
     for i in range(60, 100, 4):
         run = MESSAGES[i:i + 4]
@@ -125,27 +127,25 @@ def test_the_journal_is_folded_into_the_file_when_it_grows(base, tmp_path, monke
         learn_messages(memory, run)
     assert "journal" in writes and "rewritten" in writes
     if writes[-1] == "rewritten":
-        assert not count_journal.journal_path(path).exists()
+        assert not journal_path(path).exists()
     assert_identical(store.load(path), memory)
 
 
 def test_a_journal_that_does_not_fit_its_file_is_named(base, tmp_path):
     path, memory = base
     retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])
-    patches, state = count_journal.Journal(path).read(
-        __import__("hashlib").sha256(path.read_bytes()).hexdigest())
-    bad = dict(patches[0], n_columns=patches[0]["n_columns"] + 1)
-    os.unlink(count_journal.journal_path(path))
-    state.valid_end = 0
-    count_journal.Journal(path).append(state, count_journal.Journal.encode(bad))
-    with pytest.raises(ModelFormatError, match=r"model\.tnb\.delta.*do not fit"):
+    patch = Journal(path).read()[0].patch
+    bad = dict(patch, n_columns=patch["n_columns"] + 1)
+    os.unlink(journal_path(path))
+    Journal(path).append(Record("PATCH", None, count_patch.encode(bad)))
+    with pytest.raises(ModelFormatError, match=r"model\.tnb\.journal.*do not fit"):
         store.load(path)
 
 
 def test_a_pruned_model_is_rewritten_and_then_journalled(base, tmp_path):
     path, memory = base
     small, _ = prune(memory, max_df=1, keep_last=10)
-    assert store.commit(small, path, count_journal.Snapshot.of(memory),
+    assert store.commit(small, path, count_patch.Snapshot.of(memory),
                         store.load_for_update(path)[1]) == "rewritten"
     learn_messages(small, MESSAGES[60:70])
     assert retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])["write"] \
@@ -164,7 +164,7 @@ def test_compact_folds_the_journal_and_prunes_on_request(base, tmp_path):
     result = CliRunner().invoke(app, ["compact", "--model", str(path)])
     assert result.exit_code == 0, result.output
     assert "folded 1 journal record(s)" in result.output
-    assert not count_journal.journal_path(path).exists()
+    assert not journal_path(path).exists()
     assert_identical(store.load(path), memory)
     result = CliRunner().invoke(app, ["compact", "--model", str(path), "--prune",
                                       "--keep-last", "20"])

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from textnb.config import FilterConfig
-from textnb.delivery.scorer_journal import journal_path
+from textnb.modelfile.journal import Record, journal_path
 from textnb.delivery.users import ModelSet, TooManyUsersError
 from textnb.delivery.verdict_headers import score_with
 from textnb.errors import ConfigError, ModelFormatError, PMMLError
@@ -164,17 +164,17 @@ def test_a_running_scorer_keeps_its_model_on_a_bad_reload(tmp_path):
 
 
 def test_a_journal_that_makes_the_counts_lie_is_refused(tmp_path):
-    """``textnb.modelfile.count_journal``'s journal is applied as the file loads; the sum is held to
-    the same rules as the file."""
-    from textnb.modelfile import count_journal
+    """The model's journal (``textnb.modelfile.journal``) is applied as the file loads; the
+    sum is held to the same rules as the file."""
+    from textnb.modelfile import count_patch
 
     path = tmp_path / "model.tnb"
     store.save(_toy(), path)
     spam_filter, state = store.load_for_update(path)
-    before = count_journal.Snapshot.of(spam_filter)
+    before = count_patch.Snapshot.of(spam_filter)
     spam_filter.model.class_count_[1] = 1e300
-    record = count_journal.Journal.encode(count_journal.diff(before, spam_filter))
-    count_journal.Journal(path).append(state, record)
+    record = count_patch.encode(count_patch.diff(before, spam_filter))
+    store.journal(path).append(Record("PATCH", None, record), state.seq)
     with pytest.raises(ModelFormatError, match="journal.*class counts"):
         store.load(path)
 
@@ -255,16 +255,15 @@ _JOURNAL_PEAK = _PEAK.replace("store.loads(data)", "store.load(sys.argv[1])")
 
 
 def test_zip_bomb_journal_record_refused_with_bounded_memory(tmp_path):
-    """A journal record (``textnb.modelfile.count_journal``) of 0.26 MB that inflates to 256 MiB is
+    """A journal record (a count patch, ``textnb.modelfile.count_patch``) of 0.26 MB that inflates to 256 MiB is
     read as damage (a record cut short) once it passes 100 times its size: the model loads
     as its file says, the reader's memory bounded by the record's size."""
-    from textnb.modelfile import count_journal
-
     path = tmp_path / "model.tnb"
     store.save(_toy(), path)
     _, state = store.load_for_update(path)
     # zlib's header, 256 MiB of deflated zeros, and a checksum never reached
-    count_journal.Journal(path).append(state, b"\x78\x9c" + _deflated_zeros(16) + bytes(4))
+    store.journal(path).append(
+        Record("PATCH", None, b"\x78\x9c" + _deflated_zeros(16) + bytes(4)), state.seq)
     cap = "import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
     result = subprocess.run([sys.executable, "-c", cap + _JOURNAL_PEAK, str(path)],
                             capture_output=True, text=True, timeout=120)
@@ -296,14 +295,12 @@ def test_deeply_nested_json_is_damaged_not_recursion(tmp_path):
     assert pmml.count(b'"threshold":null') == 1
     with pytest.raises(PMMLError, match="damaged"):
         import_pmml(pmml.replace(b'"threshold":null', b'"threshold":' + NESTED.encode()))
-    # A journal record (textnb.modelfile.count_journal) that is not JSON is read as one cut short:
-    # the model loads as its file and the records before it say.
-    from textnb.modelfile import count_journal
-
+    # A journal record (a count patch, textnb.modelfile.count_patch) that is not JSON is read
+    # as one cut short: the model loads as its file and the records before it say.
     path = tmp_path / "model.tnb"
     store.save(_toy(), path)
     _, state = store.load_for_update(path)
-    count_journal.Journal(path).append(state, zlib.compress(NESTED.encode()))
+    store.journal(path).append(Record("PATCH", None, zlib.compress(NESTED.encode())), state.seq)
     assert store.load(path).n_learned == _toy().n_learned
 
 

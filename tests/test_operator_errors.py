@@ -497,8 +497,14 @@ class _FullDisk:
 
 @pytest.mark.parametrize("command", WRITERS)
 def test_full_disk_simulated(command, model, bad, pmml, monkeypatch):
-    fdopen = os.fdopen
+    fdopen, pwrite = os.fdopen, os.pwrite
+
+    def half_pwrite(fd, data, offset):  # the journal's append (textnb.modelfile.journal)
+        pwrite(fd, data[: len(data) // 2], offset)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
     monkeypatch.setattr(store.os, "fdopen", lambda *a, **k: _FullDisk(fdopen(*a, **k)))
+    monkeypatch.setattr(os, "pwrite", half_pwrite)
     before = _sha(model)
     result, needles = _run(WRITERS[command], model, bad, [str(model), "no space left on device",
                                                           "free some space", "unchanged"])

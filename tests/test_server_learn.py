@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from textnb.delivery.client import ScorerUnavailable, learn_remote, ping, score_remote
-from textnb.delivery.scorer_journal import Journal, Record, journal_path
+from textnb.modelfile.journal import Journal, Record, journal_path
 from textnb.mail.sources import RawMessage
 from textnb.modelfile import store
 from textnb.modelfile.retrain import forget_messages, learn_messages
@@ -176,13 +176,12 @@ def _pings(sock) -> bool:
 
 
 def test_a_torn_journal_record_is_ignored(tmp_path):
-    journal = Journal(tmp_path / "m.tnb.journal")
+    journal = Journal(tmp_path / "m.tnb")
     journal.append(Record("LEARN", "spam", b"Subject: a\n\nbody\n"))
     journal.append(Record("FORGET", None, b"Subject: b\n\nbody\n"))
     whole = journal.path.read_bytes()
-    journal.close()
     journal.path.write_bytes(whole[:-5])  # a crash in the middle of the second append
-    assert [r.kind for r, _ in journal.read()] == ["LEARN"]
+    assert [r.kind for r in journal.read()] == ["LEARN"]
     journal.path.write_bytes(whole.replace(b"body\n\n", b"bodY\n\n", 1))  # a flipped byte
     assert journal.read() == []
     assert oct(os.stat(journal.path).st_mode & 0o777) in ("0o600", "0o644")

@@ -23,7 +23,7 @@ def compact_cli(
     as_json: bool = JsonOpt,
 ):
     # fmt: on
-    """Rewrite a model file with its journal folded in (retrain and forget append to MODEL.delta).
+    """Rewrite a model file with its journal folded in (retrain, forget and the resident scorer append to MODEL.journal).
 
     With --prune, rare tokens not seen lately are dropped to bound the model's size; forget
     and relabelling stay exact for what the model still holds and report the messages

@@ -31,7 +31,7 @@ scorer with one model refuses it. LEARN and FORGET go through the model's ledger
 ``textnb retrain`` and ``textnb forget`` do (``new``: learned; ``moved``: it was learned
 under the other label; ``known``: already learned so). LEARNED/FORGOTTEN is sent only
 once the update is fsync'd to the model's journal and applied: it survives ``kill -9``
-and is in the model file within the scorer's ``--flush-seconds`` (textnb.delivery.scorer_journal);
+and is in the model file within the scorer's ``--flush-seconds`` (textnb.modelfile.journal);
 any other reply, or none, means the update may not have been made. Version 1
 clients and scorers that know only SCORE and PING still talk to each other unchanged:
 a scorer without LEARN answers ERROR, which the client reports as "not learned".

@@ -30,6 +30,18 @@ message costs milliseconds. ``textnb serve`` pays the first cost once and answer
   none waits for the load. A damaged new file is logged and the old model kept.
   The same reload renews the tokenizer when spaCy's vocabulary has grown past
   ``MAX_STRINGS`` (it keeps every string it has seen).
+- **Learning.** Each update (``textnb-client --learn``, the review page) is, in this
+  order, appended to the model's journal and fsync'd (``textnb.modelfile.journal``),
+  applied in memory through the model's lifecycle (``Lifecycle.update``, as
+  ``textnb retrain`` and ``textnb forget`` apply it: new messages learned, repeats
+  skipped, relabelled ones moved, forgotten ones removed), then acknowledged. So an
+  acknowledged update is durable and in every later verdict. The model file is
+  rewritten at most ``flush_seconds`` after the first update it lacks, and at
+  shutdown, as a file holding the journal through the model's last record; ``kill
+  -9`` at any moment leaves the old file or the new one and a journal numbering
+  exactly the acknowledged updates the file may lack (plus at most one unanswered
+  update per client learning at that moment). A scorer that starts loads the file and
+  the journal's records past it.
 - **Shutdown.** When ``stop`` is set (the CLI sets it on SIGTERM or SIGINT) the
   server stops accepting, reads the requests begun and lets those in hand finish
   (each up to its deadline), removes its socket file, writes every model with
@@ -38,6 +50,7 @@ message costs milliseconds. ``textnb serve`` pays the first cost once and answer
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import logging
 import os
@@ -45,17 +58,19 @@ import socket
 import stat
 import threading
 import time
+import types
 from pathlib import Path
 
 from ..errors import TextnbError
 from ..features.lazy_scipy import import_now
 from ..modelfile.lifecycle import Lifecycle
 from ..modelfile.lock import ModelLockedError, model_lock
-from ..modelfile.store import atomic_write
+from ..modelfile.journal import Record, apply_records, pending
+from ..modelfile.store import journal as model_journal
+from ..modelfile.store import write_holding
 from ..models.health import training_health
 from .client import MAX_MESSAGE_BYTES, reply_line
 from .request_reader import POLL_SECONDS, Request, RequestReader, Throttle, WorkerPool
-from .scorer_journal import Journal, Record, journal_path, snapshot_bytes
 from .verdict_headers import describe_error, score_with
 
 log = logging.getLogger("textnb.delivery.server")
@@ -81,7 +96,7 @@ WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http://
 # past this many strings the scorer starts afresh from the model file (a reload).
 MAX_STRINGS = 500_000
 # The longest an acknowledged update waits before the model file is rewritten
-# (textnb.delivery.scorer_journal): a shorter wait keeps the file closer to the journal
+# (textnb.modelfile.journal): a shorter wait keeps the file closer to the journal
 # but rewrites it more often; at this one the writer is busy at most about 40 % of the
 # time however fast updates come (docs/learning.md#the-scorers-journal).
 FLUSH_SECONDS = 1.0
@@ -89,6 +104,29 @@ FLUSH_SECONDS = 1.0
 LOCK_WAIT = 30.0
 SINGLE_MODEL_USER = ("this scorer serves one model; a user name needs 'textnb serve --models "
                      "DIR' (a model per user)")
+
+
+def snapshot_bytes(spam_filter, journal_seq: int):
+    """A callable that returns the model file's bytes as the filter is *now*, a file
+    holding the journal through record ``journal_seq``.
+
+    Copies what ``store.dumps`` reads (counts, vocabulary, ledger: a few milliseconds
+    for a SpamAssassin-sized model) so that the slow compression can run outside the
+    lock while learning goes on.
+    """
+    from ..modelfile.store import dumps
+
+    model = spam_filter.model
+    ledger = spam_filter.ledger.copy()  # entries and column history: learning goes on
+    frozen = types.SimpleNamespace(
+        model=types.SimpleNamespace(class_count_=model.class_count_.copy(),
+                                    feature_count_=model.feature_count_.copy()),
+        vocabulary=types.SimpleNamespace(tokens_=spam_filter.vocabulary.tokens_.copy()),
+        doc_freq_=spam_filter.doc_freq_.copy(), ledger=ledger,
+        numeric=copy.deepcopy(getattr(spam_filter, "numeric", None)),
+        config=spam_filter.config, n_learned=dict(spam_filter.n_learned),
+        threshold=spam_filter.threshold, calibration=copy.deepcopy(spam_filter.calibration))
+    return lambda: dumps(frozen, journal_seq)
 
 
 class ServerError(TextnbError):
@@ -99,14 +137,15 @@ class ResidentModel:
     """The loaded model, replaced when its file changes.
 
     path (Path): the model file.
-    load (Callable[[Path], SpamFilter]): the loader; default ``textnb.modelfile.store.load``.
+    load (Callable[[Path], tuple]): the loader, returning the filter and what loading
+        found (``JournalState``); default ``textnb.modelfile.store.load_at``.
     max_strings (int): reload, to free memory, once the tokenizer holds this many strings.
     """
 
     def __init__(self, path, load=None, max_strings: int = MAX_STRINGS, *, lock=None,
                  flush_seconds: float = FLUSH_SECONDS, new_config=None, tokenizer_of=None):
         if load is None:
-            from ..modelfile.store import load
+            from ..modelfile.store import load_at as load
         self.path = Path(path)
         self._load = load
         self.max_strings = max_strings
@@ -114,7 +153,9 @@ class ResidentModel:
         # Scoring and learning on this model hold this lock (per-user models share one).
         self.lock = lock if lock is not None else threading.Lock()
         self.flush_seconds = flush_seconds
-        self.journal = Journal(journal_path(self.path))
+        self.journal = model_journal(self.path)
+        self.seq = 0  # the last journal record the model in memory holds
+        self._stale = False  # it lacks records a file written by another process holds
         self.learned = 0  # learn and forget requests acknowledged
         self.writes = 0  # model files written
         self._flush_due: float | None = None  # when the oldest unwritten update must be written
@@ -123,18 +164,27 @@ class ResidentModel:
             self._key = self._stat_key()  # before the load: a change during it is seen later
         except FileNotFoundError:
             self._key = None  # the loader's error names the missing file and the fix
+        self._loaded_key = self._key  # the file the model in memory was loaded from
         if self._key is None and new_config is not None:
             from ..spamfilter import SpamFilter
 
             self.spam_filter = SpamFilter(new_config)  # a user's first learn creates it
-            self._share_tokenizer(self.spam_filter)
+            self._share_tokenizer(self.spam_filter)  # (ModelSet applies its journal)
         else:
-            self.spam_filter = self._load_warm()
-        self._replay(self.spam_filter)  # updates a killed scorer acknowledged
+            self.spam_filter, state = self._load_warm()
+            self.seq = state.seq
+            if state.records:  # updates a killed scorer acknowledged: into the file soon
+                self._flush_due = time.monotonic()
 
     def _stat_key(self):
         st = os.stat(self.path)
         return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _file_key(self):
+        try:
+            return self._stat_key()
+        except FileNotFoundError:
+            return None  # a user's model before its first write
 
     def _share_tokenizer(self, spam_filter) -> bool:
         other = self._tokenizer_of
@@ -144,25 +194,50 @@ class ResidentModel:
         return True
 
     def _load_warm(self):
-        spam_filter = self._load(self.path)
+        spam_filter, state = self._load(self.path)
         if not self._share_tokenizer(spam_filter):
             score_with(spam_filter, WARM_UP)
         self.loads += 1
-        return spam_filter
+        return spam_filter, state
 
-    def _replay(self, spam_filter) -> int:
-        """Apply the journal's records to a freshly loaded filter; how many there were."""
-        records = self.journal.read()
-        for record, _ in records:
+    def catch_up(self, records=None) -> int:
+        """Apply to the model in memory (call it holding ``self.lock``) the journal's
+        records past the last one it holds: another process's, or this one's appended
+        while a reload read the file (``records``: those, when the caller has them).
+        RETURNS how many. When they do not follow on from it (a file written meanwhile
+        holds the ones between), the model is marked stale: reloaded before it is
+        written (``flush``) and at the watcher's next look."""
+        if records is None:
+            records = pending(self.journal.read(), self.seq)
+        if not records:
+            return 0
+        if records[0].seq != self.seq + 1:
+            self._stale = True
+            return 0
+        try:
+            applied = apply_records(self.spam_filter, records, self.seq, str(self.journal.path))
+        except Exception:
+            self._stale = True  # part applied, perhaps: load it whole before writing it
+            raise
+        self.seq = records[-1].seq
+        if self._flush_due is None:
+            self._flush_due = time.monotonic() + self.flush_seconds
+        log.info("applied %d journal records to %s", applied, self.path)
+        return applied
+
+    def _reload(self, key) -> None:
+        """Load the file (whose stat was ``key`` just before) and its journal, and swap
+        the result in, with the records appended meanwhile applied."""
+        fresh, state = self._load_warm()
+        with self.lock:  # learns acknowledged meanwhile are in the journal: none is lost
+            old = self.spam_filter, self.seq, self._loaded_key
+            self.spam_filter, self.seq, self._stale = fresh, state.seq, False
+            self._loaded_key = key
             try:
-                Lifecycle(spam_filter).update(record.kind, record.raw, record.label)
-            except Exception as exc:  # noqa: BLE001 - it failed the same way when it was sent
-                log.error("journal %s: a %s record cannot be applied (%s); skipped",
-                          self.journal.path, record.kind, describe_error(exc))
-        if records:
-            self._flush_due = time.monotonic()  # write them into the file soon
-            log.info("applied %d journal records to %s", len(records), self.path)
-        return len(records)
+                self.catch_up()
+            except Exception:
+                self.spam_filter, self.seq, self._loaded_key = old
+                raise
 
     def strings(self) -> int:
         """How many strings the tokenizer's spaCy vocabulary holds (its memory)."""
@@ -174,18 +249,15 @@ class ResidentModel:
             key = self._stat_key()
         except FileNotFoundError:
             return False  # mid-rename, or deleted: keep serving the model we have
-        if key == self._key and self.strings() < self.max_strings:
+        if key == self._key and not self._stale and self.strings() < self.max_strings:
             return False
         self._key = key  # a damaged file is reported once, not every poll
         try:
-            fresh = self._load_warm()
+            self._reload(key)
         except Exception as exc:  # noqa: BLE001 - keep serving whatever went wrong
             log.error("model %s changed but cannot be loaded (%s); still serving the "
                       "previous model", self.path, describe_error(exc))
             return False
-        with self.lock:  # learns acknowledged meanwhile are in the journal: none is lost
-            self._replay(fresh)
-            self.spam_filter = fresh  # one assignment: requests in flight keep the old one
         log.info("reloaded model %s", self.path)
         return True
 
@@ -195,7 +267,7 @@ class ResidentModel:
         """Learn (kind 'LEARN', label 'spam'/'ham') or forget ('FORGET') one message.
 
         Journaled (fsync'd), then applied in memory; the caller may acknowledge once
-        this returns (textnb.delivery.scorer_journal). RETURNS Lifecycle.update's outcome.
+        this returns (the module docstring's Learning). RETURNS Lifecycle.update's outcome.
         apply_by (float | None): a time.monotonic() past which the update is not made
         (TimeoutError), checked once the model's lock is held: the client would have
         stopped waiting for the answer.
@@ -205,8 +277,9 @@ class ResidentModel:
             if apply_by is not None and time.monotonic() > apply_by:
                 raise TimeoutError("it waited too long for the model (--timeout); send it "
                                    "again")
-            self.journal.append(record)
+            seq = self.journal.append(record, self.seq, catch_up=self.catch_up)
             outcome = Lifecycle(self.spam_filter).update(kind, record.raw, label)
+            self.seq = max(self.seq, seq)
             self.learned += 1
             if self._flush_due is None:
                 self._flush_due = time.monotonic() + self.flush_seconds
@@ -222,22 +295,27 @@ class ResidentModel:
         Under the model's file lock, as ``textnb retrain`` takes it: a retrain that
         holds it delays the write to a later round (or, with ``force``, waits up to
         ``LOCK_WAIT`` seconds). A retrain that wrote since is loaded first, with the
-        journal replayed on top.
+        journal's later records on top. The file records the last journal record the
+        model holds; the journal then drops the records up to it.
         """
         due = self._flush_due
         if due is None or (not force and time.monotonic() < due):
             return False
         try:
             with model_lock(self.path, timeout=LOCK_WAIT if force else 0.0):
-                self.check()
+                key = self._file_key()
+                if key != self._loaded_key or self._stale:  # another process wrote it
+                    self._reload(key)
                 with self.lock:
-                    produce = snapshot_bytes(self.spam_filter)
-                    offset = self.journal.size()
-                atomic_write(self.path, produce())
-                self._key = self._stat_key()
-                self.journal.drop_through(offset)
+                    self.catch_up()
+                    if self._stale:
+                        raise TextnbError("the model file changed and cannot be loaded")
+                    produce, seq = snapshot_bytes(self.spam_filter, self.seq), self.seq
+                write_holding(self.path, produce(), seq)
                 with self.lock:
-                    if self.journal.size() == 0:
+                    self._key = self._loaded_key = self._stat_key()
+                with self.lock:
+                    if self.seq == seq:
                         self._flush_due = None
                     elif self._flush_due == due:  # records came in during the write
                         self._flush_due = time.monotonic() + self.flush_seconds
@@ -457,7 +535,6 @@ class ScorerServer:
             _attempt("stop the reload thread", lambda: watcher.join(POLL_SECONDS + self.timeout))
         for model in self.model.loaded():  # after the requests: a learn may have added one
             _attempt(f"write {model.path}", lambda: model.unwritten and model.flush(force=True))
-            _attempt(f"close {model.journal.path}", model.journal.close)
         log.info("scorer stopped after %d requests", self.requests)
 
     def _close_listener(self) -> None:

@@ -58,7 +58,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import TextnbError
-from .scorer_journal import journal_path
+from ..modelfile.journal import journal_path
 from .server import FLUSH_SECONDS, ResidentModel
 
 __all__ = ["MAX_RESIDENT_USERS", "MAX_USERS", "RECIPIENT_MODES", "SHARED", "ModelSet",
@@ -176,7 +176,8 @@ class ModelSet:
         if not path.exists():
             with self.lock:  # start from the shared counts (module docstring)
                 model.spam_filter = _copy_filter(self.shared.spam_filter)
-                model._replay(model.spam_filter)
+                model.seq = 0  # the user's journal numbers its own records
+                model.catch_up()
         self._users[user] = model
         self._drop_least_recent(keep=user)  # not the model just loaded: it is to be used
         return model
@@ -296,12 +297,12 @@ class _UserModel(ResidentModel):
             if self.unwritten:
                 super().flush(force=True)
             self.retired = True
-            self.journal.close()
 
 
 def _has_model(path: Path) -> bool:
     """A user's model exists: its file, or a journal of updates not yet written to one."""
-    return path.exists() or journal_path(path).exists()
+    journal = journal_path(path)
+    return path.exists() or (journal.exists() and journal.stat().st_size > 0)
 
 
 def _copy_filter(spam_filter):

@@ -1,17 +1,14 @@
-"""The record framing of the journals beside a model file.
+"""The record framing of the model's journal (``textnb.modelfile.journal``).
 
-Two journals keep what a model file does not hold yet, and frame their records alike:
-``MODEL.delta`` (``textnb.modelfile.count_journal``: patches of the counts, from
-``textnb retrain`` and ``textnb forget``) and ``MODEL.journal``
-(``textnb.delivery.scorer_journal``: the messages the resident scorer learned, raw).
 A record is one line of fields and the payload::
 
     <MAGIC> <field> ... <payload length> <SHA-256 hex of the payload>\\n<payload>\\n
 
 appended with one ``write`` and fsync'd before its update is reported done. Reading
 stops at the first record that is cut short or fails its checksum: a crash mid-append
-leaves such a record, and its update was never reported done.
-docs/model-file.md#the-journals says why there are two.
+leaves such a record, and its update was never reported done. (The journal of count
+patches an earlier textnb kept in ``MODEL.delta`` framed its records the same way; it is
+still read once, ``textnb.modelfile.count_patch.read_legacy_delta``.)
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 
-__all__ = ["frame", "frames"]
+__all__ = ["frame", "frames", "frames_of"]
 
 
 def frame(magic: bytes, fields: Sequence[bytes], payload: bytes) -> bytes:
@@ -34,11 +31,20 @@ def frames(data: bytes, magic: bytes, n_fields: int, start: int = 0
     """The complete records of ``data`` from offset ``start``, in order: (their fields, their
     payload, the offset just past them). Stops at the first record that is not complete
     and intact, or whose line does not hold ``n_fields`` fields after ``magic``."""
+    for _, fields, payload, end in frames_of(data, {magic: n_fields}, start):
+        yield fields, payload, end
+
+
+def frames_of(data: bytes, layouts: dict[bytes, int], start: int = 0
+              ) -> Iterator[tuple[bytes, list[bytes], bytes, int]]:
+    """``frames`` for records of several layouts (``layouts``: magic -> number of fields):
+    (their magic, fields, payload, the offset just past them)."""
     at = start
     while at < len(data):
         newline = data.find(b"\n", at)
         line = data[at:newline].split(b" ") if newline >= 0 else []
-        if len(line) != n_fields + 3 or line[0] != magic or not line[-2].isdigit():
+        if (not line or layouts.get(line[0]) != len(line) - 3
+                or not line[-2].isdigit()):
             return
         length = int(line[-2])
         payload = data[newline + 1:newline + 1 + length]
@@ -46,5 +52,5 @@ def frames(data: bytes, magic: bytes, n_fields: int, start: int = 0
         if (len(payload) != length or data[end - 1:end] != b"\n"
                 or hashlib.sha256(payload).hexdigest().encode() != line[-1]):
             return
-        yield line[1:-2], payload, end
+        yield line[0], line[1:-2], payload, end
         at = end

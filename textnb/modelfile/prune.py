@@ -101,7 +101,7 @@ def _copy_ledger(ledger):
 
 def compact(model_path, prune_tokens: bool = False, max_df: int = PRUNE_MAX_DF,
             keep_last: int = PRUNE_KEEP_LAST, lock_timeout: float | None = None) -> dict:
-    """``textnb compact``: fold the model's journal (``MODEL.delta``) into the file and,
+    """``textnb compact``: fold the model's journal (``MODEL.journal``) into the file and,
     with ``prune_tokens``, apply the size bound; locked, written atomically.
 
     RETURNS (dict): ``journal_records`` folded, ``file_bytes_before`` (file and
@@ -124,7 +124,7 @@ def compact(model_path, prune_tokens: bool = False, max_df: int = PRUNE_MAX_DF,
         report = None
         if prune_tokens:
             spam_filter, report = prune(spam_filter, max_df, keep_last)
-        store.commit(spam_filter, model_path, None, None, rewrite=True)
+        store.commit(spam_filter, model_path, None, state, rewrite=True)
         return {"model": str(model_path), "journal_records": state.records,
                 "file_bytes_before": before, "file_bytes_after": model_path.stat().st_size,
                 "tokens_before": n, "tokens_after": len(spam_filter.vocabulary),

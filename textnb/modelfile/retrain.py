@@ -8,10 +8,10 @@ as functions of a filter (the Python API, as ``textnb train`` and the benchmarks
 
 Files: the model is loaded, updated and written back while holding the model's
 lock (``textnb.modelfile.lock``), so two retrains at once run one after the other and
-neither loses its update. The update is written as one record appended to the
-model's journal (``textnb.modelfile.count_journal``: writes proportional to the change), or, when
-the journal has grown past 5 % of the file (``count_journal.COMPACT_FRACTION``), by rewriting it
-atomically (``store.atomic_write``: temp file, fsync, rename); ``kill -9`` at any moment leaves
+neither loses its update. The update is written as one count patch appended to the
+model's journal (``textnb.modelfile.journal``, ``textnb.modelfile.count_patch``: writes
+proportional to the change), or, when the journal has grown past 5 % of the file
+(``count_patch.COMPACT_FRACTION``), by rewriting it atomically (``store.atomic_write``: temp file, fsync, rename); ``kill -9`` at any moment leaves
 the model as before the run or as after it.
 """
 
@@ -27,7 +27,7 @@ from ..config import FilterConfig
 from ..errors import SourceError
 from ..mail.sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
 from ..spamfilter import SpamFilter
-from . import count_journal, store
+from . import count_patch, store
 from .lifecycle import (DEFAULT_MARGIN, REGIMES, LearnReport, LedgerMismatchError, Lifecycle,
                         check_regime)
 from .lock import model_lock, remove_stale_temp_files
@@ -65,13 +65,12 @@ def _load_or_new(model_path: Path, create: bool):
     if create and not model_path.exists():
         return SpamFilter(FilterConfig()), None, None
     spam_filter, state = store.load_for_update(model_path)
-    return spam_filter, state, count_journal.Snapshot.of(spam_filter)
+    return spam_filter, state, count_patch.Snapshot.of(spam_filter)
 
 
 def _summary(spam_filter: SpamFilter, model_path: Path, seconds: float, written: bool,
              how: str | None = None) -> dict[str, Any]:
-    # how: 'journal' (a record appended to MODEL.delta)
-    # or 'rewritten' (textnb.modelfile.count_journal)
+    # how: 'journal' (a patch appended to MODEL.journal) or 'rewritten' (store.commit)
     return {"model": str(model_path), "written": written, "write": how,
             "seconds": round(seconds, 3),
             "messages": dict(spam_filter.n_learned),
@@ -155,7 +154,7 @@ def forget(model_path: str | Path, sources: Sequence[str] = (), index: Sequence[
         start = time.perf_counter()
         remove_stale_temp_files(model_path)
         spam_filter, state = store.load_for_update(model_path)
-        before = count_journal.Snapshot.of(spam_filter)
+        before = count_patch.Snapshot.of(spam_filter)
         result = forget_messages(spam_filter, messages, progress)
         written = any(result["forgotten"].values())
         how = store.commit(spam_filter, model_path, before, state) if written else None

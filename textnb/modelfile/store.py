@@ -3,7 +3,10 @@
 The file is a ZIP archive (readable with any unzip tool) holding:
 
 - ``textnb-model.json``: format name and version, textnb version, the config,
-  training statistics, the learned threshold, and the SHA-256 of every other member;
+  training statistics, the learned threshold, the SHA-256 of every other member, and
+  ``journal_seq``: the number of the last record of the model's journal the file holds
+  (``textnb.modelfile.journal``; a file without it is an earlier textnb's, which holds
+  none of the journal's numbered records);
 - ``vocabulary.json``: the tokens, in column order;
 - ``class_count.npy``, ``feature_count.npy``, ``doc_freq.npy``: the counts
   (NumPy's format, loaded with ``allow_pickle=False``, so loading runs no code);
@@ -35,9 +38,11 @@ import os
 import struct
 import tempfile
 import threading
+import time
 import zipfile
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +54,10 @@ from ..features.token_store import TokenStore
 from ..features.vectorize import Vocabulary
 from ..models.ledger import Ledger
 from ..spamfilter import SpamFilter
+from . import count_patch
 from .checks import (INFLATION_ALLOWANCE, MAX_INFLATION, check_model, loads_json,
                      model_config)
+from .journal import Journal, Record, apply_records
 
 FORMAT_NAME = "textnb-model"
 FORMAT_VERSION = 1
@@ -64,6 +71,9 @@ ZLIB_LEVEL = 1
 # (docs/design/counting-and-scoring.md#saving).
 ISAL_LEVEL = 1
 _ARRAYS = ("class_count", "feature_count", "doc_freq")
+# ``journal_seq_of`` reads only the description, and none larger than this (one with a
+# calibration map is a few kB).
+MAX_META_BYTES = 1 << 20
 
 
 def default_model_path() -> Path:
@@ -354,8 +364,9 @@ def _deflate_with(member_file, compressor) -> None:
         member_file._compressor = compressor
 
 
-def write_model(spam_filter: SpamFilter, fh) -> None:
-    """Write the model file's bytes to ``fh`` (a binary file), one member at a time.
+def write_model(spam_filter: SpamFilter, fh, journal_seq: int = 0) -> None:
+    """Write the model file's bytes to ``fh`` (a binary file), one member at a time;
+    ``journal_seq``: the last journal record the filter holds (``save``).
 
     Each member is encoded straight into the archive, its SHA-256 taken on the way, and
     the description with the checksums goes last: no member's bytes are ever held
@@ -382,49 +393,130 @@ def write_model(spam_filter: SpamFilter, fh) -> None:
                         lambda out: _write_json_list(out, spam_filter.vocabulary.tokens_))
             for name, array in arrays.items():
                 members.add(f"{name}.npy", lambda out, a=array: _write_npy(out, a))
-        meta = {**description(spam_filter), "sha256": members.checksums}
+        meta = {**description(spam_filter), "sha256": members.checksums,
+                "journal_seq": int(journal_seq)}
         # A ZipInfo of its own: writestr(name) would stamp the member with the clock, and
         # the same model saved twice must be the same bytes (as the members, 1980-01-01).
         zf.writestr(zipfile.ZipInfo(_META), json.dumps(meta, indent=2, sort_keys=True),
                     compress_type=zipfile.ZIP_DEFLATED, compresslevel=ZLIB_LEVEL)
 
 
-def dumps(spam_filter: SpamFilter) -> bytes:
+def dumps(spam_filter: SpamFilter, journal_seq: int = 0) -> bytes:
     """The model file's bytes."""
     buffer = io.BytesIO()
-    write_model(spam_filter, buffer)
+    write_model(spam_filter, buffer, journal_seq)
     return buffer.getvalue()
 
 
-def save(spam_filter: SpamFilter, path: str | Path) -> Path:
-    """Write the model atomically (temp file, fsync, rename, fsync the folder), then
-    remove the journal of the file it replaced (``MODEL.delta``, textnb.modelfile.count_journal):
-    the filter saved is the whole model, whatever that journal held (a crash in between
-    leaves a journal naming the old file's checksum, which loading ignores)."""
-    path = Path(path)
-    atomic_write(path, lambda fh: write_model(spam_filter, fh))
-    from .count_journal import Journal
+@dataclass
+class JournalState:
+    """What loading a model found (``load_for_update``, ``load_at``): ``seq``, the number
+    of the last journal record the loaded model holds; ``file_seq``, the file's own
+    (None: an earlier textnb's file); ``records`` applied from the journals; the
+    journal's ``size`` and the file's (``base_size``) in bytes."""
 
-    Journal(path).remove()
+    seq: int = 0
+    file_seq: int | None = 0
+    records: int = 0
+    size: int = 0
+    base_size: int = 0
+
+    @property
+    def legacy(self) -> bool:
+        return self.file_seq is None
+
+
+def journal(path: str | Path) -> Journal:
+    """The journal of the model file at ``path`` (numbered on from the file's)."""
+    return Journal(path, file_seq=lambda: journal_seq_of(path))
+
+
+def save(spam_filter: SpamFilter, path: str | Path, journal_seq: int | None = None) -> Path:
+    """Write the model atomically (temp file, fsync, rename, fsync the folder), then drop
+    from its journal the records the file holds (``textnb.modelfile.journal``).
+
+    journal_seq (int | None): the last journal record the filter holds (the ``seq`` of the
+        state it was loaded with, plus what it applied since); None for a model that
+        replaces whatever the file and its journal held (``textnb train``, ``import``):
+        every record in the journal now is void. Records appended while the file is
+        written are numbered past it and stay."""
+    path = Path(path)
+    if journal_seq is None:
+        journal_seq = journal(path).last_seq()
+    write_holding(path, lambda fh: write_model(spam_filter, fh, journal_seq), journal_seq)
     return path
+
+
+def write_holding(path: str | Path, data, journal_seq: int) -> None:
+    """Replace the model file by ``data`` (bytes, or a function writing them to a file:
+    ``atomic_write``), a file holding the journal through record ``journal_seq``; then
+    drop those records from the journal, and an earlier textnb's ``MODEL.delta``."""
+    path = Path(path)
+    atomic_write(path, data)
+    journal_file = journal(path)
+    try:
+        journal_file.trim(journal_seq)
+        count_patch.legacy_delta_path(path).unlink(missing_ok=True)
+    except OSError as exc:  # the file holds them: loading skips them by their numbers
+        raise write_error(journal_file.path, exc) from exc
 
 
 def commit(spam_filter: SpamFilter, model_path: str | Path, before=None, state=None,
            rewrite: bool = False) -> str:
     """Make an update durable (call it holding the model's lock): append its patch to
-    the journal (``count_journal.append_update``), or rewrite the file and remove the journal
-    when there is no file yet, ``rewrite`` is asked for, the vocabulary shrank, or the
-    journal would outgrow ``count_journal.COMPACT_FRACTION`` of the file.
+    the journal, or rewrite the file when there is no file yet, ``rewrite`` is asked
+    for, the file is an earlier textnb's, the vocabulary shrank, the journal would
+    outgrow ``count_patch.COMPACT_FRACTION`` of the file, or the resident scorer
+    appended records since the model was loaded (the patch was computed without them:
+    they are applied and the file rewritten with them).
 
-    before (delta.Snapshot | None), state (delta.JournalState | None): the model as loaded
-        (``load_for_update``) and its journal's state.
+    before (count_patch.Snapshot | None), state (JournalState | None): the model as
+        loaded (``load_for_update``) and what loading found; ``state`` is updated.
     RETURNS (str): 'journal' or 'rewritten'."""
-    from .count_journal import append_update
+    model_path = Path(model_path)
+    if not rewrite and before is not None and state is not None and not state.legacy \
+            and state.base_size:
+        try:
+            payload = count_patch.encode(count_patch.diff(before, spam_filter))
+        except ValueError:  # pruned: columns went
+            payload = None
+        if payload is not None and (state.size + len(payload) + 100
+                                    <= count_patch.COMPACT_FRACTION * state.base_size):
+            journal_file = journal(model_path)
+            newer: list[Record] = []
 
-    if not rewrite and append_update(spam_filter, model_path, before, state):
-        return "journal"
-    save(spam_filter, model_path)  # removes the journal
+            def stop_on_newer(records):
+                newer.extend(records)
+                raise _JournalMoved
+
+            try:
+                state.seq = journal_file.append(Record("PATCH", None, payload), state.seq,
+                                                catch_up=stop_on_newer)
+            except _JournalMoved:
+                state.records += apply_records(spam_filter, newer, state.seq,
+                                               str(journal_file.path))
+                state.seq = max(state.seq, *(r.seq for r in newer))
+            except OSError as exc:
+                raise write_error(journal_file.path, exc) from exc
+            else:
+                state.records += 1
+                state.size = journal_file.size()
+                _touch(model_path)
+                return "journal"
+    save(spam_filter, model_path, None if state is None else state.seq)
     return "rewritten"
+
+
+class _JournalMoved(Exception):
+    """The journal holds records the model being committed was computed without."""
+
+
+def _touch(model_path: Path) -> None:
+    """Advance the model file's mtime (strictly, even within one clock tick) after an
+    append: whoever watches the file for changes (``textnb serve`` reloads on a new
+    inode, size or mtime) then loads the journal's new record too."""
+    st = os.stat(model_path)
+    os.utime(model_path, ns=(st.st_atime_ns, max(time.time_ns(), st.st_mtime_ns + 1000)))
 
 
 def atomic_write(path: Path, data) -> None:
@@ -489,7 +581,7 @@ def with_saved_defaults(config: dict) -> dict:
 
 
 def load(path: str | Path) -> SpamFilter:
-    """Read a model file and apply its journal (``MODEL.delta``, textnb.modelfile.count_journal);
+    """Read a model file and apply its journal (``MODEL.journal``, textnb.modelfile.journal);
     ModelFormatError names the problem and the fix.
 
     The vocabulary's token -> column index is built when first needed, not here
@@ -517,10 +609,32 @@ def load_while(path: str | Path, work: Callable[[], object], index: bool = False
 
 
 def load_for_update(path: str | Path):
-    """``load``, and the journal's state (``textnb.modelfile.count_journal.JournalState``) that
-    ``commit`` appends to; the vocabulary's index is built and checked.
+    """``load``, and what loading found (``JournalState``), which ``commit`` appends
+    after; the vocabulary's index is built and checked.
     RETURNS (SpamFilter, JournalState)."""
     return _read(path, index=True)
+
+
+def load_at(path: str | Path):
+    """``load``, and what loading found (``JournalState``: the resident scorer numbers
+    its own records on from its ``seq``). RETURNS (SpamFilter, JournalState)."""
+    return _read(path, index=False)
+
+
+def journal_seq_of(path: str | Path) -> int | None:
+    """The ``journal_seq`` the model file at ``path`` records now (None: no file, an
+    earlier textnb's, or one that cannot be read: the load reports why)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo(_META)
+            if info.file_size > MAX_META_BYTES:
+                return None
+            meta = json.loads(zf.read(info))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, zlib.error, RuntimeError,
+            NotImplementedError, EOFError, RecursionError):
+        return None
+    seq = meta.get("journal_seq") if isinstance(meta, dict) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
 
 
 def _read(path: str | Path, index: bool):
@@ -534,27 +648,45 @@ def _read(path: str | Path, index: bool):
     except OSError as exc:
         raise ModelFormatError(f"cannot read model '{path}': {(exc.strerror or str(exc)).lower()}; "
                                "give --model the path of a readable model file") from None
-    spam_filter = loads(data, name=str(path), index=index)
-    from .count_journal import journal_path, replay
-
+    spam_filter, meta = _loads(data, str(path), index)
+    file_seq = meta.get("journal_seq")
+    if not (isinstance(file_seq, int) and not isinstance(file_seq, bool) and file_seq >= 0):
+        file_seq = None  # an earlier textnb's file
+    state = JournalState(seq=file_seq or 0, file_seq=file_seq, base_size=len(data))
+    journal_file = journal(path)
+    named = f"the journal '{journal_file.path}'"
     try:
-        state = replay(spam_filter, path, data)
+        if state.legacy:  # an earlier textnb's journal of patches, made for this file
+            named = f"the journal '{count_patch.legacy_delta_path(path)}'"
+            patches = count_patch.read_legacy_delta(path, data)
+            count_patch.apply(spam_filter, patches)
+            state.records += len(patches)
+            named = f"the journal '{journal_file.path}'"
+        records = journal_file.read()
+        state.records += apply_records(spam_filter, records, file_seq, named)
+        state.seq = max([state.seq] + [r.seq for r in records if r.seq is not None])
+        state.size = journal_file.size()
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         raise ModelFormatError(
-            f"the journal '{journal_path(path)}' has records that do not fit model '{path}' "
+            f"{named} has records that do not fit model '{path}' "
             f"({exc}); move the journal away to use the model as last rewritten (its "
             "records' messages then need 'textnb retrain' again)") from None
     except OSError as exc:
-        raise ModelFormatError(f"cannot read the journal '{journal_path(path)}': "
+        raise ModelFormatError(f"cannot read {named}: "
                                f"{(exc.strerror or str(exc)).lower()}") from None
     if state.records:  # the journal's patches hold to the same rules as the file
-        check_model(spam_filter, f"model file '{path}' with its journal '{journal_path(path)}'")
+        check_model(spam_filter, f"model file '{path}' with {named}")
     return spam_filter, state
 
 
 def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
     """The filter a model file's bytes hold (``index``: build and check the vocabulary's
     token -> column index now; else on first need, as ``load`` does)."""
+    return _loads(data, name, index)[0]
+
+
+def _loads(data: bytes, name: str, index: bool) -> tuple[SpamFilter, dict]:
+    """``loads``, and the file's description (``textnb-model.json``)."""
     damaged = (f"model file '{name}' is damaged (truncated or corrupted); restore it from a "
                "backup or train it again")
     if not data.startswith(b"PK\x03\x04"):  # every model file starts as a ZIP archive
@@ -625,7 +757,7 @@ def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
             spam_filter.vocabulary.check()  # a repeated token raises ValueError
     except ValueError as exc:  # shapes that disagree with the vocabulary, a repeated token
         raise ModelFormatError(damaged + f" ({exc})") from None
-    return check_model(spam_filter, source)
+    return check_model(spam_filter, source), meta
 
 
 def _npy(data: bytes) -> np.ndarray:

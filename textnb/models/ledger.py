@@ -80,7 +80,7 @@ def message_digest(raw: bytes) -> bytes:
 
 # Tokens hashes. An entry's tokens hash is an int that says which definition made it,
 # so that a model keeps its entries' hashes for ever: relabelled, merged, journalled
-# (``textnb.modelfile.count_journal``) or dumped (``textnb.modelfile.dump``), an entry keeps its
+# (``textnb.modelfile.count_patch``) or dumped (``textnb.modelfile.dump``), an entry keeps its
 # value, and a check recomputes the message's hash by
 # the definition its entry was made with (``matches``).
 #   version 1, below 2**64 (models saved before 2026-11-24): blake2b of the sorted
@@ -206,7 +206,7 @@ class Ledger:
 
     def entries(self) -> Mapping[bytes, tuple[int, int, int]]:
         """digest -> (label code, tokens hash, serial) of every message, read-only and
-        live (``textnb.modelfile.count_journal`` compares two states of it)."""
+        live (``textnb.modelfile.count_patch`` compares two states of it)."""
         return MappingProxyType(self._entries)
 
     def copy(self) -> "Ledger":
