@@ -20,7 +20,7 @@ import pytest
 from textnb.delivery.server import ResidentModel
 from textnb.mail.sources import RawMessage, iter_index
 from textnb.modelfile import count_patch, retrain, store
-from textnb.modelfile.journal import Journal, journal_path
+from textnb.modelfile.journal import Journal, Record, journal_path
 from textnb.modelfile.journal_frames import frame
 from textnb.modelfile.retrain import fit, forget_messages, learn_messages
 from textnb.models.ledger import message_digest
@@ -255,3 +255,16 @@ def test_a_new_model_voids_the_journal_of_the_one_it_replaces(model, tmp_path):
     assert [r.seq for r in Journal(path).read()] == [2]
     learn_messages(fresh, [variant(8)])
     assert same_model(store.load(path), fresh)
+
+
+def test_an_append_after_another_writer_trimmed_and_refilled_the_journal_cuts_off_nothing(
+        tmp_path):
+    """Each writer remembers how far it has read the journal; after another writer removed
+    the file, the new one may get the same inode number and be longer than that point."""
+    path = tmp_path / "m.tnb"
+    scorer, other = Journal(path), Journal(path)
+    scorer.append(Record("LEARN", "spam", b"Subject: a\n\nshort\n"))
+    other.trim(1)  # a rewrite holds record 1: the journal goes
+    other.append(Record("LEARN", "ham", b"Subject: b\n\n" + b"long body\n" * 500), known=1)
+    scorer.append(Record("FORGET", None, b"Subject: a\n\nshort\n"), known=1)
+    assert [(r.seq, r.kind) for r in Journal(path).read()] == [(2, "LEARN"), (3, "FORGET")]
