@@ -21,9 +21,8 @@ import sys
 import numpy as np
 
 from bench.common import require_corpora, write_json
-from bench.conflict_limits import Matrix
-from bench.conflicting_labels import LISTS, conflicting, figures, parts
-from bench.list_reader import list_id
+from bench.conflict_limits import chronological_matrix
+from bench.conflicting_labels import LISTS, conflicting, figures
 from textnb.config import load_config
 
 COMPRESSION = (None, 80, 40, 20, 10, 5)  # None: the sum
@@ -42,9 +41,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     require_corpora()
     cfg = load_config(None, {})
-    part, raw, original = parts("chronological")
-    ids = [list_id(r) for r in raw]
-    matrix = Matrix(cfg, raw)
+    part, ids, original, matrix = chronological_matrix(cfg)
     results = {}
     for changed in LISTS:
         y, moved = conflicting(ids, part, original, changed)

@@ -85,6 +85,13 @@ class Matrix:
         return S + base, H
 
 
+def chronological_matrix(cfg):
+    """SpamAssassin's chronological split for the conflicting-labels test: each message's
+    part, list id and original label, and the term counts (``Matrix``)."""
+    part, raw, original = parts("chronological")
+    return part, [list_id(r) for r in raw], original, Matrix(cfg, raw)
+
+
 def dominated(S, H, y, moved) -> dict:
     """The bound: per relabelled ham, the share of spams with S <= its S and H >= its H
     (the worst and the median, in %), and the sum's own figures beside it."""
@@ -165,9 +172,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     require_corpora()
     cfg = load_config(None, {})
-    part, raw, original = parts("chronological")
-    ids = [list_id(r) for r in raw]
-    matrix = Matrix(cfg, raw)
+    part, ids, original, matrix = chronological_matrix(cfg)
     results = {}
     for changed in args.lists or LISTS:
         r = conflict_limits(matrix, part, ids, original, changed)
