@@ -278,7 +278,7 @@ class ResidentModel:
                 raise TimeoutError("it waited too long for the model (--timeout); send it "
                                    "again")
             seq = self.journal.append(record, self.seq, catch_up=self.catch_up)
-            outcome = Lifecycle(self.spam_filter).update(kind, record.raw, label)
+            outcome = Lifecycle(self.spam_filter).update(kind, record.payload, label)
             self.seq = max(self.seq, seq)
             self.learned += 1
             if self._flush_due is None:
@@ -314,7 +314,6 @@ class ResidentModel:
                 write_holding(self.path, produce(), seq)
                 with self.lock:
                     self._key = self._loaded_key = self._stat_key()
-                with self.lock:
                     if self.seq == seq:
                         self._flush_due = None
                     elif self._flush_due == due:  # records came in during the write

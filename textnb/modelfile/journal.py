@@ -90,10 +90,6 @@ class Record:
     seq: int | None = None
     patch: dict | None = field(default=None, compare=False, repr=False)  # PATCH, decoded
 
-    @property
-    def raw(self) -> bytes:
-        return self.payload
-
     def encode(self, seq: int) -> bytes:
         return frame(MAGIC, [str(seq).encode(), self.kind.encode(),
                              (self.label or "-").encode()], self.payload)

@@ -629,11 +629,16 @@ def journal_seq_of(path: str | Path) -> int | None:
             info = zf.getinfo(_META)
             if info.file_size > MAX_META_BYTES:
                 return None
-            meta = json.loads(zf.read(info))
+            meta = loads_json(zf.read(info), _META)
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, zlib.error, RuntimeError,
-            NotImplementedError, EOFError, RecursionError):
+            NotImplementedError, EOFError):
         return None
-    seq = meta.get("journal_seq") if isinstance(meta, dict) else None
+    return _journal_seq(meta) if isinstance(meta, dict) else None
+
+
+def _journal_seq(meta: dict) -> int | None:
+    """The description's ``journal_seq`` (None: absent, an earlier textnb's file)."""
+    seq = meta.get("journal_seq")
     return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
 
 
@@ -649,19 +654,15 @@ def _read(path: str | Path, index: bool):
         raise ModelFormatError(f"cannot read model '{path}': {(exc.strerror or str(exc)).lower()}; "
                                "give --model the path of a readable model file") from None
     spam_filter, meta = _loads(data, str(path), index)
-    file_seq = meta.get("journal_seq")
-    if not (isinstance(file_seq, int) and not isinstance(file_seq, bool) and file_seq >= 0):
-        file_seq = None  # an earlier textnb's file
+    file_seq = _journal_seq(meta)
     state = JournalState(seq=file_seq or 0, file_seq=file_seq, base_size=len(data))
     journal_file = journal(path)
-    named = f"the journal '{journal_file.path}'"
+    legacy_patches = count_patch.read_legacy_delta(path, data) if state.legacy else []
+    named = f"the journal{'s' if legacy_patches else ''} '{journal_file.path}'" + (
+        f" and '{count_patch.legacy_delta_path(path)}'" if legacy_patches else "")
     try:
-        if state.legacy:  # an earlier textnb's journal of patches, made for this file
-            named = f"the journal '{count_patch.legacy_delta_path(path)}'"
-            patches = count_patch.read_legacy_delta(path, data)
-            count_patch.apply(spam_filter, patches)
-            state.records += len(patches)
-            named = f"the journal '{journal_file.path}'"
+        count_patch.apply(spam_filter, legacy_patches)  # an earlier textnb's, made for it
+        state.records += len(legacy_patches)
         records = journal_file.read()
         state.records += apply_records(spam_filter, records, file_seq, named)
         state.seq = max([state.seq] + [r.seq for r in records if r.seq is not None])
