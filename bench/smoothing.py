@@ -50,6 +50,8 @@ from textnb.models import naive_bayes
 VARIANTS = {
     "Lidstone 0.1 (default)": None,
     "Lidstone 0.03": ("per class", 0.03, 0.03),
+    "Lidstone 0.15": ("per class", 0.15, 0.15),
+    "Lidstone 0.2": ("per class", 0.2, 0.2),
     "Lidstone 0.3": ("per class", 0.3, 0.3),
     "Lidstone 1": ("per class", 1.0, 1.0),
     "Lidstone 3": ("per class", 3.0, 3.0),
