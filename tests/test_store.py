@@ -455,8 +455,9 @@ def test_load_while_raises_the_works_error_once_the_load_is_done(sample_filter, 
 
     store.save(sample_filter, model_path)
     loads = []
-    real = store.load
-    monkeypatch.setattr(store, "load", lambda path: loads.append(real(path)) or loads[-1])
+    real = store._start_read
+    monkeypatch.setattr(store, "_start_read",
+                        lambda path, index: loads.append(real(path, index)) or loads[-1])
 
     def work():
         raise RuntimeError("spaCy would not import")

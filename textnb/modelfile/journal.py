@@ -62,9 +62,11 @@ from pathlib import Path
 
 from . import count_patch
 
-from .journal_frames import frame, frames_of
+from .journal_frames import MAX_DIGITS, frame, frames_of
+from .owned_files import allowed_mode, open_owned, read_owned
 
-__all__ = ["Journal", "Record", "apply_records", "journal_path", "pending"]
+__all__ = ["Journal", "Record", "Replay", "apply_records", "journal_path", "pending",
+           "split_at_first_message"]
 
 log = logging.getLogger("textnb.modelfile.journal")
 
@@ -113,7 +115,8 @@ def parse_with_offsets(data: bytes, last: int | None = None, start: int = 0
         seq = None
         if magic == MAGIC:
             number, *fields = fields
-            if not number.isdigit() or (last is not None and int(number) <= last):
+            if (not number.isdigit() or len(number) > MAX_DIGITS
+                    or (last is not None and int(number) <= last)):
                 break  # numbered out of order: not a record this module wrote
             seq = last = int(number)
         kind, label = (f.decode("ascii", "replace") for f in fields)
@@ -169,13 +172,14 @@ class Journal:
         """Every complete record, in order (no lock: an append is one write, so a reader
         sees it whole, cut short, or not at all)."""
         try:
-            data = self.path.read_bytes()
+            data = read_owned(self.path, self.model_path)
         except FileNotFoundError:
             return []
         records, end = parse(data)
         if end < len(data):
-            log.warning("journal %s: %d bytes after offset %d are not a complete record (an "
-                        "update cut short by a crash, never reported done); ignored",
+            log.warning("journal %s: the %d bytes from offset %d are not a complete, intact "
+                        "record numbered in order (an append cut short by a crash, or "
+                        "damage); ignored, and cut off by the next append",
                         self.path, len(data) - end, end)
         return records
 
@@ -191,7 +195,8 @@ class Journal:
         or removed holds a lock on a file no longer there: it takes the new one's."""
         while True:
             try:
-                fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
+                fd = open_owned(self.path, self.model_path,
+                                os.O_RDWR | (os.O_CREAT if create else 0))
             except FileNotFoundError:
                 if create:
                     raise
@@ -294,7 +299,8 @@ class Journal:
             if not keep:
                 os.unlink(self.path)
             elif len(keep) < len(records) or end < size:
-                _replace(self.path, b"".join(r.encode(r.seq) for r in keep))
+                _replace(self.path, b"".join(r.encode(r.seq) for r in keep),
+                         allowed_mode(self.model_path))
             else:
                 return
         _fsync_folder(self.path.parent)
@@ -303,54 +309,87 @@ class Journal:
 def apply_records(spam_filter, records: Sequence[Record], after: int | None,
                   name: str = "the journal") -> int:
     """Apply ``pending(records, after)`` to a filter loaded from a model file holding the
-    journal through ``after``, in order; RETURNS how many were applied.
+    journal through ``after``, in order; RETURNS how many were applied (``Replay``)."""
+    replay = Replay(spam_filter, after, name)
+    replay.apply(pending(records, after))
+    replay.finish()
+    return replay.applied
+
+
+class Replay:
+    """Applies a journal's pending records to a filter loaded from a model file holding
+    the journal through ``after``, in order, in one call of ``apply`` or several.
 
     Runs of patches are applied together (``count_patch.apply``: one pass over the
     counts). A patch applies only where it continues the file: the first record past
     ``after`` is numbered ``after + 1`` and each next one follows. Past a gap (the file
     was replaced by an older copy, or is an earlier textnb's) the patches were made for
-    another file and are skipped with a warning; message records set one message's
-    state, so they apply to any file. A patch that does not fit raises ValueError; a
-    message record that cannot be applied is logged and skipped (it failed the same way
-    when it was sent).
+    another file and are skipped with a warning (``skipped`` counts them: whoever
+    updates such a model rewrites the file rather than append a patch past the gap,
+    ``store.commit``); message records set one message's state, so they apply to any
+    file. A patch that does not fit raises ValueError; a message record that cannot be
+    applied is logged and skipped (it failed the same way when it was sent).
+
+    Loading splits the work (``store.load_while``): the patches up to the first message
+    record on the loading thread, the rest on the caller's, because a message record
+    tokenises, and spaCy must not be imported on two threads at once.
     """
-    from .lifecycle import Lifecycle
 
-    todo = pending(records, after)
-    applied, run, expected, skipped = 0, [], after, 0
+    def __init__(self, spam_filter, after: int | None, name: str = "the journal"):
+        self.spam_filter = spam_filter
+        self.name = name
+        self.expected = after  # the number the next patch must follow; None past a gap
+        self.applied = 0
+        self.skipped = 0
 
-    def flush_run():
-        nonlocal applied
+    def apply(self, records: Sequence[Record]) -> None:
+        from .lifecycle import Lifecycle
+
+        run: list[Record] = []
+        for record in records:
+            continues = self.expected is not None and record.seq == self.expected + 1
+            self.expected = record.seq if continues else None
+            if record.kind == "PATCH":
+                if continues:
+                    run.append(record)
+                else:
+                    self.skipped += 1
+                continue
+            self._apply_patches(run)
+            try:
+                Lifecycle(self.spam_filter).update(record.kind, record.payload, record.label)
+                self.applied += 1
+            except Exception as exc:  # noqa: BLE001 - it failed the same way when it was sent
+                log.error("%s: a %s record cannot be applied (%s); skipped", self.name,
+                          record.kind, exc)
+        self._apply_patches(run)
+
+    def _apply_patches(self, run: list[Record]) -> None:
         if run:
-            count_patch.apply(spam_filter, [r.patch for r in run])
-            applied += len(run)
+            count_patch.apply(self.spam_filter, [r.patch for r in run])
+            self.applied += len(run)
             run.clear()
 
-    for record in todo:
-        continues = expected is not None and record.seq == expected + 1
-        expected = record.seq if continues else None
-        if record.kind == "PATCH":
-            if continues:
-                run.append(record)
-            else:
-                skipped += 1
-            continue
-        flush_run()
-        try:
-            Lifecycle(spam_filter).update(record.kind, record.payload, record.label)
-            applied += 1
-        except Exception as exc:  # noqa: BLE001 - it failed the same way when it was sent
-            log.error("%s: a %s record cannot be applied (%s); skipped", name, record.kind, exc)
-    flush_run()
-    if skipped:
-        log.warning("%s: %d count patch(es) made for another model file (not numbered on "
-                    "from its journal_seq %s) skipped", name, skipped, after)
-    return applied
+    def finish(self) -> None:
+        """Warn once of the patches skipped."""
+        if self.skipped:
+            log.warning("%s: %d count patch(es) made for another model file (not numbered "
+                        "on from its journal_seq) skipped; the next update rewrites the "
+                        "model file", self.name, self.skipped)
 
 
-def _replace(path: Path, data: bytes) -> None:
+def split_at_first_message(records: Sequence[Record]) -> tuple[list[Record], list[Record]]:
+    """``records`` cut before the first LEARN or FORGET: (the patches before it, the rest)."""
+    for i, record in enumerate(records):
+        if record.kind != "PATCH":
+            return list(records[:i]), list(records[i:])
+    return list(records), []
+
+
+def _replace(path: Path, data: bytes, mode: int) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp.unlink(missing_ok=True)  # a killed trim's; O_EXCL then refuses anything put there
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

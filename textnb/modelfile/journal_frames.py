@@ -16,7 +16,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 
-__all__ = ["frame", "frames", "frames_of"]
+__all__ = ["MAX_DIGITS", "frame", "frames", "frames_of"]
+
+# The most digits a length or a sequence number may have (a petabyte, 10**15 records): a
+# field of thousands of digits is damage or a crafted record, and reading stops there.
+MAX_DIGITS = 15
 
 
 def frame(magic: bytes, fields: Sequence[bytes], payload: bytes) -> bytes:
@@ -44,7 +48,7 @@ def frames_of(data: bytes, layouts: dict[bytes, int], start: int = 0
         newline = data.find(b"\n", at)
         line = data[at:newline].split(b" ") if newline >= 0 else []
         if (not line or layouts.get(line[0]) != len(line) - 3
-                or not line[-2].isdigit()):
+                or not line[-2].isdigit() or len(line[-2]) > MAX_DIGITS):
             return
         length = int(line[-2])
         payload = data[newline + 1:newline + 1 + length]

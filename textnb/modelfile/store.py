@@ -41,7 +41,8 @@ import threading
 import time
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +58,8 @@ from ..spamfilter import SpamFilter
 from . import count_patch
 from .checks import (INFLATION_ALLOWANCE, MAX_INFLATION, check_model, loads_json,
                      model_config)
-from .journal import Journal, Record, apply_records
+from .journal import Journal, Record, Replay, apply_records, pending, split_at_first_message
+from .owned_files import read_regular
 
 FORMAT_NAME = "textnb-model"
 FORMAT_VERSION = 1
@@ -420,6 +422,9 @@ class JournalState:
     records: int = 0
     size: int = 0
     base_size: int = 0
+    # Patches past a gap in the numbers (the file was replaced by an older copy): they
+    # were skipped, so an update appended past them would be skipped too; it rewrites.
+    skipped: int = 0
 
     @property
     def legacy(self) -> bool:
@@ -475,7 +480,7 @@ def commit(spam_filter: SpamFilter, model_path: str | Path, before=None, state=N
     RETURNS (str): 'journal' or 'rewritten'."""
     model_path = Path(model_path)
     if not rewrite and before is not None and state is not None and not state.legacy \
-            and state.base_size:
+            and state.base_size and not state.skipped:
         try:
             payload = count_patch.encode(count_patch.diff(before, spam_filter))
         except ValueError:  # pruned: columns went
@@ -603,9 +608,7 @@ def load_while(path: str | Path, work: Callable[[], object], index: bool = False
         the index instead of each building its own."""
     from .load_in_background import beside
 
-    if index:
-        return beside(lambda: _read(path, index=True)[0], work)
-    return beside(lambda: load(path), work)
+    return _finish_read(beside(lambda: _start_read(path, index), work))[0]
 
 
 def load_for_update(path: str | Path):
@@ -643,13 +646,32 @@ def _journal_seq(meta: dict) -> int | None:
 
 
 def _read(path: str | Path, index: bool):
+    return _finish_read(_start_read(path, index))
+
+
+@dataclass
+class _Reading:
+    """A model file read, with the journal records still to apply on the caller's thread."""
+
+    path: Path
+    spam_filter: SpamFilter
+    state: JournalState
+    replay: Replay
+    rest: list
+    named: str
+
+
+def _start_read(path: str | Path, index: bool) -> _Reading:
+    """Read the model file and its journal, and apply the journal's patches up to its first
+    message record (``Replay``: message records tokenise, which imports spaCy, so
+    ``load_while`` leaves them to ``_finish_read`` on the caller's thread)."""
     path = Path(path)
     if not path.exists():
         raise ModelFormatError(
             f"no model at '{path}'; train one first with 'textnb train --model {path} "
             "--spam SRC --ham SRC' (or pass --model)")
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except OSError as exc:
         raise ModelFormatError(f"cannot read model '{path}': {(exc.strerror or str(exc)).lower()}; "
                                "give --model the path of a readable model file") from None
@@ -660,13 +682,36 @@ def _read(path: str | Path, index: bool):
     legacy_patches = count_patch.read_legacy_delta(path, data) if state.legacy else []
     named = f"the journal{'s' if legacy_patches else ''} '{journal_file.path}'" + (
         f" and '{count_patch.legacy_delta_path(path)}'" if legacy_patches else "")
-    try:
+    replay = Replay(spam_filter, file_seq, named)
+    with _journal_errors(path, named):
         count_patch.apply(spam_filter, legacy_patches)  # an earlier textnb's, made for it
         state.records += len(legacy_patches)
         records = journal_file.read()
-        state.records += apply_records(spam_filter, records, file_seq, named)
         state.seq = max([state.seq] + [r.seq for r in records if r.seq is not None])
         state.size = journal_file.size()
+        patches, rest = split_at_first_message(pending(records, file_seq))
+        replay.apply(patches)
+    return _Reading(path, spam_filter, state, replay, rest, named)
+
+
+def _finish_read(reading: _Reading) -> tuple[SpamFilter, JournalState]:
+    """Apply the rest of the journal (``_start_read``) and check the result."""
+    spam_filter, state, replay = reading.spam_filter, reading.state, reading.replay
+    with _journal_errors(reading.path, reading.named):
+        replay.apply(reading.rest)
+    replay.finish()
+    state.records += replay.applied
+    state.skipped = replay.skipped
+    if state.records:  # the journal's patches hold to the same rules as the file
+        check_model(spam_filter, f"model file '{reading.path}' with {reading.named}")
+    return spam_filter, state
+
+
+@contextmanager
+def _journal_errors(path: Path, named: str) -> Iterator[None]:
+    """ModelFormatError for a journal that does not fit its model or cannot be read."""
+    try:
+        yield
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         raise ModelFormatError(
             f"{named} has records that do not fit model '{path}' "
@@ -675,9 +720,6 @@ def _read(path: str | Path, index: bool):
     except OSError as exc:
         raise ModelFormatError(f"cannot read {named}: "
                                f"{(exc.strerror or str(exc)).lower()}") from None
-    if state.records:  # the journal's patches hold to the same rules as the file
-        check_model(spam_filter, f"model file '{path}' with {named}")
-    return spam_filter, state
 
 
 def loads(data: bytes, name: str = "<bytes>", index: bool = True) -> SpamFilter:
