@@ -8,20 +8,29 @@ atomic, so they see the old file or the new one.
 
 The kernel drops an ``flock`` when its holder exits, however it exits (``kill -9``
 included), so a crash never leaves a stale lock. The lock file itself is never
-deleted: a process may be waiting on it, and if the file were replaced a third
-process could lock the new one while the first still holds the old one.
+deleted: a process may be waiting on it. Where it is replaced (below), a process that
+waited on the old file finds, once it holds it, that the name is no longer its file,
+and waits on the new one instead, so no two processes ever hold the lock at once.
+
+Anyone who can open a file can ``flock`` it, read-only or not; so the lock file has
+the model's owner's permission bits only (``owned_files.allowed_mode``: ``0600``, or
+the group's too where the model is group-writable), and one that others could open
+(an earlier textnb made it ``0644``) is replaced before it is used
+(docs/security.md#the-files-beside-the-model).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import TextnbError
+from .owned_files import UntrustedFileError, allowed_mode, open_owned
 
 __all__ = ["ModelLockedError", "lock_path", "model_lock", "remove_stale_temp_files"]
 
@@ -48,26 +57,82 @@ def model_lock(model_path: str | os.PathLike, timeout: float | None = None) -> I
     """
     path = lock_path(model_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        fd = _open_lock(path, model_path)
+        try:
+            _take(fd, deadline, model_path, path, timeout)
+            if _still_the_lock(fd, path):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # replaced while this process waited: the new one is the lock
     try:
-        if timeout is None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        else:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise ModelLockedError(
-                            f"another textnb process is updating '{model_path}' (it holds "
-                            f"'{path}') and did not finish within {timeout:g} s; wait for it "
-                            "or raise --wait") from None
-                    time.sleep(_POLL_SECONDS)
         yield path
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _take(fd: int, deadline: float | None, model_path, path: Path, timeout) -> None:
+    if deadline is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise ModelLockedError(
+                    f"another textnb process is updating '{model_path}' (it holds "
+                    f"'{path}') and did not finish within {timeout:g} s; wait for it "
+                    "or raise --wait") from None
+            time.sleep(_POLL_SECONDS)
+
+
+def _still_the_lock(fd: int, path: Path) -> bool:
+    try:
+        return os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _open_lock(path: Path, model_path: str | os.PathLike) -> int:
+    """A descriptor of the lock file that only those who can write the model could have
+    opened (``owned_files``): one that others may open, or that is not textnb's, is
+    replaced by a new one first (a process that already opened it keeps its descriptor,
+    so a ``chmod`` would not do). A holder of the replaced file then locks a file no
+    one else uses; ``model_lock``'s caller waits on the new one."""
+    for _ in range(3):
+        try:
+            fd = open_owned(path, model_path, os.O_RDWR | os.O_CREAT, "the model's lock file")
+        except UntrustedFileError:
+            _replace_lock(path, model_path)
+            continue
+        if os.fstat(fd).st_mode & 0o777 & ~allowed_mode(model_path):
+            os.close(fd)
+            _replace_lock(path, model_path)
+            continue
+        return fd
+    raise UntrustedFileError(
+        f"the model's lock file '{path}' keeps being replaced by a file textnb did not "
+        "make; check who writes to the folder of the model")
+
+
+def _replace_lock(path: Path, model_path: str | os.PathLike) -> None:
+    """Put a new, private lock file in place of ``path`` (rename: atomic, and a symlink
+    itself is replaced, not its target)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    try:
+        os.fchmod(fd, allowed_mode(model_path))
+        os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UntrustedFileError(
+            f"the model's lock file '{path}' can be opened by users who cannot write the "
+            f"model, and could not be replaced ({exc.strerror or exc}); remove it") from None
 
 
 def remove_stale_temp_files(model_path: str | os.PathLike, older_than: float = 600.0) -> int:
