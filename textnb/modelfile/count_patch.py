@@ -32,7 +32,7 @@ from ..models.ledger import LABELS
 from .checks import INFLATION_ALLOWANCE, MAX_INFLATION, loads_json
 from .journal_frames import frames
 
-__all__ = ["COMPACT_FRACTION", "Snapshot", "apply", "decode", "diff", "encode",
+__all__ = ["COMPACT_FRACTION", "Snapshot", "apply", "check", "decode", "diff", "encode",
            "legacy_delta_path", "read_legacy_delta"]
 
 # Rewrite the model file once the journal would exceed this fraction of it. Replaying
@@ -123,10 +123,9 @@ def apply(spam_filter, patches: list[dict]) -> None:
     ledger = spam_filter.ledger
     tokens: list[str] = []
     class_count = np.zeros(2)
+    learned = dict(spam_filter.n_learned)
     for patch in patches:
-        if patch["n_columns"] != n:
-            raise ValueError(f"a patch starts from {patch['n_columns']} columns, the model "
-                             f"has {n} at that point")
+        check(patch, n, learned)
         n = patch["n_columns_after"]
         tokens.extend(patch["tokens"])
         class_count += patch["class_count"]
@@ -153,6 +152,74 @@ def apply(spam_filter, patches: list[dict]) -> None:
     for columns, born, last in history:  # in order: a later patch wins
         ledger.born[columns], ledger.last[columns] = born, last
     ledger.next_serial, ledger.pruned_at = (int(v) for v in patches[-1]["state"])
+
+
+def check(patch, n_columns: int, learned: dict[str, int]) -> None:
+    """ValueError unless ``patch`` is one :func:`diff` can make for a filter of ``n_columns``
+    columns that has learned ``learned`` messages per class (updated to the patch's).
+
+    A patch is read from a file that may be damaged or crafted, and its numbers decide what
+    loading allocates: every list must be as long as the columns it changes, every column
+    it names must exist once it is applied (a column named in the ledger's history of
+    250,000,000 would otherwise allocate gigabytes from a few bytes), and the messages it
+    says were learned must be the ones its class counts add (``n_learned`` is reported by
+    ``textnb info`` and the training-health warnings).
+    """
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise ValueError(f"a journal patch {what}")
+
+    need(isinstance(patch, dict) and _KEYS <= patch.keys(), "lacks a field")
+    start, end = patch["n_columns"], patch["n_columns_after"]
+    need(_whole(start) and start == n_columns,
+         f"starts from {start!r} columns, the model has {n_columns} at that point")
+    tokens = patch["tokens"]
+    need(isinstance(tokens, list) and all(isinstance(t, str) for t in tokens),
+         "has tokens that are not strings")
+    need(_whole(end) and start <= end <= start + len(tokens),
+         f"ends at {end!r} columns from {start} with {len(tokens)} tokens")
+    fc, df = patch["feature_count"], patch["doc_freq"]
+    need(isinstance(fc, list) and len(fc) == 2
+         and all(isinstance(row, list) and len(row) == len(tokens) for row in fc),
+         "has feature counts that do not match its tokens")
+    need(isinstance(df, list) and len(df) == len(tokens),
+         "has message counts that do not match its tokens")
+    need(all(_number(x) for x in (*fc[0], *fc[1], *df)), "has a count that is not a number")
+    cc = patch["class_count"]
+    need(isinstance(cc, list) and len(cc) == 2 and all(_number(x) and x == int(x) for x in cc),
+         "has class counts that are not two whole numbers")
+    said = patch["n_learned"]
+    need(isinstance(said, dict) and set(said) == set(LABELS)
+         and all(_whole(v) for v in said.values()), "has no message count per class")
+    for code, label in enumerate(LABELS):
+        learned[label] = learned.get(label, 0) + int(cc[code])
+        need(said[label] == learned[label],
+             f"says {said[label]} {label} messages were learned where its class counts make "
+             f"{learned[label]}")
+    history = patch["history"]
+    need(isinstance(history, list) and len(history) == 3
+         and all(isinstance(h, list) and len(h) == len(history[0]) for h in history)
+         and all(_whole(c) and c < end for c in history[0])
+         and all(_whole(v) for v in (*history[1], *history[2])),
+         f"names ledger columns that do not exist (the model has {end} after it)")
+    need(isinstance(patch["removed"], list) and isinstance(patch["set"], list)
+         and all(isinstance(e, list) and len(e) == 4 for e in patch["set"]),
+         "has ledger entries of the wrong shape")
+    state = patch["state"]
+    need(isinstance(state, list) and len(state) == 2 and all(_whole(v) for v in state),
+         "has a ledger state that is not two whole numbers")
+
+
+_KEYS = {"n_columns", "n_columns_after", "tokens", "class_count", "feature_count", "doc_freq",
+         "n_learned", "removed", "set", "history", "state"}
+
+
+def _whole(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 2**53
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and abs(x) <= 2**53
 
 
 # -- encoding ---------------------------------------------------------------------------
