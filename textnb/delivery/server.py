@@ -102,6 +102,9 @@ MAX_STRINGS = 500_000
 FLUSH_SECONDS = 1.0
 # How long the final write at shutdown waits for a `textnb retrain` holding the model's lock.
 LOCK_WAIT = 30.0
+# How often the scorer repeats, while another process keeps the model's lock, that its
+# updates wait in the journal (the first time is said at once).
+LOCKED_WARNING_SECONDS = 60.0
 SINGLE_MODEL_USER = ("this scorer serves one model; a user name needs 'textnb serve --models "
                      "DIR' (a model per user)")
 
@@ -159,6 +162,8 @@ class ResidentModel:
         self.learned = 0  # learn and forget requests acknowledged
         self.writes = 0  # model files written
         self._flush_due: float | None = None  # when the oldest unwritten update must be written
+        self._locked_since: float | None = None  # a write found the lock held, since then
+        self._locked_said = 0.0
         self._tokenizer_of = tokenizer_of  # a model whose tokenizer this one may share
         try:
             self._key = self._stat_key()  # before the load: a change during it is seen later
@@ -319,13 +324,26 @@ class ResidentModel:
                     elif self._flush_due == due:  # records came in during the write
                         self._flush_due = time.monotonic() + self.flush_seconds
         except ModelLockedError:
-            log.info("model %s is being updated by another process; writing later", self.path)
+            # A retrain holds the lock for its whole run: try again a flush interval on
+            # (not at every poll), and say so once per wait, and again while it lasts.
+            now = time.monotonic()
+            if self._locked_since is None:
+                self._locked_since = self._locked_said = now
+                log.info("model %s is being updated by another process; writing later",
+                         self.path)
+            elif now - self._locked_said >= LOCKED_WARNING_SECONDS:
+                self._locked_said = now
+                log.warning("model %s: another process has held its lock for %.0f s, so its "
+                            "updates wait in the journal %s (%d bytes)", self.path,
+                            now - self._locked_since, self.journal.path, self.journal.size())
+            self._flush_due = now + max(self.flush_seconds, 1.0)
             return False
         except (OSError, TextnbError) as exc:
             log.error("cannot write model %s (%s); its updates stay in the journal %s",
                       self.path, describe_error(exc), self.journal.path)
             self._flush_due = time.monotonic() + max(self.flush_seconds, 5.0)
             return False
+        self._locked_since = None
         self.writes += 1
         return True
 
