@@ -663,7 +663,9 @@ def _peer_user(conn: socket.socket, asked: str | None) -> str:
     except KeyError:
         raise TextnbError(f"connecting uid {uid} has no login name; it cannot have a "
                           "model") from None
-    if asked is not None and asked != name:
+    from .users import user_key  # users imports this module
+
+    if asked is not None and user_key(asked) != user_key(name):
         raise TextnbError(f"user {asked!r} refused: this connection is from user {name!r} "
                           "(--user-from-peer)")
     return name
