@@ -32,6 +32,7 @@ def serve_cli(
     flush_seconds: float = typer.Option(1.0, "--flush-seconds", help="Longest time a learned update (textnb-client --learn) waits in the journal before the model file is rewritten."),
     socket_mode: str = typer.Option("0600", "--socket-mode", help="Octal mode of the Unix socket; 0666 lets other users' clients connect (with --user-from-peer)."),
     user_from_peer: bool = typer.Option(False, "--user-from-peer", help="With --models: the user is the connecting process's login name (SO_PEERCRED); a client naming another user is refused."),
+    key_file: Optional[Path] = typer.Option(None, "--key-file", help="A secret shared with the clients (a file of 32 or more bytes, mode 0600: openssl rand -hex 32): each reply proves this scorer holds it, so clients over TCP believe no other program on the port (docs/security.md)."),
     allow_any_user_to_teach: bool = typer.Option(False, "--allow-any-user-to-teach", help="Serve --models, and learn, over TCP or a socket mode with o+w, where any local user can connect and name any user. Default: refused (docs/security.md)."),
     metrics: Optional[str] = MetricsOpt,
     record: Optional[Path] = RecordOpt,
@@ -77,5 +78,6 @@ def serve_cli(
               user_from_peer=user_from_peer, allow_any_user_to_teach=allow_any_user_to_teach,
               flush_seconds=flush_seconds, max_resident_users=max_resident_users,
               max_users=max_users, metrics=metrics, record=record, record_days=record_days,
-              record_max_mb=record_max_mb, record_user_mb=record_user_mb, stop=stop,
+              record_max_mb=record_max_mb, record_user_mb=record_user_mb,
+              key_file=key_file, stop=stop,
               say=lambda line: typer.echo(line, err=True))

@@ -69,7 +69,7 @@ from ..modelfile.journal import Record, apply_records, pending
 from ..modelfile.store import journal as model_journal
 from ..modelfile.store import write_holding
 from ..models.health import training_health
-from .client import MAX_MESSAGE_BYTES, reply_line
+from .client import MAX_MESSAGE_BYTES, reply_line, reply_mac
 from .request_reader import POLL_SECONDS, Request, RequestReader, Throttle, WorkerPool
 from .verdict_headers import describe_error, score_with
 
@@ -366,6 +366,9 @@ class ScorerServer:
     telemetry (Telemetry | None): counts each reply and its latency (textnb.delivery.telemetry).
     recorder (VerdictRecorder | None): is given every verdict, after the model's lock is
         released (textnb.review.recorder: never blocks, never fails the reply).
+    key (bytes | None): the shared key (``--key-file``, textnb.delivery.client.read_key):
+        a reply to a request with a nonce carries its MAC, which proves to the client
+        that this scorer, not whoever else holds the address, answered.
     """
 
     def __init__(self, model: ResidentModel, address, *, max_bytes: int = MAX_MESSAGE_BYTES,
@@ -373,7 +376,7 @@ class ScorerServer:
                  allow_remote: bool = False, socket_mode: int = 0o600,
                  user_from_peer: bool = False, allow_any_user_to_teach: bool = False,
                  max_connections: int | None = None, max_buffered: int | None = None,
-                 telemetry=None, recorder=None):
+                 telemetry=None, recorder=None, key: bytes | None = None):
         if max_bytes < 1 or max_clients < 1 or not timeout > 0 or reload_interval < 0:
             raise ServerError(f"max_bytes={max_bytes}, max_clients={max_clients}, "
                               f"timeout={timeout}, reload_interval={reload_interval}: the "
@@ -396,6 +399,7 @@ class ScorerServer:
         self.requests = 0
         self.telemetry = telemetry
         self.recorder = recorder
+        self.key = key
         self.reader: RequestReader | None = None
         self.pool = WorkerPool(max_clients, self._answer)
         self._listener: socket.socket | None = None
@@ -516,6 +520,10 @@ class ScorerServer:
                 watcher = None
                 raise ServerError(f"cannot start the reload thread ({exc}): the process is "
                                   "at its thread limit (systemd's TasksMax, ulimit -u)") from None
+            if isinstance(self.address, tuple) and self.key is None:
+                log.warning("no --key-file: clients cannot tell this scorer from another "
+                            "program on TCP port %s, so they ask it only with "
+                            "--insecure-tcp (docs/security.md)", self.bound_address[1])
             if self.learning_refused:
                 log.warning("learning is off: any local user can connect to %s; LEARN and "
                             "FORGET get ERROR (serve on a Unix socket of mode 0600, or pass "
@@ -575,6 +583,9 @@ class ScorerServer:
 
     def _send(self, request: Request, reply: bytes) -> None:
         conn = request.conn
+        if self.key is not None and request.nonce is not None:
+            line = reply[:-1]
+            reply = line + b" mac=" + reply_mac(self.key, request.nonce, line) + b"\n"
         try:
             # The reply is one line, which the socket's buffer takes at once; the bound is
             # for a client that stopped reading with its buffer full.
