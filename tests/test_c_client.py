@@ -1,5 +1,6 @@
 """The compiled client (clients/textnb-client.c): the Python client's output and exit codes, byte
-for byte, from the same scorer; its fallback; and the mail is never eaten.
+for byte, from the same scorer; its fallback; and the mail is never eaten. Then what both
+clients believe: one deadline for the whole exchange, one reply grammar, the shared key.
 
 The reference is the Python client's own code path (``run_filter`` with ``client_scorer``), run
 in this process against the same server, plus one real ``textnb-client`` process.
@@ -568,7 +569,7 @@ def key_file(tmp_path):
     return path
 
 
-def test_j9_an_impostor_on_the_tcp_port_is_not_believed(c_client, model, tmp_path, key_file):
+def test_j9_an_impostor_on_the_tcp_port_is_not_believed(c_client, model, key_file):
     """Another local user binds the scorer's TCP port while it is down and answers "ham":
     with the scorer's key the clients want a MAC over their nonce, which it cannot make;
     without a key they do not ask a TCP scorer at all (unless --insecure-tcp)."""
@@ -625,7 +626,7 @@ def test_j9_an_impostor_on_the_tcp_port_is_not_believed(c_client, model, tmp_pat
             assert code == 1 and b"X-TextNB-Status: ham" in out
 
 
-def test_j9_a_key_file_others_can_read_is_refused(c_client, tmp_path, key_file):
+def test_j9_a_key_file_others_can_read_is_refused(c_client, key_file):
     raw = MESSAGES[0]
     for mode, text, says in ((0o644, None, "has mode 0644: others could read the key; "
                                            "'chmod 600"),
@@ -639,7 +640,7 @@ def test_j9_a_key_file_others_can_read_is_refused(c_client, tmp_path, key_file):
             assert (code, out) == (3, raw) and says in err, err  # the message goes through
 
 
-def test_j9_the_unix_socket_is_answered_by_its_owner(c_client, model, tmp_path):
+def test_j9_the_unix_socket_is_answered_by_its_owner(c_client):
     """A socket file of this user's, listened on by another uid (a socket renamed into
     place between the client's check and its connect): refused by the peer's uid."""
     if os.getuid() != 0:

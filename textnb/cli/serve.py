@@ -21,7 +21,7 @@ def serve_cli(
     model: Optional[Path] = ModelOpt,
     socket_path: Optional[Path] = typer.Option(None, "--socket", help="Unix socket to listen on, created mode 0600. Default: $TEXTNB_SOCKET or ~/.local/share/textnb/scorer.sock."),
     tcp: Optional[str] = typer.Option(None, "--tcp", help="Listen on TCP [HOST:]PORT instead (HOST default 127.0.0.1; loopback only unless --allow-remote)."),
-    allow_remote: bool = typer.Option(False, "--allow-remote", help="Permit a non-loopback --tcp address. The protocol has no authentication: firewall it."),
+    allow_remote: bool = typer.Option(False, "--allow-remote", help="Permit a non-loopback --tcp address. The scorer does not authenticate its clients (--key-file proves the scorer to them, not them to it): firewall it."),
     max_bytes: int = typer.Option(10_000_001, "--max-bytes", help="Largest message accepted; larger ones are refused and the client scores in process."),
     max_clients: int = typer.Option(8, "--max-clients", help="Complete requests answered at once (worker threads); connections still sending hold none."),
     timeout: float = typer.Option(10.0, "--timeout", help="Seconds a client has from connecting to the last byte of its request, however slowly it sends."),

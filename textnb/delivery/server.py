@@ -8,7 +8,9 @@ message costs milliseconds. ``textnb serve`` pays the first cost once and answer
   only its user can ask, in a folder no other user can write to (or a sticky one,
   as /tmp), so none can swap in a socket of their own; or TCP on a loopback
   address. A non-loopback address is refused unless asked for explicitly: the
-  protocol has no authentication.
+  scorer does not authenticate its clients. With ``key`` (``--key-file``) each reply
+  to a request with a nonce carries an HMAC that proves this scorer answered, so
+  clients believe no other program that takes its TCP port (textnb.delivery.client).
 - **Who may teach.** Per-user models need to know who connects: a Unix socket with
   ``user_from_peer``, or a socket only the scorer's user (and group) can open. Over
   TCP, or a socket every user can open, they are refused at start, and a single
@@ -439,8 +441,8 @@ class ScorerServer:
         family, _, _, _, sockaddr = infos[0]
         if not (ipaddress.ip_address(sockaddr[0]).is_loopback or self.allow_remote):
             raise ServerError(
-                f"'{host}' ({sockaddr[0]}) is not a loopback address; the scorer has no "
-                "authentication, so listen on 127.0.0.1 or a Unix socket (or pass "
+                f"'{host}' ({sockaddr[0]}) is not a loopback address; the scorer does not "
+                "authenticate its clients, so listen on 127.0.0.1 or a Unix socket (or pass "
                 "--allow-remote if a firewall guards the port)")
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
