@@ -577,7 +577,8 @@ static int read_key(const char *given, struct options *o, char *err)
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0) {
-            snprintf(err, ERR_SIZE, "key file %.200s: %s", path, strerror(errno));
+            snprintf(err, ERR_SIZE, "key file %.200s: %s; make one with 'openssl rand -hex 32 > "
+                     "%.100s; chmod 600 %.100s'", path, strerror(errno), path, path);
             close(fd);
             free(path);
             return -1;

@@ -627,7 +627,11 @@ def test_j9_an_impostor_on_the_tcp_port_is_not_believed(c_client, model, key_fil
 
 
 def test_j9_a_key_file_others_can_read_is_refused(c_client, key_file):
-    raw = MESSAGES[0]
+    from typer.testing import CliRunner
+
+    from textnb.cli import app
+
+    runner, raw = CliRunner(), MESSAGES[0]
     for mode, text, says in ((0o644, None, "has mode 0644: others could read the key; "
                                            "'chmod 600"),
                              (0o600, "short\n", "holds 5 bytes, not 32 to 4096; make one with "
@@ -638,6 +642,11 @@ def test_j9_a_key_file_others_can_read_is_refused(c_client, key_file):
         for run in (lambda *a: run_c(c_client, *a), python_client):
             code, out, err = run(raw, "--server", ":1", "--key-file", key_file)
             assert (code, out) == (3, raw) and says in err, err  # the message goes through
+        done = runner.invoke(app, ["filter", "--server", ":1", "--key-file", str(key_file)],
+                             input=raw)
+        assert (done.exit_code, done.stdout_bytes) == (3, raw) and says in done.stderr
+        done = runner.invoke(app, ["serve", "--tcp", "0", "--key-file", str(key_file)])
+        assert done.exit_code == 1 and says in done.output, done.output
 
 
 def test_j9_the_unix_socket_is_answered_by_its_owner(c_client):

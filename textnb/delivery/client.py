@@ -6,8 +6,9 @@ with the verdict headers added (:mod:`textnb.delivery.verdict_headers`). When th
 slow or refuses the message, it scores in process instead (loading the model: slow,
 but the mail is filtered all the same).
 
-Start-up time is the point of this module. It imports only ``os``, ``sys``,
-``_socket`` and :mod:`textnb.delivery.verdict_headers`: no spaCy, NumPy, SciPy or typer, and none of
+Start-up time is the point of this module. It imports only ``os``, ``sys``, ``time``
+(built in, and loaded at start-up already), ``_socket`` and
+:mod:`textnb.delivery.verdict_headers` (``hmac`` only with a key): no spaCy, NumPy, SciPy or typer, and none of
 ``socket``, ``re``, ``json`` or ``argparse``: every message pays for every import, and
 each of these costs a sizeable share of the bare interpreter's start-up (``socket``
 builds enums of its constants; ``_socket``, the C module it wraps, does not). Hence
@@ -210,6 +211,8 @@ def read_key(path) -> bytes:
             raise KeyFileError(f"key file {path} has mode {st.st_mode & 0o777:04o}: others "
                                f"could read the key; 'chmod 600 {path}'")
         key = os.read(fd, MAX_KEY_BYTES + 1).strip()
+    except OSError as exc:  # a folder, an I/O error
+        raise KeyFileError(f"key file {path}: {exc.strerror}; {make}") from None
     finally:
         os.close(fd)
     if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
