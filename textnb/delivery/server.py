@@ -602,10 +602,14 @@ class ScorerServer:
             self.reader.release(request.held)
 
     def _reply_to(self, request: Request) -> bytes:
+        from .users import user_key  # users imports this module
+
         user = request.user
         try:
             if self.user_from_peer:
                 user = _peer_user(request.conn, user)
+            if user is not None and hasattr(self.model, "shared"):
+                user = user_key(user)  # one form for the model and the verdict's record
             if request.verb == b"PING":
                 return self._pong(user)
             if request.verb == b"SCORE":
