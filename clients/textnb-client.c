@@ -21,6 +21,9 @@
  * build time. C99 and POSIX only.
  */
 #define _POSIX_C_SOURCE 200809L
+/* SO_PEERCRED (Linux): glibc and musl define it only beyond strict POSIX. Where it is
+ * not defined, the peer check below is left out. */
+#define _DEFAULT_SOURCE
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,6 +60,10 @@
 #define MAX_LINE 1024
 #define MAX_MESSAGE_BYTES 10000001
 #define DEFAULT_TIMEOUT 10.0
+#define MAX_NUMBER 32
+#define NONCE_BYTES 16
+#define MIN_KEY_BYTES 32
+#define MAX_KEY_BYTES 4096
 #define PROTOCOL "TEXTNB/1"
 #define ERR_SIZE 600
 
@@ -64,6 +71,7 @@ static const char USAGE[] =
     "usage: textnb-client [--server ADDR] [--model PATH] [--cost-ratio R] [--spamassassin]\n"
     "                     [--always-exit-0] [--no-fallback] [--timeout SECONDS] [--ping]\n"
     "                     [--user NAME] [--learn spam|ham | --forget]\n"
+    "                     [--key-file PATH | --insecure-tcp]\n"
     "\n"
     "Filter one message (stdin -> stdout, verdict headers added) through a running\n"
     "'textnb serve'; score in process when it is down. Exit 0 spam, 1 ham, 2 unsure,\n"
@@ -78,12 +86,18 @@ static const char USAGE[] =
     "  --always-exit-0    exit 0 whatever the verdict (for agents that treat non-zero\n"
     "                     as failure); a failure to write the message still exits 3\n"
     "  --no-fallback      never score in process: pass the message through, exit 3\n"
-    "  --timeout SECONDS  give up on the scorer after this long (default 10)\n"
+    "  --timeout SECONDS  give up on the scorer after this long, for the whole exchange:\n"
+    "                     connect, send and the whole reply (default 10)\n"
     "  --ping             print the scorer's status instead of filtering\n"
     "  --user NAME        the user whose model scores or learns ('textnb serve --models')\n"
     "  --learn spam|ham   learn the message on stdin as spam or ham instead of filtering;\n"
     "                     prints what the scorer did; exit 0 once it is durable, 3 if not\n"
     "  --forget           forget the message on stdin (exit 0 done, 3 not done)\n"
+    "  --key-file PATH    the scorer's shared key ('textnb serve --key-file'; default\n"
+    "                     $TEXTNB_KEY_FILE): each reply must prove the scorer holds it.\n"
+    "                     A TCP scorer is asked only with a key or --insecure-tcp\n"
+    "  --insecure-tcp     believe a TCP scorer without a key (whoever binds its port\n"
+    "                     while it is down is believed too)\n"
     "\n"
     "This is the compiled client (textnb " TEXTNB_VERSION "). The in-process fallback runs\n"
     "'$TEXTNB_COMMAND filter' (default: " TEXTNB_COMMAND ").\n";
@@ -169,10 +183,14 @@ static void copy_through(void)
 /* -- options (parsed as textnb.delivery.client.parse_args does) ------------------------------ */
 
 struct options {
-    const char *server, *model, *cost_text, *timeout_text, *user, *learn;
+    const char *server, *model, *cost_text, *timeout_text, *user, *learn, *key_file;
     double cost_ratio, timeout;
-    int spamassassin, always_exit_0, no_fallback, ping, forget, help;
+    int spamassassin, always_exit_0, no_fallback, ping, forget, help, insecure_tcp;
+    unsigned char key[MAX_KEY_BYTES + 1];
+    size_t key_len; /* 0: no key */
 };
+
+static int read_key(const char *path, struct options *o, char *err);
 
 /* Python's float() for the numbers a user types; strtod's hexadecimal and nan(...)
  * forms are refused so that both clients accept the same values. */
@@ -194,10 +212,10 @@ static int parse_float(const char *text, double *out)
 static int parse_args(int argc, char **argv, struct options *o, char *err)
 {
     static const char *const flags[] = {"--spamassassin", "--always-exit-0", "--no-fallback",
-                                        "--ping", "--forget"};
+                                        "--ping", "--forget", "--insecure-tcp"};
     static const char *const valued[] = {"--server", "--model", "--cost-ratio", "--timeout",
-                                         "--user", "--learn"};
-    const char **slots[6];
+                                         "--user", "--learn", "--key-file"};
+    const char **slots[7];
     int flag_hit = -1, valued_hit = -1;
     int i, k;
 
@@ -207,24 +225,26 @@ static int parse_args(int argc, char **argv, struct options *o, char *err)
     slots[3] = &o->timeout_text;
     slots[4] = &o->user;
     slots[5] = &o->learn;
+    slots[6] = &o->key_file;
     for (i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         flag_hit = valued_hit = -1;
-        for (k = 0; k < 6; k++) {
-            if (k < 5 && strlen(flags[k]) == name_len && strncmp(arg, flags[k], name_len) == 0)
+        for (k = 0; k < 7; k++) {
+            if (k < 6 && strlen(flags[k]) == name_len && strncmp(arg, flags[k], name_len) == 0)
                 flag_hit = k;
             if (strlen(valued[k]) == name_len && strncmp(arg, valued[k], name_len) == 0)
                 valued_hit = k;
         }
         if (flag_hit >= 0 && eq == NULL) {
-            int *fields[5];
+            int *fields[6];
             fields[0] = &o->spamassassin;
             fields[1] = &o->always_exit_0;
             fields[2] = &o->no_fallback;
             fields[3] = &o->ping;
             fields[4] = &o->forget;
+            fields[5] = &o->insecure_tcp;
             *fields[flag_hit] = 1;
         } else if (valued_hit >= 0) {
             const char *value = eq ? eq + 1 : NULL;
@@ -273,6 +293,10 @@ static int parse_args(int argc, char **argv, struct options *o, char *err)
             return -1;
         }
     }
+    if (o->key_file == NULL && getenv("TEXTNB_KEY_FILE") != NULL)
+        o->key_file = getenv("TEXTNB_KEY_FILE");
+    if (o->key_file != NULL && o->key_file[0] != '\0')
+        return read_key(o->key_file, o, err);
     return 0;
 }
 
@@ -397,6 +421,211 @@ static void parse_address(const char *spec, struct address *a)
         sprintf(a->shown, "%s:%s", a->host, a->port);
 }
 
+/* -- the shared key: SHA-256, HMAC, and the key file ------------------------------------ */
+
+/* SHA-256 (FIPS 180-4) and HMAC (RFC 2104), for the MAC a scorer with --key-file appends
+ * to its replies (textnb.delivery.client.reply_mac); C99 has no hash of its own, and a
+ * library would be a dependency of the one file this client is. */
+struct sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t n;
+};
+
+static const uint32_t SHA256_K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_block(uint32_t h[8], const unsigned char *p)
+{
+    uint32_t w[64], v[8];
+    int i;
+    for (i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+    for (i = 16; i < 64; i++)
+        w[i] = w[i - 16] + (ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
+               w[i - 7] + (ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10));
+    memcpy(v, h, sizeof v);
+    for (i = 0; i < 64; i++) {
+        uint32_t t1 = v[7] + (ROR(v[4], 6) ^ ROR(v[4], 11) ^ ROR(v[4], 25)) +
+                      ((v[4] & v[5]) ^ (~v[4] & v[6])) + SHA256_K[i] + w[i];
+        uint32_t t2 = (ROR(v[0], 2) ^ ROR(v[0], 13) ^ ROR(v[0], 22)) +
+                      ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
+        memmove(v + 1, v, 7 * sizeof v[0]);
+        v[4] += t1;
+        v[0] = t1 + t2;
+    }
+    for (i = 0; i < 8; i++)
+        h[i] += v[i];
+}
+
+static void sha256_init(struct sha256 *s)
+{
+    static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(s->h, iv, sizeof iv);
+    s->len = 0;
+    s->n = 0;
+}
+
+static void sha256_update(struct sha256 *s, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    s->len += len;
+    while (len > 0) {
+        size_t take = 64 - s->n < len ? 64 - s->n : len;
+        memcpy(s->buf + s->n, p, take);
+        s->n += take;
+        p += take;
+        len -= take;
+        if (s->n == 64) {
+            sha256_block(s->h, s->buf);
+            s->n = 0;
+        }
+    }
+}
+
+static void sha256_final(struct sha256 *s, unsigned char out[32])
+{
+    uint64_t bits = s->len * 8;
+    unsigned char pad = 0x80, zero = 0, length[8];
+    int i;
+    sha256_update(s, &pad, 1);
+    while (s->n != 56)
+        sha256_update(s, &zero, 1);
+    for (i = 0; i < 8; i++)
+        length[i] = (unsigned char)(bits >> (56 - 8 * i));
+    sha256_update(s, length, 8);
+    for (i = 0; i < 32; i++)
+        out[i] = (unsigned char)(s->h[i / 4] >> (24 - 8 * (i % 4)));
+}
+
+/* HMAC-SHA256(key, nonce "\n" line) in lower-case hex (65 bytes with the NUL). */
+static void reply_mac(const struct options *o, const char *nonce, const char *line,
+                      size_t line_len, char hex[65])
+{
+    unsigned char k[64], pad[64], inner[32], mac[32];
+    struct sha256 s;
+    int i;
+    memset(k, 0, sizeof k);
+    if (o->key_len > 64) {
+        sha256_init(&s);
+        sha256_update(&s, o->key, o->key_len);
+        sha256_final(&s, k);
+    } else {
+        memcpy(k, o->key, o->key_len);
+    }
+    for (i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x36;
+    sha256_init(&s);
+    sha256_update(&s, pad, 64);
+    sha256_update(&s, nonce, strlen(nonce));
+    sha256_update(&s, "\n", 1);
+    sha256_update(&s, line, line_len);
+    sha256_final(&s, inner);
+    for (i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x5c;
+    sha256_init(&s);
+    sha256_update(&s, pad, 64);
+    sha256_update(&s, inner, 32);
+    sha256_final(&s, mac);
+    for (i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+}
+
+static int is_space(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* The secret in a key file, surrounding whitespace dropped, into o->key
+ * (textnb.delivery.client.read_key, with its messages). */
+static int read_key(const char *given, struct options *o, char *err)
+{
+    char *path = expand_user(given);
+    struct stat st;
+    ssize_t got;
+    size_t len = 0, start = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        snprintf(err, ERR_SIZE, "key file %.200s: %s; make one with 'openssl rand -hex 32 > "
+                 "%.100s; chmod 600 %.100s'", path, strerror(errno), path, path);
+        free(path);
+        return -1;
+    }
+    if (fstat(fd, &st) == 0 && (st.st_mode & 077)) {
+        snprintf(err, ERR_SIZE, "key file %.200s has mode %04o: others could read the key; "
+                 "'chmod 600 %.200s'", path, (unsigned)(st.st_mode & 0777), path);
+        close(fd);
+        free(path);
+        return -1;
+    }
+    while (len < sizeof o->key && (got = read(fd, o->key + len, sizeof o->key - len)) != 0) {
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(err, ERR_SIZE, "key file %.200s: %s; make one with 'openssl rand -hex 32 > "
+                     "%.100s; chmod 600 %.100s'", path, strerror(errno), path, path);
+            close(fd);
+            free(path);
+            return -1;
+        }
+        len += (size_t)got;
+    }
+    close(fd);
+    while (start < len && is_space(o->key[start]))
+        start++;
+    while (len > start && is_space(o->key[len - 1]))
+        len--;
+    memmove(o->key, o->key + start, len - start);
+    o->key_len = len - start;
+    if (o->key_len < MIN_KEY_BYTES || o->key_len > MAX_KEY_BYTES) {
+        snprintf(err, ERR_SIZE, "key file %.200s holds %lu bytes, not %d to %d; make one with "
+                 "'openssl rand -hex 32 > %.100s; chmod 600 %.100s'", path,
+                 (unsigned long)o->key_len, MIN_KEY_BYTES, MAX_KEY_BYTES, path, path);
+        free(path);
+        return -1;
+    }
+    free(path);
+    return 0;
+}
+
+/* NONCE_BYTES random bytes in hex. */
+static int make_nonce(char hex[2 * NONCE_BYTES + 1])
+{
+    unsigned char bytes[NONCE_BYTES];
+    size_t got = 0;
+    int i, fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    while (got < sizeof bytes) {
+        ssize_t n = read(fd, bytes + got, sizeof bytes - got);
+        if (n <= 0 && !(n < 0 && errno == EINTR)) {
+            close(fd);
+            return -1;
+        }
+        if (n > 0)
+            got += (size_t)n;
+    }
+    close(fd);
+    for (i = 0; i < NONCE_BYTES; i++)
+        snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+    return 0;
+}
+
 /* -- the exchange with the scorer ------------------------------------------------------ */
 
 static double now_seconds(void)
@@ -470,7 +699,7 @@ static int trusted_socket(const char *path, const struct stat *st)
     return ok;
 }
 
-static int connect_scorer(const struct address *a, double timeout, char *err)
+static int connect_scorer(const struct address *a, double deadline, char *err)
 {
     struct sockaddr_un un;
     struct addrinfo hints, *infos = NULL;
@@ -478,6 +707,7 @@ static int connect_scorer(const struct address *a, double timeout, char *err)
     socklen_t target_len;
     int fd, family, proto = 0, soerr = 0;
     socklen_t soerr_len = sizeof soerr;
+    long owner = -1;
 
     if (a->tcp) {
         int gai;
@@ -500,6 +730,7 @@ static int connect_scorer(const struct address *a, double timeout, char *err)
                      "folder others can write to", a->path, (long)st.st_uid);
             return -1;
         }
+        owner = (long)st.st_uid;
         if (strlen(a->path) >= sizeof un.sun_path)
             return fail(err, a, "AF_UNIX path too long");
         memset(&un, 0, sizeof un);
@@ -521,7 +752,7 @@ static int connect_scorer(const struct address *a, double timeout, char *err)
     if (connect(fd, target, target_len) != 0) {
         int saved = errno;
         if (saved == EINPROGRESS || saved == EINTR) {
-            if (wait_fd(fd, POLLOUT, now_seconds() + timeout) != 0)
+            if (wait_fd(fd, POLLOUT, deadline) != 0)
                 saved = errno;
             else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &soerr_len) != 0)
                 saved = errno;
@@ -537,34 +768,151 @@ static int connect_scorer(const struct address *a, double timeout, char *err)
     }
     if (infos)
         freeaddrinfo(infos);
+#ifdef SO_PEERCRED
+    /* Who listens, in the kernel's word: between the socket file's check above and the
+     * connect, whoever can write to its folder could have renamed their own socket into
+     * place (textnb.delivery.client._check_peer). */
+    if (owner >= 0) {
+        int creds[3]; /* pid, uid, gid */
+        socklen_t creds_len = sizeof creds;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, creds, &creds_len) == 0 &&
+            (long)creds[1] != owner) {
+            snprintf(err, ERR_SIZE, "socket %s is owned by uid %ld but uid %ld listens on it; "
+                     "not asking it", a->path, owner, (long)creds[1]);
+            close(fd);
+            return -1;
+        }
+    }
+#endif
     return fd;
 }
 
-/* Send head and body within timeout (in all, as Python's sendall), then read the
- * reply's first line (each read within timeout). RETURNS 0 with the line in reply. */
+/* The first `limit` bytes of a reply line, printable, for an error message. */
+static void show_bytes_upto(const char *text, char *out, size_t size, size_t limit)
+{
+    size_t o = 0, i;
+    for (i = 0; text[i] != '\0' && i < limit && o + 5 < size; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c >= 32 && c < 127 && c != '\\')
+            out[o++] = (char)c;
+        else
+            o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
+    }
+    out[o] = '\0';
+}
+
+static void show_bytes(const char *text, char *out, size_t size)
+{
+    show_bytes_upto(text, out, size, 80);
+}
+
+/* Whether a TCP scorer may be asked: with a key, or --insecure-tcp
+ * (textnb.delivery.client.unauthenticated_tcp, with its message). */
+static int unauthenticated_tcp(const struct address *a, const struct options *o, char *err)
+{
+    if (!a->tcp || o->key_len > 0 || o->insecure_tcp)
+        return 0;
+    snprintf(err, ERR_SIZE, "%s is TCP and no --key-file was given: whoever binds the port while "
+             "the scorer is down would be believed; give the scorer's key file (--key-file or "
+             "$TEXTNB_KEY_FILE), or pass --insecure-tcp to trust the port", a->shown);
+    return -1;
+}
+
+/* The reply line in reply[0..got) after "TEXTNB/1 ", moved to reply's start, if it keeps
+ * the line rules both clients apply (textnb.delivery.client.reply_rest); with a key,
+ * also its MAC checked and dropped (_authentic). -1 with err filled if not. */
+static int reply_rest(const struct address *a, const struct options *o, const char *nonce,
+                      char *reply, size_t got, char *err)
+{
+    static const char prefix[] = PROTOCOL " ";
+    char shown[400], *newline = memchr(reply, '\n', got), *mac;
+    size_t len = newline ? (size_t)(newline - reply) : got, i;
+
+    reply[len] = '\0';
+    if (len < sizeof prefix - 1 || memcmp(reply, prefix, sizeof prefix - 1) != 0) {
+        show_bytes(reply, shown, sizeof shown);
+        snprintf(err, ERR_SIZE, "not a textnb scorer reply: '%s'", shown);
+        return -1;
+    }
+    show_bytes(reply, shown, sizeof shown);
+    if (newline == NULL || len >= MAX_LINE) {
+        snprintf(err, ERR_SIZE, "malformed scorer reply: no line end within %d bytes: '%s'",
+                 MAX_LINE, shown);
+        return -1;
+    }
+    for (i = 0; i < len; i++)
+        if ((unsigned char)reply[i] < 0x20 || reply[i] == 0x7f) {
+            snprintf(err, ERR_SIZE, "malformed scorer reply: control bytes in '%s'", shown);
+            return -1;
+        }
+    if (o->key_len > 0) {
+        char expected[65];
+        unsigned diff = 0;
+        mac = NULL;
+        for (i = len; i-- > 0;)
+            if (strncmp(reply + i, " mac=", 5) == 0) {
+                mac = reply + i;
+                break;
+            }
+        if (strncmp(reply + sizeof prefix - 1, "ERROR", 5) == 0) {
+            if (mac != NULL)
+                *mac = '\0';
+        } else {
+            if (mac != NULL) {
+                reply_mac(o, nonce, reply, (size_t)(mac - reply), expected);
+                diff = strlen(mac + 5) != 64;
+                for (i = 0; !diff && i < 64; i++)
+                    diff |= (unsigned)(mac[5 + i] ^ expected[i]);
+            }
+            if (mac == NULL || diff) {
+                snprintf(err, ERR_SIZE, "the scorer at %s did not prove it holds the key of "
+                         "--key-file (an impostor on its address, or a scorer started without "
+                         "that --key-file)", a->shown);
+                return -1;
+            }
+            *mac = '\0';
+        }
+    }
+    memmove(reply, reply + sizeof prefix - 1, strlen(reply + sizeof prefix - 1) + 1);
+    return 0;
+}
+
 /* exchange()'s result when the request was sent and no reply came: it may have been acted on. */
 #define NO_ANSWER (-2)
 /* textnb/delivery/client.py's NO_ANSWER_NOTE, word for word */
 #define NO_ANSWER_NOTE " (sent, not answered; sending it again is safe: a message learned twice counts once)"
 
-static int exchange(const struct address *a, const char *head, size_t head_len,
-                    const char *body, size_t body_len, double timeout, char *reply,
+/* Send head and body and read the reply's line, all within o->timeout: connect, send and
+ * the whole reply share one deadline, so a scorer that drips its reply a byte at a time
+ * is cut off then too (textnb.delivery.client._exchange). RETURNS 0 with the reply after
+ * "TEXTNB/1 " in reply (reply_rest), -1 or NO_ANSWER with err filled. */
+static int exchange(const struct address *a, const struct options *o, const char *head,
+                    size_t head_len, const char *body, size_t body_len, char *reply,
                     size_t reply_size, char *err)
 {
     struct iovec iov[2];
+    char signed_head[600], nonce[2 * NONCE_BYTES + 1] = "";
     int n_iov = 2, fd;
     size_t got = 0;
-    double deadline;
-    char *newline;
+    double deadline = now_seconds() + o->timeout;
 
-    fd = connect_scorer(a, timeout, err);
+    if (unauthenticated_tcp(a, o, err) != 0)
+        return -1;
+    if (o->key_len > 0) { /* the head ends in "\n": the nonce goes before it */
+        if (make_nonce(nonce) != 0 || head_len + 8 + sizeof nonce > sizeof signed_head)
+            return fail(err, a, "cannot make a nonce from /dev/urandom");
+        memcpy(signed_head, head, head_len - 1);
+        head_len = head_len - 1 + (size_t)sprintf(signed_head + head_len - 1, " nonce=%s\n",
+                                                  nonce);
+        head = signed_head;
+    }
+    fd = connect_scorer(a, deadline, err);
     if (fd < 0)
         return -1;
     iov[0].iov_base = (void *)head;
     iov[0].iov_len = head_len;
     iov[1].iov_base = (void *)body;
     iov[1].iov_len = body_len;
-    deadline = now_seconds() + timeout;
     while (n_iov > 0) {
         struct iovec *first = iov + (2 - n_iov);
         ssize_t put = writev(fd, first, n_iov);
@@ -590,7 +938,7 @@ static int exchange(const struct address *a, const char *head, size_t head_len,
     /* From here the request is sent: a failure is NO_ANSWER, the scorer may have acted on it. */
     for (;;) {
         ssize_t chunk;
-        if (wait_fd(fd, POLLIN, now_seconds() + timeout) != 0) {
+        if (wait_fd(fd, POLLIN, deadline) != 0) {
             int saved = errno;
             close(fd);
             fail(err, a, reason_of(saved));
@@ -607,36 +955,13 @@ static int exchange(const struct address *a, const char *head, size_t head_len,
         }
         if (chunk == 0)
             break;
-        newline = memchr(reply + got, '\n', (size_t)chunk);
         got += (size_t)chunk;
-        if (newline != NULL || got > MAX_LINE || got == reply_size - 1)
+        if (memchr(reply + got - (size_t)chunk, '\n', (size_t)chunk) != NULL || got > MAX_LINE ||
+            got == reply_size - 1)
             break;
     }
     close(fd);
-    reply[got] = '\0';
-    newline = memchr(reply, '\n', got);
-    if (newline != NULL)
-        *newline = '\0';
-    return 0;
-}
-
-/* The first `limit` bytes of a reply line, printable, for an error message. */
-static void show_bytes_upto(const char *text, char *out, size_t size, size_t limit)
-{
-    size_t o = 0, i;
-    for (i = 0; text[i] != '\0' && i < limit && o + 5 < size; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (c >= 32 && c < 127 && c != '\\')
-            out[o++] = (char)c;
-        else
-            o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
-    }
-    out[o] = '\0';
-}
-
-static void show_bytes(const char *text, char *out, size_t size)
-{
-    show_bytes_upto(text, out, size, 80);
+    return reply_rest(a, o, nonce, reply, got, err);
 }
 
 struct verdict {
@@ -650,14 +975,93 @@ static const char *const LABELS[3] = {"spam", "ham", "unsure"}; /* in exit-code 
 /* " user=NAME" on a request line, or nothing: two %s arguments. */
 #define USER_FIELD(o) ((o)->user ? " user=" : ""), ((o)->user ? (o)->user : "")
 
+/* A finite number as Python's repr writes one, of at most MAX_NUMBER characters
+ * (textnb.delivery.client.reply_number). */
+static int reply_number(const char *word, double *out)
+{
+    const char *p = word;
+    size_t len = strlen(word);
+    if (len == 0 || len > MAX_NUMBER)
+        return -1;
+    if (*p == '-')
+        p++;
+    if (*p < '0' || *p > '9')
+        return -1;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p == 'e') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p != '\0')
+        return -1;
+    *out = strtod(word, NULL);
+    return isfinite(*out) ? 0 : -1;
+}
+
+/* A learn's outcome word (new, moved, known, spam, not-found): a-z and '-', at most 32,
+ * starting with a letter (textnb.delivery.client._reply_word). */
+static int reply_word(const char *word)
+{
+    size_t i, len = strlen(word);
+    if (len == 0 || len > 32 || word[0] < 'a' || word[0] > 'z')
+        return 0;
+    for (i = 0; i < len; i++)
+        if ((word[i] < 'a' || word[i] > 'z') && word[i] != '-')
+            return 0;
+    return 1;
+}
+
+/* Split text at each single space (an empty word where two meet, as Python's
+ * split(b" ")); RETURNS the number of words, or max + 1 when there are more. */
+static int split_words(char *text, char **words, int max)
+{
+    int n = 0;
+    for (;;) {
+        char *space = strchr(text, ' ');
+        if (n == max)
+            return max + 1;
+        words[n++] = text;
+        if (space == NULL)
+            return n;
+        *space = '\0';
+        text = space + 1;
+    }
+}
+
+/* The message for a reply that is not the one expected: the scorer's ERROR text, or the
+ * reply itself (textnb.delivery.client._refused). */
+static void refused(const struct address *a, const char *rest, char *err)
+{
+    char shown[400];
+    if (strncmp(rest, "ERROR ", 6) == 0) {
+        show_bytes(rest + 6, shown, sizeof shown);
+        snprintf(err, ERR_SIZE, "the scorer at %s said: %s", a->shown, shown);
+    } else {
+        show_bytes(rest, shown, sizeof shown);
+        snprintf(err, ERR_SIZE, "malformed scorer reply: '%s'", shown);
+    }
+}
+
 /* The resident scorer's verdict on raw (its first MAX_MESSAGE_BYTES bytes). */
 static int score_remote(const struct address *a, const struct options *o, const char *raw,
                         size_t raw_len, struct verdict *v, char *err)
 {
-    char head[400], reply[MAX_LINE + 4096 + 1], shown[400];
-    char *rest, *kind_end, *fields[5], *save = NULL, *field;
+    char head[400], reply[MAX_LINE + 4096 + 1], copy[MAX_LINE + 4096 + 1], *fields[6];
     size_t sent = raw_len < MAX_MESSAGE_BYTES ? raw_len : MAX_MESSAGE_BYTES;
-    int head_len, n = 0, k;
+    int head_len, n, k;
 
     if (o->cost_text != NULL)  /* %.17g reads back as the same double, as repr does */
         head_len = snprintf(head, sizeof head, PROTOCOL " SCORE %lu %.17g%s%s\n",
@@ -665,63 +1069,48 @@ static int score_remote(const struct address *a, const struct options *o, const 
     else
         head_len = snprintf(head, sizeof head, PROTOCOL " SCORE %lu%s%s\n", (unsigned long)sent,
                             USER_FIELD(o));
-    if (exchange(a, head, (size_t)head_len, raw, sent, o->timeout, reply, sizeof reply, err) != 0)
+    if (exchange(a, o, head, (size_t)head_len, raw, sent, reply, sizeof reply, err) != 0)
         return -1;
-    if (strncmp(reply, PROTOCOL " ", sizeof PROTOCOL) != 0) {
-        show_bytes(reply, shown, sizeof shown);
-        snprintf(err, ERR_SIZE, "not a textnb scorer reply: '%s'", shown);
-        return -1;
-    }
-    rest = reply + sizeof PROTOCOL;
-    kind_end = strchr(rest, ' ');
-    if (kind_end != NULL)
-        *kind_end = '\0';
-    if (strcmp(rest, "OK") == 0 && kind_end != NULL) {
-        for (field = strtok_r(kind_end + 1, " \t\r\v\f", &save); field != NULL && n < 5;
-             field = strtok_r(NULL, " \t\r\v\f", &save))
-            fields[n++] = field;
-        for (k = 0; n == 4 && k < 3; k++) {
-            if (strcmp(fields[0], LABELS[k]) == 0 && parse_float(fields[1], &v->log_odds) == 0 &&
-                parse_float(fields[2], &v->p_spam) == 0 &&
-                parse_float(fields[3], &v->threshold) == 0) {
-                v->label = LABELS[k];
-                v->exit_code = k;
-                return 0;
-            }
+    strcpy(copy, reply);
+    n = split_words(copy, fields, 5);
+    for (k = 0; n == 5 && strcmp(fields[0], "OK") == 0 && k < 3; k++) {
+        if (strcmp(fields[1], LABELS[k]) == 0 && reply_number(fields[2], &v->log_odds) == 0 &&
+            reply_number(fields[3], &v->p_spam) == 0 && v->p_spam >= 0 && v->p_spam <= 1 &&
+            reply_number(fields[4], &v->threshold) == 0) {
+            v->label = LABELS[k];
+            v->exit_code = k;
+            return 0;
         }
-        *kind_end = ' ';
-    } else if (strcmp(rest, "ERROR") == 0) {
-        show_bytes(kind_end ? kind_end + 1 : "", shown, sizeof shown);
-        snprintf(err, ERR_SIZE, "the scorer at %s said: %s", a->shown, shown);
-        return -1;
-    } else if (kind_end != NULL) {
-        *kind_end = ' ';
     }
-    show_bytes(rest, shown, sizeof shown);
-    snprintf(err, ERR_SIZE, "malformed scorer reply: '%s'", shown);
+    refused(a, reply, err);
     return -1;
 }
 
 static int ping(const struct address *a, const struct options *o)
 {
-    char reply[MAX_LINE + 4096 + 1], err[ERR_SIZE], head[400], *item, *save = NULL;
-    const char *sep = "";
-    int head_len = snprintf(head, sizeof head, PROTOCOL " PING%s%s\n", USER_FIELD(o));
-    if (exchange(a, head, (size_t)head_len, "", 0, o->timeout, reply, sizeof reply, err) != 0) {
+    char reply[MAX_LINE + 4096 + 1], err[ERR_SIZE], head[400], shown[400], *items[MAX_LINE];
+    int head_len = snprintf(head, sizeof head, PROTOCOL " PING%s%s\n", USER_FIELD(o)), n, k;
+    int ok = 1;
+    size_t i;
+
+    if (exchange(a, o, head, (size_t)head_len, "", 0, reply, sizeof reply, err) != 0) {
         fprintf(stderr, "textnb-client: %s\n", err);
         return 1;
     }
-    if (strncmp(reply, PROTOCOL " PONG", sizeof PROTOCOL + 4) != 0 ||
-        (reply[sizeof PROTOCOL + 4] != ' ' && reply[sizeof PROTOCOL + 4] != '\0')) {
-        show_bytes(reply, err, sizeof err);
-        fprintf(stderr, "textnb-client: unexpected reply to PING: '%s'\n", err);
+    for (i = 0; reply[i] != '\0'; i++)
+        if ((unsigned char)reply[i] >= 0x80) /* PONG's items are printable ASCII */
+            ok = 0;
+    show_bytes(reply, shown, sizeof shown);
+    n = split_words(reply, items, MAX_LINE - 1);
+    ok = ok && n < MAX_LINE && strcmp(items[0], "PONG") == 0;
+    for (k = 1; ok && k < n; k++)
+        ok = items[k][0] != '\0';
+    if (!ok) {
+        fprintf(stderr, "textnb-client: unexpected reply to PING: '%s'\n", shown);
         return 1;
     }
-    for (item = strtok_r(reply + sizeof PROTOCOL + 4, " \t\r\v\f", &save); item != NULL;
-         item = strtok_r(NULL, " \t\r\v\f", &save)) {
-        printf("%s%s%s", sep, item, strchr(item, '=') ? "" : "=");
-        sep = " ";
-    }
+    for (k = 1; k < n; k++)
+        printf("%s%s%s", k > 1 ? " " : "", items[k], strchr(items[k], '=') ? "" : "=");
     printf("\n");
     return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
 }
@@ -1148,10 +1537,10 @@ static int learn(const struct options *o, const struct address *a)
 {
     static char empty[1];
     struct buffer raw = {NULL, 0, 0};
-    char head[400], reply[MAX_LINE + 4096 + 1], err[ERR_SIZE], shown[MAX_LINE * 4 + 8], what[32];
-    const char *expect = o->learn ? PROTOCOL " LEARNED " : PROTOCOL " FORGOTTEN ";
+    char head[400], reply[MAX_LINE + 4096 + 1], copy[MAX_LINE + 4096 + 1], err[ERR_SIZE];
+    char what[32], *fields[4];
     size_t sent;
-    int head_len;
+    int head_len, n, done;
 
     snprintf(what, sizeof what, o->learn ? "learned as %s" : "forgotten", o->learn);
     if (read_all(0, &raw) != 0) {
@@ -1168,8 +1557,7 @@ static int learn(const struct options *o, const struct address *a)
     else
         head_len = snprintf(head, sizeof head, PROTOCOL " FORGET %lu%s%s\n", (unsigned long)sent,
                             USER_FIELD(o));
-    switch (exchange(a, head, (size_t)head_len, raw.data, sent, o->timeout, reply, sizeof reply,
-                     err)) {
+    switch (exchange(a, o, head, (size_t)head_len, raw.data, sent, reply, sizeof reply, err)) {
     case 0:
         break;
     case NO_ANSWER:
@@ -1180,20 +1568,27 @@ static int learn(const struct options *o, const struct address *a)
         fprintf(stderr, "textnb-client: error: message not %s: %s\n", what, err);
         return EXIT_ERROR;
     }
-    if (strncmp(reply, expect, strlen(expect)) == 0 && reply[strlen(expect)] != '\0') {
-        printf("%s %s\n", o->learn ? "learned" : "forgotten", reply + strlen(expect));
+    strcpy(copy, reply);
+    n = split_words(copy, fields, 3);
+    if (o->learn)
+        done = n == 3 && strcmp(fields[0], "LEARNED") == 0 &&
+               (strcmp(fields[1], "spam") == 0 || strcmp(fields[1], "ham") == 0) &&
+               reply_word(fields[2]);
+    else
+        done = n == 2 && strcmp(fields[0], "FORGOTTEN") == 0 && reply_word(fields[1]);
+    if (done) {
+        printf("%s %s\n", o->learn ? "learned" : "forgotten", strchr(reply, ' ') + 1);
         return fflush(stdout) == 0 ? 0 : EXIT_ERROR;
     }
-    if (strncmp(reply, PROTOCOL " ERROR ", sizeof PROTOCOL + 6) == 0) {
+    if (strncmp(reply, "ERROR ", 6) == 0) {
         /* the whole reason, as the Python client prints it (a score error is cut at 80) */
-        show_bytes_upto(reply + sizeof PROTOCOL + 6, shown, sizeof shown, MAX_LINE);
+        char shown[MAX_LINE * 4 + 8];
+        show_bytes_upto(reply + 6, shown, sizeof shown, MAX_LINE);
         fprintf(stderr, "textnb-client: error: message not %s: the scorer at %s said: %s\n", what,
                 a->shown, shown);
     } else {
-        show_bytes(reply + (strncmp(reply, PROTOCOL " ", sizeof PROTOCOL) == 0 ? sizeof PROTOCOL
-                            : 0), shown, sizeof shown);
-        fprintf(stderr, "textnb-client: error: message not %s: malformed scorer reply: '%s'\n",
-                what, shown);
+        refused(a, reply, err);
+        fprintf(stderr, "textnb-client: error: message not %s: %s\n", what, err);
     }
     return EXIT_ERROR;
 }

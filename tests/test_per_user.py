@@ -189,3 +189,53 @@ def test_serve_passes_the_per_user_bounds_to_the_model_set(tmp_path, monkeypatch
     assert seen["max_resident"] == 3 and seen["max_users"] == 7
     refused = runner.invoke(app, ["serve", "--models", str(tmp_path), "--max-resident-users", "0"])
     assert refused.exit_code == 2 and "--max-resident-users" in refused.output
+
+
+def test_j12_one_user_name_form_for_the_milter_and_user_and_not_plain_gets_shared(tmp_path,
+                                                                                  folder):
+    from textnb.delivery.users import user_from_recipients, user_key
+
+    kelvin = "\u212aevin"  # KELVIN SIGN, which str.lower() turns into an ASCII k
+    assert user_from_recipients([f"<{kelvin}@example.org>"]) is None  # the shared model
+    assert user_from_recipients([f"<{kelvin}@example.org>"], "address") is None
+    with pytest.raises(UserNameError, match="is not allowed"):
+        user_key(kelvin)
+    assert user_from_recipients(["<Alice@example.org>"]) == user_key("Alice") == "alice"
+    with Running(folder, str(tmp_path / "s.sock")) as running:
+        learn_remote(running.address, variant(7), "spam", user="kevin")
+        learn_remote(running.address, variant(8), "spam", user="Alice")  # textnb-client --user
+        # the milter's Alice@ and --user alice reach the model --user Alice created
+        assert ping(running.address, user=user_from_recipients(["<Alice@x.example>"]))[
+            "model"] == "user"
+        assert ping(running.address, user="ALICE")["spam"] == ping(running.address,
+                                                                 user="alice")["spam"]
+        with pytest.raises(ScorerUnavailable, match="is not allowed"):
+            score_remote(running.address, variant(7), user=kelvin)
+    assert sorted(p.name for p in folder.iterdir()) == ["_shared", "alice", "kevin"]
+
+
+def test_p14_filter_server_user_asks_for_that_users_model(tmp_path, folder):
+    from test_c_client import StandIn
+
+    runner = CliRunner()
+    raw = MESSAGES[0]
+    with StandIn(tmp_path / "s.sock", b"TEXTNB/1 OK spam 9.5 0.9999 0.0\n") as scorer:
+        done = runner.invoke(app, ["filter", "--server", scorer.path, "--user", "alice"],
+                             input=raw)
+        assert done.exit_code == 0 and b"X-TextNB-Status: spam" in done.stdout_bytes
+        ((line, length),) = scorer.requests
+    assert line == b"TEXTNB/1 SCORE %d user=alice" % len(raw) and length == len(raw)
+    with Running(folder, str(tmp_path / "r.sock")) as running:  # the user's model scores
+        learn_remote(running.address, variant(9), "spam", user="alice")
+        for raw in MESSAGES[:3]:
+            done = runner.invoke(app, ["filter", "--server", running.address, "--user",
+                                       "alice", "--timeout", "30"], input=raw)
+            label = score_remote(running.address, raw, user="alice").label
+            assert done.stdout_bytes.count(f"X-TextNB-Status: {label}\n".encode()) == 1
+            assert done.stderr_bytes == b""  # no fallback
+    for args, says in ((["--user", "alice"], "give --server too"),
+                       (["--server", str(tmp_path / "r.sock"), "--user", "al ice"],
+                        "must be 1-200 characters without spaces")):
+        done = runner.invoke(app, ["filter", "--model", str(folder / "_shared" / "model.tnb"),
+                                   *args], input=raw)
+        assert (done.exit_code, done.stdout_bytes) == (3, raw) and says in done.stderr, says

@@ -95,6 +95,8 @@ GARBAGE = {
     "inf-cost-ratio": b"TEXTNB/1 SCORE 3 inf\nabc",
     "extra-words": b"TEXTNB/1 SCORE 3 1 2\nabc",
     "endless-line": b"TEXTNB/1 SCORE " + b"1" * 5000,
+    "short-nonce": b"TEXTNB/1 PING nonce=abc\n",
+    "upper-case-nonce": b"TEXTNB/1 PING nonce=" + b"AB" * 16 + b"\n",
 }
 
 

@@ -22,7 +22,10 @@ def filter_cli(
     cost_ratio: Optional[float] = CostOpt,
     spamassassin: bool = typer.Option(False, "--spamassassin", help="Also write SpamAssassin's X-Spam-Flag: YES (spam only) and X-Spam-Status: Yes|No, so existing rules keep working."),
     always_exit_0: bool = typer.Option(False, "--always-exit-0", help="Exit 0 whatever the verdict (for agents that treat non-zero as failure); failing to write the message still exits 3."),
-    timeout: float = typer.Option(10.0, "--timeout", help="With --server: seconds to wait for the scorer before scoring in process."),
+    timeout: float = typer.Option(10.0, "--timeout", help="With --server: seconds the whole exchange with the scorer may take before scoring in process."),
+    user: Optional[str] = typer.Option(None, "--user", help="With --server: the user whose model scores the message ('textnb serve --models'), as textnb-client --user; a delivery agent passes the recipient, e.g. --user \"$LOGNAME\" in procmail."),
+    key_file: Optional[Path] = typer.Option(None, "--key-file", envvar="TEXTNB_KEY_FILE", help="With --server: the scorer's shared key ('textnb serve --key-file'); each reply must prove the scorer holds it. A TCP scorer is asked only with a key or --insecure-tcp."),
+    insecure_tcp: bool = typer.Option(False, "--insecure-tcp", help="With --server HOST:PORT: believe the scorer without a key (whoever binds the port while it is down is believed too)."),
     learn: bool = typer.Option(False, "--learn", help="Then train the model on the message under its verdict, as bogofilter -u (spam and ham only, through the ledger; slow: loads and rewrites the model)."),
 ):
     # fmt: on
@@ -31,7 +34,8 @@ def filter_cli(
     Exit status: 0 spam, 1 ham, 2 unsure, 3 error (the message still goes out, unchanged).
     """
     with one_message_gc():
-        code = _filter(model, server, cost_ratio, spamassassin, always_exit_0, timeout, learn)
+        code = _filter(model, server, cost_ratio, spamassassin, always_exit_0, timeout, learn,
+                       user, key_file, insecure_tcp)
     raise typer.Exit(code)
 
 
@@ -75,18 +79,39 @@ def one_message_gc():
             gc.enable()
 
 
-def _filter(model, server, cost_ratio, spamassassin, always_exit_0, timeout, learn) -> int:
-    from ..delivery.client import client_scorer, parse_address, run_filter
+def _filter(model, server, cost_ratio, spamassassin, always_exit_0, timeout, learn,
+            user=None, key_file=None, insecure_tcp=False) -> int:
+    from ..delivery.client import (KeyFileError, check_user_option, client_scorer,
+                                   parse_address, read_key, run_filter)
     from ..delivery.verdict_headers import in_process_scorer, learn_verdict
 
     path = model_path(model)
     notes: list[str] = []
+    problem = None
+    # Not usage errors (exit 2 means "unsure" here, and would drop the message): the
+    # message goes through unchanged, exit 3, the problem on stderr.
     if cost_ratio is not None and not 0 < cost_ratio < float("inf"):
-        # Not a usage error (exit 2 means "unsure" here, and would drop the message).
+        problem = f"--cost-ratio {cost_ratio} must be > 0 and finite"
+    elif user is not None and not server:
+        problem = (f"--user {user!r} names a model of 'textnb serve --models': give "
+                   "--server too (without it the --model file scores every user)")
+    elif user is not None:
+        try:
+            check_user_option(user)
+        except ValueError as exc:
+            problem = str(exc)
+    key = None
+    if problem is None and server and key_file is not None:
+        try:
+            key = read_key(key_file)
+        except KeyFileError as exc:
+            problem = str(exc)
+    if problem is not None:
         def score(raw):
-            raise ValueError(f"--cost-ratio {cost_ratio} must be > 0 and finite")
+            raise ValueError(problem)
     elif server:
-        score = client_scorer(parse_address(server), path, cost_ratio, timeout, notes=notes)
+        score = client_scorer(parse_address(server), path, cost_ratio, timeout, notes=notes,
+                              user=user, key=key, insecure_tcp=insecure_tcp)
     else:
         score = in_process_scorer(path, cost_ratio)
     learner = (lambda raw, verdict: learn_verdict(path, raw, verdict)) if learn else None

@@ -107,7 +107,8 @@ def serve(model: Path | None, address, *, models: Path | None = None,
           flush_seconds: float = 1.0, max_resident_users: int = 16, max_users: int = 1000,
           metrics: str | None = None, record: Path | None = None, record_days: float = 30.0,
           record_max_mb: int = 200, record_user_mb: int | None = None,
-          stop: threading.Event | None = None, say: Say = _silent) -> None:
+          key_file: Path | None = None, stop: threading.Event | None = None,
+          say: Say = _silent) -> None:
     """The resident scorer (``textnb serve``): load the model, bind ``address``, answer
     ``textnb filter --server`` and ``textnb-client`` until ``stop`` is set.
 
@@ -115,11 +116,13 @@ def serve(model: Path | None, address, *, models: Path | None = None,
         without one (None: ``models/_shared/model.tnb``). Without ``models`` it is required.
     address (str | tuple[str, int]): a Unix socket path or (host, port)
         (``textnb.delivery.client.parse_address``).
+    key_file (Path | None): the key shared with the clients (``--key-file``): replies
+        prove the scorer holds it (textnb.delivery.client.read_key).
     The other options are ``textnb serve``'s (``textnb serve --help``). Refuses, before
     any model loads, a setup that would let any local user teach any user's model
     (``textnb.delivery.server.check_who_may_teach``, docs/security.md).
     """
-    from ..delivery.client import show_address
+    from ..delivery.client import KeyFileError, read_key, show_address
     from ..delivery.server import ResidentModel, ScorerServer, check_who_may_teach
     from ..delivery.users import ModelSet
 
@@ -129,6 +132,10 @@ def serve(model: Path | None, address, *, models: Path | None = None,
         raise TextnbError("--user-from-peer goes with --models DIR (a model per user)")
     if models is None and model is None:
         raise TextnbError("serve needs a model file, or --models DIR")
+    try:
+        key = read_key(key_file) if key_file is not None else None
+    except KeyFileError as exc:
+        raise TextnbError(str(exc)) from None
     stop = stop if stop is not None else threading.Event()
     # before any model loads: the refusal names the safe recipe at once
     check_who_may_teach(models is not None, address, socket_mode, user_from_peer,
@@ -147,7 +154,7 @@ def serve(model: Path | None, address, *, models: Path | None = None,
                               allow_remote=allow_remote, socket_mode=socket_mode,
                               user_from_peer=user_from_peer,
                               allow_any_user_to_teach=allow_any_user_to_teach,
-                              telemetry=telemetry, recorder=recorder).bind()
+                              telemetry=telemetry, recorder=recorder, key=key).bind()
         _warn_about_training("serve", resident, say,
                              "; users without a model of their own get these verdicts"
                              if models is not None else "")

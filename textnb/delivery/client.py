@@ -6,8 +6,9 @@ with the verdict headers added (:mod:`textnb.delivery.verdict_headers`). When th
 slow or refuses the message, it scores in process instead (loading the model: slow,
 but the mail is filtered all the same).
 
-Start-up time is the point of this module. It imports only ``os``, ``sys``,
-``_socket`` and :mod:`textnb.delivery.verdict_headers`: no spaCy, NumPy, SciPy or typer, and none of
+Start-up time is the point of this module. It imports only ``os``, ``sys``, ``time``
+(built in, and loaded at start-up already), ``_socket`` and
+:mod:`textnb.delivery.verdict_headers` (``hmac`` only with a key): no spaCy, NumPy, SciPy or typer, and none of
 ``socket``, ``re``, ``json`` or ``argparse``: every message pays for every import, and
 each of these costs a sizeable share of the bare interpreter's start-up (``socket``
 builds enums of its constants; ``_socket``, the C module it wraps, does not). Hence
@@ -15,17 +16,33 @@ builds enums of its constants; ``_socket``, the C module it wraps, does not). He
 
 The protocol, one request per connection (after spamc/spamd, simplified)::
 
-    request:  TEXTNB/1 SCORE <length>[ <cost ratio>][ user=<name>]\\n<length bytes of message>
-              TEXTNB/1 LEARN <spam|ham> <length>[ user=<name>]\\n<length bytes of message>
-              TEXTNB/1 FORGET <length>[ user=<name>]\\n<length bytes of message>
-              TEXTNB/1 PING[ user=<name>]\\n
-    reply:    TEXTNB/1 OK <label> <log-odds> <P(spam)> <threshold>\\n
-              TEXTNB/1 LEARNED <spam|ham> <new|moved|known>\\n
-              TEXTNB/1 FORGOTTEN <spam|ham|not-found>\\n
-              TEXTNB/1 PONG <key>=<value> ...\\n
-              TEXTNB/1 ERROR <text>\\n
+    request:  TEXTNB/1 SCORE <length>[ <cost ratio>][ user=<name>][ nonce=<hex>]\\n<message>
+              TEXTNB/1 LEARN <spam|ham> <length>[ user=<name>][ nonce=<hex>]\\n<message>
+              TEXTNB/1 FORGET <length>[ user=<name>][ nonce=<hex>]\\n<message>
+              TEXTNB/1 PING[ user=<name>][ nonce=<hex>]\\n
+    reply:    TEXTNB/1 OK <label> <log-odds> <P(spam)> <threshold>[ mac=<hex>]\\n
+              TEXTNB/1 LEARNED <spam|ham> <new|moved|known>[ mac=<hex>]\\n
+              TEXTNB/1 FORGOTTEN <spam|ham|not-found>[ mac=<hex>]\\n
+              TEXTNB/1 PONG <key>=<value> ...[ mac=<hex>]\\n
+              TEXTNB/1 ERROR <text>[ mac=<hex>]\\n
 
 Numbers are written with ``repr``, so the client's headers equal the in-process ones.
+Both clients (this one and clients/textnb-client.c) read a reply by one grammar, and
+take nothing else for an answer: the line ends in ``\\n`` within ``MAX_LINE`` bytes; it
+holds no control byte; its words are separated by single spaces; an OK has a label and
+three numbers as ``repr`` writes a finite float (``-?D+(.D+)?(e[+-]?D+)?``, at most
+``MAX_NUMBER`` characters), P(spam) between 0 and 1; a LEARNED or FORGOTTEN outcome is a
+word of a-z and ``-``; PONG's items are printable ASCII. ``--timeout`` is a deadline
+for the whole exchange: connect, send and the whole reply.
+
+With a shared key (``--key-file``, :func:`read_key`; ``textnb serve --key-file``) the
+client sends 16 random bytes as ``nonce=`` and the scorer appends ``mac=``, the
+HMAC-SHA256 of the nonce, a line end and the reply line (:func:`reply_mac`): a reply
+without it, or with a wrong one, is no answer (the client falls back). A TCP scorer
+is asked only with a key, or with ``--insecure-tcp``: any local user can bind a TCP
+port the scorer is not holding. A Unix socket needs none: the client checks that the
+socket's owner is who listens on it (``SO_PEERCRED``).
+
 ``user=`` (``--user``) picks a user's model on a scorer started with ``--models``; a
 scorer with one model refuses it. LEARN and FORGET go through the model's ledger as
 ``textnb retrain`` and ``textnb forget`` do (``new``: learned; ``moved``: it was learned
@@ -42,6 +59,7 @@ from __future__ import annotations
 import _socket
 import os
 import sys
+import time
 
 from .verdict_headers import (
     EXIT_ERROR,
@@ -60,11 +78,21 @@ MAX_LINE = 1024
 # The client sends one byte more than that, so the scorer sees exactly what an
 # in-process filter would; the server accepts this much by default.
 MAX_MESSAGE_BYTES = 10_000_001
-DEFAULT_TIMEOUT = 10.0  # seconds any one connect, send or receive may wait; then in process
+# Seconds the whole exchange (connect, send, the whole reply) may take; then in process.
+DEFAULT_TIMEOUT = 10.0
+# The longest number a reply may hold: repr writes a float in at most 24 characters.
+MAX_NUMBER = 32
+# The nonce a client with a key sends (random bytes, sent as hex), and the key's bounds.
+NONCE_BYTES = 16
+MIN_KEY_BYTES, MAX_KEY_BYTES = 32, 4096
 
 
 class ScorerUnavailable(Exception):
     """The resident scorer cannot be reached, is too slow, or answered with an error."""
+
+
+class KeyFileError(ValueError):
+    """The key file (--key-file) cannot be used: missing, open to others, or too short."""
 
 
 class NoAnswer(ScorerUnavailable):
@@ -104,7 +132,16 @@ def show_address(address: str | tuple[str, int]) -> str:
     return address
 
 
-def _connect(address: str | tuple[str, int], timeout: float) -> _socket.socket:
+def _left(deadline: float) -> float:
+    """Seconds left before ``deadline``; TimeoutError once none are."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("timed out")
+    return left
+
+
+def _connect(address: str | tuple[str, int], deadline: float) -> _socket.socket:
+    owner = None
     if isinstance(address, tuple):
         host, port = address
         infos = _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM)
@@ -117,12 +154,31 @@ def _connect(address: str | tuple[str, int], timeout: float) -> _socket.socket:
         family, kind, proto, target = _socket.AF_UNIX, _socket.SOCK_STREAM, 0, address
     sock = _socket.socket(family, kind, proto)
     try:
-        sock.settimeout(timeout)
+        sock.settimeout(_left(deadline))
         sock.connect(target)
+        if owner is not None:
+            _check_peer(sock, address, owner)
     except BaseException:
         sock.close()
         raise
     return sock
+
+
+def _check_peer(sock: _socket.socket, address: str, owner: int) -> None:
+    """Refuse a listener that is not the socket file's owner (SO_PEERCRED, Linux).
+
+    The file's owner was checked before connecting; between that check and the
+    connect, whoever can write to the folder could have renamed a socket of their own
+    into place. The kernel's word on who listens closes that gap.
+    """
+    peercred = getattr(_socket, "SO_PEERCRED", None)
+    if peercred is None:
+        return
+    creds = sock.getsockopt(_socket.SOL_SOCKET, peercred, 12)  # pid, uid, gid: 3 ints
+    uid = int.from_bytes(creds[4:8], sys.byteorder)
+    if uid != owner:
+        raise ScorerUnavailable(f"socket {address} is owned by uid {owner} but uid {uid} "
+                                "listens on it; not asking it")
 
 
 def _trusted_folder(path: str, owner: int) -> bool:
@@ -137,85 +193,196 @@ def _trusted_folder(path: str, owner: int) -> bool:
     return folder.st_uid in (0, owner) and not folder.st_mode & 0o022
 
 
-def _read_reply(sock: _socket.socket) -> bytes:
-    chunks, size = [], 0
-    while True:
+# -- the shared key (TCP) -----------------------------------------------------------
+
+
+def read_key(path) -> bytes:
+    """The secret in a key file (surrounding whitespace dropped); KeyFileError naming
+    the file and the fix when it is missing, open to group or others, or too short."""
+    path = os.path.expanduser(os.fspath(path))
+    make = f"make one with 'openssl rand -hex 32 > {path}; chmod 600 {path}'"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise KeyFileError(f"key file {path}: {exc.strerror}; {make}") from None
+    try:
+        st = os.fstat(fd)
+        if st.st_mode & 0o077:
+            raise KeyFileError(f"key file {path} has mode {st.st_mode & 0o777:04o}: others "
+                               f"could read the key; 'chmod 600 {path}'")
+        key = os.read(fd, MAX_KEY_BYTES + 1).strip()
+    except OSError as exc:  # a folder, an I/O error
+        raise KeyFileError(f"key file {path}: {exc.strerror}; {make}") from None
+    finally:
+        os.close(fd)
+    if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
+        raise KeyFileError(f"key file {path} holds {len(key)} bytes, not {MIN_KEY_BYTES} to "
+                           f"{MAX_KEY_BYTES}; {make}")
+    return key
+
+
+def reply_mac(key: bytes, nonce: bytes, line: bytes) -> bytes:
+    """HMAC-SHA256 over the client's nonce and the reply line (without ``mac=`` and the
+    line end), in hex: what a scorer with the key appends as ``mac=``."""
+    import hmac  # only with a key: the Unix socket path pays nothing for it
+
+    return hmac.new(key, nonce + b"\n" + line, "sha256").hexdigest().encode("ascii")
+
+
+def _authentic(rest: bytes, key: bytes, nonce: bytes, address) -> bytes:
+    """The reply after ``TEXTNB/1 `` without its ``mac=`` word, if the MAC proves the
+    scorer holds the key; ScorerUnavailable if not. An ERROR needs no proof: it is
+    never taken for a verdict."""
+    body, sep, mac = rest.rpartition(b" mac=")
+    if rest.startswith(b"ERROR"):
+        return body if sep else rest
+    import hmac
+
+    if not sep or not hmac.compare_digest(mac, reply_mac(key, nonce, PROTOCOL + b" " + body)):
+        raise ScorerUnavailable(f"the scorer at {show_address(address)} did not prove it "
+                                "holds the key of --key-file (an impostor on its address, or "
+                                "a scorer started without that --key-file)")
+    return body
+
+
+# -- one exchange ------------------------------------------------------------------
+
+
+def _read_line(sock: _socket.socket, deadline: float) -> bytes:
+    """What the scorer sends up to its first line end, or all it sent before hanging
+    up, or MAX_LINE bytes and one read more: whichever comes first."""
+    data = b""
+    while b"\n" not in data and len(data) <= MAX_LINE:
+        sock.settimeout(_left(deadline))
         chunk = sock.recv(4096)
         if not chunk:
             break
-        chunks.append(chunk)
-        size += len(chunk)
-        if b"\n" in chunk or size > MAX_LINE:
-            break
-    line = b"".join(chunks).split(b"\n", 1)[0]
+        data += chunk
+    return data
+
+
+def reply_rest(data: bytes) -> bytes:
+    """The reply line after ``TEXTNB/1 ``, if it keeps the line rules both clients apply
+    (the module docstring); ScorerUnavailable naming the fault if not."""
+    line, newline, _ = data.partition(b"\n")
     if not line.startswith(PROTOCOL + b" "):
         raise ScorerUnavailable(f"not a textnb scorer reply: {line[:80]!r}")
+    if not newline or len(line) >= MAX_LINE:
+        raise ScorerUnavailable(f"malformed scorer reply: no line end within {MAX_LINE} "
+                                f"bytes: {line[:80]!r}")
+    if any(byte < 0x20 or byte == 0x7F for byte in line):
+        raise ScorerUnavailable(f"malformed scorer reply: control bytes in {line[:80]!r}")
     return line[len(PROTOCOL) + 1:]
 
 
-def _exchange(address, request: bytes, timeout: float) -> bytes:
+def _exchange(address, request: bytes, timeout: float, key: bytes | None = None) -> bytes:
+    """Send one request, RETURN its reply after ``TEXTNB/1 `` (reply_rest), all within
+    ``timeout`` seconds: connect, send and the whole reply share one deadline, so a
+    scorer that drips its reply a byte at a time is cut off then too. With ``key``, the
+    request carries a fresh nonce and the reply must carry its MAC (_authentic)."""
+    deadline = time.monotonic() + timeout
+    nonce = None
+    if key is not None:
+        nonce = os.urandom(NONCE_BYTES).hex().encode("ascii")
+        head, _, body = request.partition(b"\n")
+        request = head + b" nonce=" + nonce + b"\n" + body
     sent = False
     try:
-        sock = _connect(address, timeout)
+        sock = _connect(address, deadline)
         try:
+            sock.settimeout(_left(deadline))  # sendall: one bound for the whole message
             sock.sendall(request)
             sent = True
-            return _read_reply(sock)
+            data = _read_line(sock, deadline)
         finally:
             sock.close()
     except OSError as exc:  # refused, no such socket, timeout, reset, unknown host
         kind = NoAnswer if sent else ScorerUnavailable
         raise kind(f"{show_address(address)}: {exc.strerror or exc}") from None
+    rest = reply_rest(data)
+    return rest if key is None else _authentic(rest, key, nonce, address)
+
+
+def reply_number(word: bytes) -> float | None:
+    """A finite number as ``repr`` writes one (``-12.5``, ``1e-300``), of at most
+    MAX_NUMBER characters; None for anything else."""
+    if not 0 < len(word) <= MAX_NUMBER:
+        return None
+    mantissa, e, exponent = (word[1:] if word.startswith(b"-") else word).partition(b"e")
+    whole, dot, fraction = mantissa.partition(b".")
+    if exponent[:1] in (b"+", b"-"):
+        exponent = exponent[1:]
+    if not (whole.isdigit() and (fraction.isdigit() or not dot)
+            and (exponent.isdigit() or not e)):
+        return None
+    value = float(word)
+    return value if abs(value) < float("inf") else None
+
+
+def _reply_word(word: bytes) -> bool:
+    """A learn's outcome word (new, moved, known, spam, not-found): a-z and '-', at most
+    32 characters, starting with a letter."""
+    return (0 < len(word) <= 32 and 97 <= word[0] <= 122
+            and all(97 <= byte <= 122 or byte == 45 for byte in word))
+
+
+def _refused(address, rest: bytes):
+    if rest.startswith(b"ERROR "):
+        return ScorerUnavailable(f"the scorer at {show_address(address)} said: "
+                                 + rest[6:].decode("utf-8", "replace"))
+    return ScorerUnavailable(f"malformed scorer reply: {rest[:80]!r}")
 
 
 def score_remote(address, raw: bytes, cost_ratio: float | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, user: str | None = None) -> Verdict:
-    """The resident scorer's verdict on one message; ScorerUnavailable on any failure."""
+                 timeout: float = DEFAULT_TIMEOUT, user: str | None = None,
+                 key: bytes | None = None) -> Verdict:
+    """The resident scorer's verdict on one message; ScorerUnavailable on any failure.
+
+    key (bytes | None): the shared key (read_key): the reply must prove the scorer
+        holds it. None: the reply is taken as it comes (a Unix socket's owner is checked).
+    """
     raw = bytes(raw[:MAX_MESSAGE_BYTES])
     ratio = b"" if cost_ratio is None else b" " + repr(float(cost_ratio)).encode("ascii")
     head = (PROTOCOL + b" SCORE " + str(len(raw)).encode("ascii") + ratio + _user_field(user)
             + b"\n")
-    reply = _exchange(address, head + raw, timeout)
-    kind, _, rest = reply.partition(b" ")
-    if kind == b"OK":
-        fields = rest.split()
-        if len(fields) == 4 and fields[0] in (b"spam", b"ham", b"unsure"):
-            try:
-                return Verdict(fields[0].decode("ascii"), *(float(f) for f in fields[1:]))
-            except ValueError:
-                pass
-    if kind == b"ERROR":
-        raise ScorerUnavailable(f"the scorer at {show_address(address)} said: "
-                                + rest.decode("utf-8", "replace"))
-    raise ScorerUnavailable(f"malformed scorer reply: {reply[:80]!r}")
+    rest = _exchange(address, head + raw, timeout, key)
+    fields = rest.split(b" ")
+    if fields[0] == b"OK" and len(fields) == 5 and fields[1] in (b"spam", b"ham", b"unsure"):
+        numbers = [reply_number(f) for f in fields[2:]]
+        if None not in numbers and 0.0 <= numbers[1] <= 1.0:
+            return Verdict(fields[1].decode("ascii"), *numbers)
+    raise _refused(address, rest)
 
 
-def ping(address, timeout: float = DEFAULT_TIMEOUT, user: str | None = None) -> dict[str, str]:
+def ping(address, timeout: float = DEFAULT_TIMEOUT, user: str | None = None,
+         key: bytes | None = None) -> dict[str, str]:
     """The scorer's status (model messages, loads, requests); ScorerUnavailable if down."""
-    reply = _exchange(address, PROTOCOL + b" PING" + _user_field(user) + b"\n", timeout)
-    kind, _, rest = reply.partition(b" ")
-    if kind != b"PONG":
-        raise ScorerUnavailable(f"unexpected reply to PING: {reply[:80]!r}")
-    pairs = (item.partition("=") for item in rest.decode("utf-8", "replace").split())
-    return {key: value for key, _, value in pairs}
+    rest = _exchange(address, PROTOCOL + b" PING" + _user_field(user) + b"\n", timeout, key)
+    items = rest.split(b" ")
+    if items[0] != b"PONG" or not all(item and item.isascii() for item in items[1:]):
+        raise ScorerUnavailable(f"unexpected reply to PING: {rest[:80]!r}")
+    pairs = (item.decode("ascii").partition("=") for item in items[1:])
+    return {k: value for k, _, value in pairs}
 
 
 def learn_remote(address, raw: bytes, label: str | None, user: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT) -> str:
+                 timeout: float = DEFAULT_TIMEOUT, key: bytes | None = None) -> str:
     """Learn a message as ``label`` ('spam'/'ham'), or forget it (label None), through
     the resident scorer. RETURNS the reply after LEARNED/FORGOTTEN ('spam new', 'ham
     moved', 'spam', 'not-found' ...); ScorerUnavailable when it was not done."""
     raw = bytes(raw[:MAX_MESSAGE_BYTES])
     what = b"LEARN " + label.encode("ascii") + b" " if label else b"FORGET "
     head = PROTOCOL + b" " + what + str(len(raw)).encode("ascii") + _user_field(user) + b"\n"
-    reply = _exchange(address, head + raw, timeout)
-    kind, _, rest = reply.partition(b" ")
-    if kind == (b"LEARNED" if label else b"FORGOTTEN") and rest:
-        return rest.decode("ascii", "replace")
-    if kind == b"ERROR":
-        raise ScorerUnavailable(f"the scorer at {show_address(address)} said: "
-                                + rest.decode("utf-8", "replace"))
-    raise ScorerUnavailable(f"malformed scorer reply: {reply[:80]!r}")
+    rest = _exchange(address, head + raw, timeout, key)
+    fields = rest.split(b" ")
+    if label and fields[0] == b"LEARNED" and len(fields) == 3 and fields[1] in (b"spam", b"ham"):
+        done = _reply_word(fields[2])
+    else:
+        done = not label and fields[0] == b"FORGOTTEN" and len(fields) == 2
+        done = done and _reply_word(fields[1])
+    if done:
+        return b" ".join(fields[1:]).decode("ascii")
+    raise _refused(address, rest)
 
 
 def _user_field(user: str | None) -> bytes:
@@ -223,26 +390,46 @@ def _user_field(user: str | None) -> bytes:
 
 
 def reply_line(kind: str, *fields) -> bytes:
-    """One reply line (used by textnb.delivery.server)."""
+    """One reply line (used by textnb.delivery.server): control characters, which the
+    clients refuse in a reply, become spaces."""
     text = " ".join([kind, *(repr(f) if isinstance(f, float) else str(f) for f in fields)])
-    return PROTOCOL + b" " + text.replace("\n", " ").encode("utf-8", "replace") + b"\n"
+    text = "".join(" " if c < " " or c == "\x7f" else c for c in text)
+    return PROTOCOL + b" " + text.encode("utf-8", "replace") + b"\n"
 
 
 # -- the scorer the filter uses ---------------------------------------------------
 
 
+def unauthenticated_tcp(address, key: bytes | None, insecure_tcp: bool) -> str | None:
+    """Why a client must not believe this scorer, or None: a TCP address without a key
+    (--key-file) and without --insecure-tcp. Any local user can bind a TCP port the
+    scorer is not holding, and answer "ham" to everything."""
+    if not isinstance(address, tuple) or key is not None or insecure_tcp:
+        return None
+    return (f"{show_address(address)} is TCP and no --key-file was given: whoever binds the "
+            "port while the scorer is down would be believed; give the scorer's key file "
+            "(--key-file or $TEXTNB_KEY_FILE), or pass --insecure-tcp to trust the port")
+
+
 def client_scorer(address, model_path=None, cost_ratio: float | None = None,
                   timeout: float = DEFAULT_TIMEOUT, fallback: bool = True, notes=None,
-                  user: str | None = None):
+                  user: str | None = None, key: bytes | None = None,
+                  insecure_tcp: bool = False):
     """A scorer that asks the resident scorer and falls back to scoring in process.
 
     model_path (str | None): the model for the fallback; None: the default model.
     notes (list | None): receives one line when the fallback was used (for stderr).
+    key (bytes | None): the shared key (read_key); a TCP scorer is asked only with one,
+        or with ``insecure_tcp`` (unauthenticated_tcp).
     RETURNS (Callable[[bytes], Verdict]).
     """
+    refusal = unauthenticated_tcp(address, key, insecure_tcp)
+
     def score(raw: bytes) -> Verdict:
         try:
-            return score_remote(address, raw, cost_ratio, timeout, user)
+            if refusal is not None:
+                raise ScorerUnavailable(refusal)
+            return score_remote(address, raw, cost_ratio, timeout, user, key)
         except ScorerUnavailable as exc:
             if not fallback:
                 raise
@@ -298,6 +485,7 @@ USAGE = """\
 usage: textnb-client [--server ADDR] [--model PATH] [--cost-ratio R] [--spamassassin]
                      [--always-exit-0] [--no-fallback] [--timeout SECONDS] [--ping]
                      [--user NAME] [--learn spam|ham | --forget]
+                     [--key-file PATH | --insecure-tcp]
 
 Filter one message (stdin -> stdout, verdict headers added) through a running
 'textnb serve'; score in process when it is down. Exit 0 spam, 1 ham, 2 unsure,
@@ -312,16 +500,24 @@ Filter one message (stdin -> stdout, verdict headers added) through a running
   --always-exit-0    exit 0 whatever the verdict (for agents that treat non-zero
                      as failure); a failure to write the message still exits 3
   --no-fallback      never score in process: pass the message through, exit 3
-  --timeout SECONDS  give up on the scorer after this long (default 10)
+  --timeout SECONDS  give up on the scorer after this long, for the whole exchange:
+                     connect, send and the whole reply (default 10)
   --ping             print the scorer's status instead of filtering
   --user NAME        the user whose model scores or learns ('textnb serve --models')
   --learn spam|ham   learn the message on stdin as spam or ham instead of filtering;
                      prints what the scorer did; exit 0 once it is durable, 3 if not
   --forget           forget the message on stdin (exit 0 done, 3 not done)
+  --key-file PATH    the scorer's shared key ('textnb serve --key-file'; default
+                     $TEXTNB_KEY_FILE): each reply must prove the scorer holds it.
+                     A TCP scorer is asked only with a key or --insecure-tcp
+  --insecure-tcp     believe a TCP scorer without a key (whoever binds its port
+                     while it is down is believed too)
 """
 
-_FLAGS = {"--spamassassin", "--always-exit-0", "--no-fallback", "--ping", "--forget"}
-_VALUED = {"--server", "--model", "--cost-ratio", "--timeout", "--user", "--learn"}
+_FLAGS = {"--spamassassin", "--always-exit-0", "--no-fallback", "--ping", "--forget",
+          "--insecure-tcp"}
+_VALUED = {"--server", "--model", "--cost-ratio", "--timeout", "--user", "--learn",
+           "--key-file"}
 
 
 def parse_args(argv: list[str]) -> dict[str, object]:
@@ -352,16 +548,26 @@ def parse_args(argv: list[str]) -> dict[str, object]:
             if not number > 0:
                 raise ValueError(f"{name} {options[name]!r} must be a number > 0")
             options[name] = number
-    user = options.get("--user")
-    if user is not None and (not 0 < len(user) <= 200
-                             or any(c <= " " or c == "\x7f" for c in user)):
-        raise ValueError(f"--user {user!r} must be 1-200 characters without spaces or "
-                         "control characters")
+    if options.get("--user") is not None:
+        check_user_option(options["--user"])
     if options.get("--learn") not in (None, "spam", "ham"):
         raise ValueError(f"--learn {options['--learn']!r} must be spam or ham")
     if "--learn" in options and "--forget" in options:
         raise ValueError("--learn and --forget exclude each other")
+    if "--key-file" not in options and os.environ.get("TEXTNB_KEY_FILE"):
+        options["--key-file"] = os.environ["TEXTNB_KEY_FILE"]
+    if options.get("--key-file"):
+        options["--key"] = read_key(options["--key-file"])  # KeyFileError is a ValueError
     return options
+
+
+def check_user_option(user: str) -> str:
+    """``user`` if it fits on the request line as one word; ValueError naming it if not
+    (the scorer checks the name itself: textnb.delivery.users.user_key)."""
+    if not 0 < len(user) <= 200 or any(c <= " " or c == "\x7f" for c in user):
+        raise ValueError(f"--user {user!r} must be 1-200 characters without spaces or "
+                         "control characters")
+    return user
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -377,9 +583,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     address = parse_address(options.get("--server") or default_socket())
     timeout = options.get("--timeout", DEFAULT_TIMEOUT)
+    key, insecure_tcp = options.get("--key"), bool(options.get("--insecure-tcp"))
     if options.get("--ping"):
         try:
-            status = ping(address, timeout, options.get("--user"))
+            refusal = unauthenticated_tcp(address, key, insecure_tcp)
+            if refusal is not None:
+                raise ScorerUnavailable(refusal)
+            status = ping(address, timeout, options.get("--user"), key)
         except ScorerUnavailable as exc:
             sys.stderr.write(f"textnb-client: {exc}\n")
             return 1
@@ -388,24 +598,27 @@ def main(argv: list[str] | None = None) -> int:
     user = options.get("--user")
     if "--learn" in options or options.get("--forget"):
         return run_learn(sys.stdin.buffer, sys.stdout, sys.stderr, address,
-                         options.get("--learn"), user, timeout)
+                         options.get("--learn"), user, timeout, key, insecure_tcp)
     notes: list[str] = []
     score = client_scorer(address, options.get("--model"), options.get("--cost-ratio"),
                           timeout, fallback=not options.get("--no-fallback"), notes=notes,
-                          user=user)
+                          user=user, key=key, insecure_tcp=insecure_tcp)
     return run_filter(sys.stdin.buffer, sys.stdout.buffer, sys.stderr, score,
                       spamassassin=bool(options.get("--spamassassin")),
                       always_exit_0=bool(options.get("--always-exit-0")), notes=notes)
 
 
 def run_learn(stdin, stdout, stderr, address, label: str | None, user: str | None,
-              timeout: float) -> int:
+              timeout: float, key: bytes | None = None, insecure_tcp: bool = False) -> int:
     """Learn (or forget, label None) the message on stdin; 0 when the scorer acknowledged
     it (printing its reply), EXIT_ERROR with the reason on stderr when not."""
     what = f"learned as {label}" if label else "forgotten"
     try:
         raw = stdin.read()
-        done = learn_remote(address, raw, label, user, timeout)
+        refusal = unauthenticated_tcp(address, key, insecure_tcp)
+        if refusal is not None:
+            raise ScorerUnavailable(refusal)
+        done = learn_remote(address, raw, label, user, timeout, key)
     except NoAnswer as exc:
         stderr.write(f"textnb-client: error: message perhaps not {what}: {exc}"
                      f"{NO_ANSWER_NOTE}\n")

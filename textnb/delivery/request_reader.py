@@ -60,7 +60,7 @@ class Request:
     """One complete request, as the reader hands it to a worker.
 
     verb (bytes): SCORE, LEARN, FORGET or PING. words (list[bytes]): the request line's
-    words without ``user=``. user (str | None): the name given by ``user=``.
+    words without ``user=`` and ``nonce=``. user (str | None): the name given by ``user=``.
     message (bytes): the ``length`` bytes after the line. started (float): when the
     request line was read (monotonic). deadline (float): its accept + ``timeout``.
     held (int): bytes counted against ``max_buffered`` until :meth:`RequestReader.release`.
@@ -74,16 +74,22 @@ class Request:
     started: float
     deadline: float
     held: int = 0
+    nonce: bytes | None = None  # a client with a key: the reply carries its MAC
 
 
 def parse_head(line: bytes, max_bytes: int):
-    """The request line -> (verb, words, user, length); BadRequest with the reply's text.
+    """The request line -> (verb, words, user, length, nonce); BadRequest with the
+    reply's text.
 
     The length's digits are counted before ``int`` converts them (leading zeros
     aside), so that no request can make the scorer convert a number of any size.
     """
     words = line.split()
-    user = None
+    user = nonce = None
+    if len(words) > 2 and words[-1].startswith(b"nonce="):
+        nonce = words.pop()[len(b"nonce="):]
+        if not (16 <= len(nonce) <= 128 and all(c in b"0123456789abcdef" for c in nonce)):
+            raise BadRequest(f"nonce {nonce[:40]!r} must be 16-128 lower-case hex digits")
     if len(words) > 2 and words[-1].startswith(b"user="):
         user = words.pop()[len(b"user="):].decode("utf-8", "replace")
     if len(words) < 2 or words[0] != PROTOCOL:
@@ -91,7 +97,7 @@ def parse_head(line: bytes, max_bytes: int):
                          f"'{PROTOCOL.decode()} PING'")
     verb = words[1]
     if verb == b"PING" and len(words) == 2:
-        return verb, words, user, 0
+        return verb, words, user, 0, nonce
     if verb == b"SCORE" and len(words) in (3, 4):
         digits = words[2]
     elif verb == b"LEARN" and len(words) == 4 and words[2] in (b"spam", b"ham"):
@@ -116,7 +122,7 @@ def parse_head(line: bytes, max_bytes: int):
             ratio = float("nan")
         if not 0 < ratio < float("inf"):
             raise BadRequest(f"cost ratio {words[3][:40]!r} must be a number > 0 and finite")
-    return verb, words, user, length
+    return verb, words, user, length, nonce
 
 
 class Throttle:
@@ -361,13 +367,13 @@ class RequestReader:
 
     def _complete(self, conn: _Conn) -> None:
         self._forget(conn)
-        verb, words, user, length = conn.head
+        verb, words, user, length, nonce = conn.head
         with memoryview(conn.buffer) as view:  # one copy of a message of up to --max-bytes
             message = bytes(view[conn.line_end:conn.line_end + length])
         held = len(conn.buffer)
         conn.buffer = bytearray()
         request = Request(conn.sock, verb, words, user, message, conn.started, conn.deadline,
-                          held)
+                          held, nonce)
         try:
             conn.sock.setblocking(True)
             self._handle(request)

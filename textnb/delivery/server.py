@@ -8,7 +8,9 @@ message costs milliseconds. ``textnb serve`` pays the first cost once and answer
   only its user can ask, in a folder no other user can write to (or a sticky one,
   as /tmp), so none can swap in a socket of their own; or TCP on a loopback
   address. A non-loopback address is refused unless asked for explicitly: the
-  protocol has no authentication.
+  scorer does not authenticate its clients. With ``key`` (``--key-file``) each reply
+  to a request with a nonce carries an HMAC that proves this scorer answered, so
+  clients believe no other program that takes its TCP port (textnb.delivery.client).
 - **Who may teach.** Per-user models need to know who connects: a Unix socket with
   ``user_from_peer``, or a socket only the scorer's user (and group) can open. Over
   TCP, or a socket every user can open, they are refused at start, and a single
@@ -69,7 +71,7 @@ from ..modelfile.journal import Record, apply_records, pending
 from ..modelfile.store import journal as model_journal
 from ..modelfile.store import write_holding
 from ..models.health import training_health
-from .client import MAX_MESSAGE_BYTES, reply_line
+from .client import MAX_MESSAGE_BYTES, reply_line, reply_mac
 from .request_reader import POLL_SECONDS, Request, RequestReader, Throttle, WorkerPool
 from .verdict_headers import describe_error, score_with
 
@@ -384,6 +386,9 @@ class ScorerServer:
     telemetry (Telemetry | None): counts each reply and its latency (textnb.delivery.telemetry).
     recorder (VerdictRecorder | None): is given every verdict, after the model's lock is
         released (textnb.review.recorder: never blocks, never fails the reply).
+    key (bytes | None): the shared key (``--key-file``, textnb.delivery.client.read_key):
+        a reply to a request with a nonce carries its MAC, which proves to the client
+        that this scorer, not whoever else holds the address, answered.
     """
 
     def __init__(self, model: ResidentModel, address, *, max_bytes: int = MAX_MESSAGE_BYTES,
@@ -391,7 +396,7 @@ class ScorerServer:
                  allow_remote: bool = False, socket_mode: int = 0o600,
                  user_from_peer: bool = False, allow_any_user_to_teach: bool = False,
                  max_connections: int | None = None, max_buffered: int | None = None,
-                 telemetry=None, recorder=None):
+                 telemetry=None, recorder=None, key: bytes | None = None):
         if max_bytes < 1 or max_clients < 1 or not timeout > 0 or reload_interval < 0:
             raise ServerError(f"max_bytes={max_bytes}, max_clients={max_clients}, "
                               f"timeout={timeout}, reload_interval={reload_interval}: the "
@@ -414,6 +419,7 @@ class ScorerServer:
         self.requests = 0
         self.telemetry = telemetry
         self.recorder = recorder
+        self.key = key
         self.reader: RequestReader | None = None
         self.pool = WorkerPool(max_clients, self._answer)
         self._listener: socket.socket | None = None
@@ -453,8 +459,8 @@ class ScorerServer:
         family, _, _, _, sockaddr = infos[0]
         if not (ipaddress.ip_address(sockaddr[0]).is_loopback or self.allow_remote):
             raise ServerError(
-                f"'{host}' ({sockaddr[0]}) is not a loopback address; the scorer has no "
-                "authentication, so listen on 127.0.0.1 or a Unix socket (or pass "
+                f"'{host}' ({sockaddr[0]}) is not a loopback address; the scorer does not "
+                "authenticate its clients, so listen on 127.0.0.1 or a Unix socket (or pass "
                 "--allow-remote if a firewall guards the port)")
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -534,6 +540,10 @@ class ScorerServer:
                 watcher = None
                 raise ServerError(f"cannot start the reload thread ({exc}): the process is "
                                   "at its thread limit (systemd's TasksMax, ulimit -u)") from None
+            if isinstance(self.address, tuple) and self.key is None:
+                log.warning("no --key-file: clients cannot tell this scorer from another "
+                            "program on TCP port %s, so they ask it only with "
+                            "--insecure-tcp (docs/security.md)", self.bound_address[1])
             if self.learning_refused:
                 log.warning("learning is off: any local user can connect to %s; LEARN and "
                             "FORGET get ERROR (serve on a Unix socket of mode 0600, or pass "
@@ -593,6 +603,9 @@ class ScorerServer:
 
     def _send(self, request: Request, reply: bytes) -> None:
         conn = request.conn
+        if self.key is not None and request.nonce is not None:
+            line = reply[:-1]
+            reply = line + b" mac=" + reply_mac(self.key, request.nonce, line) + b"\n"
         try:
             # The reply is one line, which the socket's buffer takes at once; the bound is
             # for a client that stopped reading with its buffer full.
@@ -607,10 +620,14 @@ class ScorerServer:
             self.reader.release(request.held)
 
     def _reply_to(self, request: Request) -> bytes:
+        from .users import user_key  # users imports this module
+
         user = request.user
         try:
             if self.user_from_peer:
                 user = _peer_user(request.conn, user)
+            if user is not None and hasattr(self.model, "shared"):
+                user = user_key(user)  # one form for the model and the verdict's record
             if request.verb == b"PING":
                 return self._pong(user)
             if request.verb == b"SCORE":
@@ -681,7 +698,9 @@ def _peer_user(conn: socket.socket, asked: str | None) -> str:
     except KeyError:
         raise TextnbError(f"connecting uid {uid} has no login name; it cannot have a "
                           "model") from None
-    if asked is not None and asked != name:
+    from .users import user_key  # users imports this module
+
+    if asked is not None and user_key(asked) != user_key(name):
         raise TextnbError(f"user {asked!r} refused: this connection is from user {name!r} "
                           "(--user-from-peer)")
     return name

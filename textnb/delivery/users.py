@@ -21,7 +21,9 @@ Layout: ``DIR/_shared/model.tnb`` (or ``--model PATH``) is the shared model;
   again from the shared).
 - **Names.** 1-64 characters of ``A-Z a-z 0-9 . _ @ + -``, starting with a letter or
   digit: no ``/``, no ``..`` path, no ``_shared``; anything else is refused with an
-  ERROR naming the rule (:func:`check_user`).
+  ERROR naming the rule (:func:`check_user`). A name picks its model case-blind:
+  ``Alice`` and ``alice`` are one user, ``alice`` (:func:`user_key`, which every
+  way in uses: ``--user``, ``--user-from-peer``, the milter's recipients).
 - **Bounds.** A user's model in memory is a whole copy of the shared model, so at most
   ``max_resident`` of them stay loaded: past that the least recently used is written
   to its file (its journal then holds nothing the file lacks) and dropped, and its
@@ -62,7 +64,7 @@ from ..modelfile.journal import journal_path
 from .server import FLUSH_SECONDS, ResidentModel
 
 __all__ = ["MAX_RESIDENT_USERS", "MAX_USERS", "RECIPIENT_MODES", "SHARED", "ModelSet",
-           "TooManyUsersError", "UserNameError", "check_user", "user_from_recipients"]
+           "TooManyUsersError", "UserNameError", "check_user", "user_from_recipients", "user_key"]
 
 SHARED = "_shared"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
@@ -93,6 +95,17 @@ def check_user(name: str) -> str:
     return name
 
 
+def user_key(name: str) -> str:
+    """The form of a user name that picks its model: ``name`` checked by :func:`check_user`,
+    then lower-cased; UserNameError when it is not plain.
+
+    Checked before it is folded: ``str.lower`` maps some letters that are not ASCII to
+    ASCII ones (the Kelvin sign U+212A to ``k``), so folding first would give the
+    recipient ``\u212aevin`` kevin's model instead of the shared one.
+    """
+    return check_user(name).lower()
+
+
 RECIPIENT_MODES = ("local", "address")
 
 
@@ -105,18 +118,18 @@ def user_from_recipients(recipients, mode: str = "local") -> str | None:
         ``%n`` names a system user; 'address': the whole address (virtual users).
     One user for all the recipients: that user. Recipients of different users: None,
     because a milter adds one set of header fields to the one copy of the message that
-    all of them get. A name :func:`check_user` refuses (or no recipient): None.
+    all of them get. A name :func:`user_key` refuses (or no recipient): None.
     """
     users = set()
     for recipient in recipients:
-        address = recipient.strip().strip("<>").lower()
+        address = recipient.strip().strip("<>")
         local, _, domain = address.rpartition("@")
         if mode == "local":
             name = (local or domain).split("+", 1)[0]
         else:
             name = address
         try:
-            users.add(check_user(name))
+            users.add(user_key(name))
         except UserNameError:
             return None
     return users.pop() if len(users) == 1 else None
@@ -156,6 +169,7 @@ class ModelSet:
     def user_model(self, user: str, create: bool = False):
         """The user's ResidentModel; None when they have none and ``create`` is False.
         TooManyUsersError when ``create`` would make a model past ``max_users``."""
+        user = user_key(user)
         with self._registry:
             return self._resident(user, create)
 
@@ -237,7 +251,7 @@ class ModelSet:
     def for_learning(self, user: str | None):
         if user is None:
             return self.shared
-        user = check_user(user)
+        user = user_key(user)
         with self._registry:  # refused before the message is read into a journal: an
             # ERROR reply, not a failed learn (whose traceback a client could repeat)
             if user not in self._users and not _has_model(self._path(user)):
