@@ -1,4 +1,4 @@
-"""Bad operator input, command by command (issue 9).
+"""Bad operator input, command by command.
 
 Every case checks the same four things: a non-zero exit code (2 for an option value
 out of range, via typer; 1 for every other operator error: textnb.cli._util), a
@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -258,12 +259,33 @@ MATRIX = [
 ]
 
 
+# The users file is read through argon2-cffi's hasher, even to list or remove a login.
+NEEDS_ARGON2 = {"web-user-remove-unknown"}
+
+
 @pytest.mark.parametrize("case, args, code, needles", [pytest.param(*case, id=case[0])
                                                        for case in MATRIX])
 def test_bad_input(case, args, code, needles, model, bad):
+    if case in NEEDS_ARGON2:
+        pytest.importorskip("argon2", reason="the review page's libraries are absent: "
+                                             "pip install -e '.[web]'")
     before = _sha(model)
     result, needles = _run(args, model, bad, needles)
     check(result, code, needles, model, before)
+
+
+@pytest.mark.parametrize("args", [
+    ["web", "--record", "{M}", "--users", "{B}/u.json"],
+    ["web-user", "list", "--users", "{B}/u.json"],
+    ["web-user", "remove", "bob", "--users", "{B}/u.json"],
+], ids=["web", "web-user-list", "web-user-remove"])
+def test_review_commands_without_their_libraries_give_the_install_line(args, model, bad,
+                                                                        monkeypatch):
+    for module in ("argon2", "uvicorn", "starlette", "jinja2"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails: as if not installed
+    before = _sha(model)
+    result, needles = _run(args, model, bad, ["needs its libraries", "pip install 'textnb[web]'"])
+    check(result, 1, needles, model, before)
 
 
 def test_every_command_is_in_the_matrix():
