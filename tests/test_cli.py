@@ -117,6 +117,39 @@ def test_every_command_has_help_and_is_in_the_readme():
         assert f"textnb {name}" in readme, f"README does not document 'textnb {name}'"
 
 
+def _help(args: list[str]) -> str:
+    """A command's --help on a terminal wide enough that no line wraps."""
+    result = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("name", [None, *(c.name for c in app.registered_commands)])
+def test_help_shows_no_type_beside_a_flag(name):
+    text = _help([name] if name else [])
+    assert "<bool>" not in text
+    line = next(line for line in text.splitlines() if " --help " in line)
+    assert " ".join(line.strip("│ ").split()) == "--help Show this message and exit."
+
+
+@pytest.mark.parametrize("command", app.registered_commands, ids=lambda c: c.name)
+def test_each_help_paragraph_prints_as_one_line(command):
+    import inspect
+
+    text = _help([command.name])
+    for paragraph in inspect.getdoc(command.callback).split("\n\n"):
+        assert " ".join(paragraph.split()) in text
+
+
+@pytest.mark.parametrize("command", app.registered_commands, ids=lambda c: c.name)
+def test_help_names_only_options_the_command_has(command):
+    text = _help([command.name])
+    for option in ("--engine", "--scheduler", "--jobs"):
+        mentioned = option in text.replace(f"{option} <", "")  # its own row aside
+        has = f" {option} " in text
+        assert not mentioned or has, f"textnb {command.name} --help names {option}"
+
+
 def test_version():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("textnb ")

@@ -288,6 +288,24 @@ def test_review_commands_without_their_libraries_give_the_install_line(args, mod
     check(result, 1, needles, model, before)
 
 
+@pytest.mark.parametrize("command", ["info", "classify", "explain", "evaluate", "export",
+                                     "forget", "compact"])
+def test_a_missing_model_says_pass_model_only_when_it_was_not_passed(command, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setenv("TEXTNB_MODEL", str(tmp_path / "default.tnb"))
+    rest = {"classify": [str(SAMPLE / "mbox")], "explain": [str(SAMPLE / "mbox")],
+            "evaluate": ["--index", str(SAMPLE / "index")], "export": [str(tmp_path / "x.pmml")],
+            "forget": [str(SAMPLE / "mbox")]}.get(command, [])
+    given = runner.invoke(app, [command, "--model", str(tmp_path / "given.tnb"), *rest])
+    assert given.exit_code == 1
+    assert f"no model at '{tmp_path}/given.tnb'; train one first" in _text(given)
+    assert "pass --model" not in _text(given)
+    default = runner.invoke(app, [command, *rest])
+    assert default.exit_code == 1
+    assert f"no model at '{tmp_path}/default.tnb'" in _text(default)
+    assert "or pass --model" in _text(default)
+
+
 def test_every_command_is_in_the_matrix():
     covered = {args[0] for _, args, _, _ in MATRIX}
     commands = {c.name for c in app.registered_commands}
@@ -683,6 +701,18 @@ def test_nothing_readable_is_an_error(model, mail, deny):
                     ["forget", str(mail / "ham")]):
         result = runner.invoke(app, [command[0], "-m", str(model), *command[1:]])
         check(result, 1, ["60 inputs could not be read", "no input could be read"], model, before)
+
+
+@pytest.mark.parametrize("command", [["classify"], ["retrain", "--ham"], ["forget"]],
+                         ids=["classify", "retrain", "forget"])
+def test_an_empty_folder_says_no_message_was_read_and_strict_fails(command, model, tmp_path):
+    (tmp_path / "empty").mkdir()
+    before = _sha(model)
+    args = [command[0], "-m", str(model), *command[1:], str(tmp_path / "empty")]
+    lenient = runner.invoke(app, args)
+    check(lenient, 0, ["warning: no message was read"], model, before)
+    strict = runner.invoke(app, [*args, "--strict"])
+    check(strict, 1, ["error: no message was read"], model, before)
 
 
 def test_a_mistyped_path_is_an_error_even_without_strict(model, mail):

@@ -8,7 +8,15 @@ from typing import Optional
 
 import typer
 
-from ._util import CostOpt, JsonOpt, ModelOpt, app, check_cost_ratio, model_path, operator_errors
+from ._util import (
+    CostOpt,
+    JsonOpt,
+    ModelOpt,
+    app,
+    check_cost_ratio,
+    model_to_read,
+    operator_errors,
+)
 
 # Ask the model for every token the score is made of (max_discriminators of them, or all
 # when that is 0), so the shares below add up; only --top of them are shown.
@@ -62,7 +70,7 @@ def explain_cli(
 
     with operator_errors():
         check_cost_ratio(cost_ratio)
-        for e in commands.explain(model_path(model), source, _ALL, cost_ratio):
+        for e in commands.explain(model_to_read(model), source, _ALL, cost_ratio):
             d, parts = e.decision, breakdown(e, top)
             if as_json:
                 typer.echo(json.dumps({

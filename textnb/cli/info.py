@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
+from ._util import JsonOpt, ModelOpt, app, model_to_read, operator_errors
 
 
 @app.command("info")
@@ -19,7 +19,7 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
     from ..models.health import training_health
 
     with operator_errors():
-        summary = commands.info(model_path(model))
+        summary = commands.info(model_to_read(model))
     health = training_health(summary["messages"])
     summary["health"] = health.to_dict()
     if as_json:
