@@ -160,12 +160,30 @@ def test_evaluate_on_the_training_index(trained):
     result = runner.invoke(app, ["evaluate", "--model", str(trained), "--json", "--index",
                                  str(SAMPLE / "index")])
     assert result.exit_code == 0, result.output
-    metrics = json.loads(result.output)
+    metrics = json.loads(result.stdout)
     assert metrics["n_messages"] == 100 and metrics["n_spam"] == 40
     assert metrics["tp"] + metrics["fn"] == 40 and metrics["tn"] + metrics["fp"] == 60
     assert 0 <= metrics["one_minus_auc_pct"] <= 100
     text = runner.invoke(app, ["evaluate", "--model", str(trained), "--index", str(SAMPLE / "index")])
     assert "(1-AUC)%" in text.output and "called spam" in text.output
+
+
+def test_evaluate_warns_when_the_model_learned_the_mail(trained, tmp_path):
+    """The ledger knows every message trained on: their figures are optimistic."""
+    for label in ("spam", "ham"):  # one new message of each class: a header line added
+        raw = (SAMPLE / label / "001.eml").read_bytes()
+        (tmp_path / f"{label}.eml").write_bytes(b"X-Seen-By: a newcomer\n" + raw)
+    index = tmp_path / "index"
+    index.write_text(f"spam {SAMPLE}/spam/002.eml\nham {SAMPLE}/ham/002.eml\n"
+                     "spam spam.eml\nham ham.eml\n")
+    result = runner.invoke(app, ["evaluate", "--model", str(trained), "--index", str(index)])
+    assert result.exit_code == 0, result.output
+    assert ("warning: 2 of 4 messages were trained on (the model's ledger holds them): these "
+            "figures are optimistic") in result.stderr
+    fresh = tmp_path / "fresh-index"
+    fresh.write_text("spam spam.eml\nham ham.eml\n")
+    result = runner.invoke(app, ["evaluate", "--model", str(trained), "--index", str(fresh)])
+    assert result.exit_code == 0 and "trained on" not in result.stderr
 
 
 @pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])

@@ -56,6 +56,11 @@ def evaluate_cli(
         check_cost_ratio(cost_ratio)
         result = commands.evaluate(model_to_read(model), index or [], spam or [], ham or [],
                                    tsv or [], cost_ratio, engine=pick_engine(engine, scheduler, jobs))
+    learned = result.get("learned", 0)
+    if learned:
+        typer.echo(f"textnb: warning: {learned:,} of {result['n_messages']:,} messages were "
+                   "trained on (the model's ledger holds them): these figures are optimistic; "
+                   "evaluate on mail the model has not learned", err=True)
     if as_json:
         typer.echo(json.dumps(result, default=float))
         return

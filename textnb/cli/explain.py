@@ -48,7 +48,9 @@ def breakdown(e, k: int) -> dict:
 def _verdict_line(e) -> str:
     d = e.decision
     if d.label == "unsure":
-        why = f"log-odds {d.log_odds:+.2f} is too close to the threshold {d.threshold:+.2f}"
+        why = (f"log-odds {d.log_odds:+.2f} is in the review band around the threshold "
+               f"{d.threshold:+.2f}, where the model leaves the verdict to a person "
+               "(textnb info shows the band)")
     else:
         side = "above" if d.log_odds > d.threshold else "at or below"
         why = f"log-odds {d.log_odds:+.2f} is {side} the threshold {d.threshold:+.2f}"

@@ -191,6 +191,10 @@ def info(model_path: Path) -> dict[str, Any]:
     summary.update(model=str(model_path), size_bytes=Path(model_path).stat().st_size,
                    format_version=store.FORMAT_VERSION,
                    ledger=spam_filter.ledger.summary(spam_filter.n_learned))
+    band = spam_filter.cost_model().unsure_between
+    # the log-odds (low, high) labelled 'unsure'; an end no score passes is None (JSON)
+    summary["review_band"] = (None if band is None else
+                              [b if np.isfinite(b) else None for b in band])
     return summary
 
 
@@ -215,8 +219,24 @@ def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = 
         is_spam += [label == "spam" for label in batch.labels]
         log_odds.append(batch.log_odds)
     y = np.array(is_spam, dtype=bool)
-    return evaluation_summary(spam_filter, y, np.concatenate(log_odds) if log_odds
-                              else np.zeros(0), cost_ratio)
+    summary = evaluation_summary(spam_filter, y, np.concatenate(log_odds) if log_odds
+                                 else np.zeros(0), cost_ratio)
+    if engine.name == "local":  # a cluster's files need not be readable here
+        summary["learned"] = learned_count(spam_filter, files)
+    return summary
+
+
+def learned_count(spam_filter: SpamFilter, files) -> int:
+    """How many of the planned messages the model's ledger holds: mail it was trained on,
+    whose figures are optimistic. Reads the files again (bytes and a SHA-256 each, no
+    tokenising); 0 without a ledger."""
+    from ..mail.sources import read_planned
+    from ..models.ledger import message_digest
+
+    ledger = spam_filter.ledger
+    if not len(ledger):
+        return 0
+    return sum(message_digest(m.raw) in ledger for m in read_planned(files))
 
 
 def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarray,

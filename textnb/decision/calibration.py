@@ -193,6 +193,15 @@ def predict_proba(calibration: dict, log_odds) -> np.ndarray:
     return expit(calibration["a"] * s + calibration["b"])
 
 
+def probability_range(calibration: dict) -> tuple[float, float]:
+    """The lowest and highest P(spam) the map gives any log-odds: (0, 1) for Platt's
+    sigmoid; an isotonic map's end knots, short of 0 and 1 by its end weights."""
+    if _method(calibration) == "platt":
+        return 0.0, 1.0
+    p = calibration["p"]
+    return float(p[0]), float(p[-1])
+
+
 def log_odds_threshold(calibration: dict, cost_ratio: float) -> float:
     """The log-odds above which the calibrated P(spam) exceeds λ / (1 + λ).
 
