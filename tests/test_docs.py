@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from conftest import PROJECT
 
 
@@ -21,6 +23,18 @@ def test_readme_main_command_uses_files_that_exist():
     main_command = _shell_blocks(readme)[0]
     for path in re.findall(r"corpora/[\w/]+", main_command):
         assert (PROJECT / path).exists(), path
+
+
+def test_the_readme_set_up_leaves_nothing_untracked():
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (PROJECT / ".git").exists():
+        pytest.skip("not a git checkout (or git is absent): nothing to be untracked in")
+    model = re.search(r"--model (\S+)", _shell_blocks((PROJECT / "README.md").read_text())[0])
+    for written in (model.group(1), model.group(1) + ".lock"):
+        ignored = subprocess.run(["git", "check-ignore", "-q", written], cwd=PROJECT)
+        assert ignored.returncode == 0, f"{written} is not in .gitignore"
 
 
 def _reference_script():
