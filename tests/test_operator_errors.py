@@ -107,7 +107,9 @@ def check(result, code: int, needles, model: Path, before: str, allowed=()) -> N
     assert not leftovers, f"left behind: {leftovers}"
 
 
-def _run(args, model: Path, bad: Path, needles=(), **kwargs):
+def _invoke(args, model: Path, bad: Path, needles=(), **kwargs):
+    """The command run through typer's runner, {M} (the model), {S} (the sample) and {B}
+    (the bad inputs) filled in in its arguments and in the needles."""
     fill = {"M": model, "S": SAMPLE, "B": bad}
     args = [a.format(**fill) for a in args]
     needles = [n.format(**fill) for n in needles]
@@ -270,7 +272,7 @@ def test_bad_input(case, args, code, needles, model, bad):
         pytest.importorskip("argon2", reason="the review page's libraries are absent: "
                                              "pip install -e '.[web]'")
     before = _sha(model)
-    result, needles = _run(args, model, bad, needles)
+    result, needles = _invoke(args, model, bad, needles)
     check(result, code, needles, model, before)
 
 
@@ -284,7 +286,8 @@ def test_review_commands_without_their_libraries_give_the_install_line(args, mod
     for module in ("argon2", "uvicorn", "starlette", "jinja2"):
         monkeypatch.setitem(sys.modules, module, None)  # import fails: as if not installed
     before = _sha(model)
-    result, needles = _run(args, model, bad, ["needs its libraries", "pip install 'textnb[web]'"])
+    result, needles = _invoke(args, model, bad,
+                              ["needs its libraries", "pip install 'textnb[web]'"])
     check(result, 1, needles, model, before)
 
 
@@ -424,7 +427,7 @@ def test_damaged_model(damage, command, model, bad, pristine, tmp_path):
     sentinel = tmp_path / "code-ran"
     model.write_bytes(make(pristine, sentinel))
     before = _sha(model)
-    result, needles = _run(USERS[command], model, bad, [str(model), *needles])
+    result, needles = _invoke(USERS[command], model, bad, [str(model), *needles])
     check(result, 1, needles, model, before)
     assert not sentinel.exists()
     assert not (bad / "out.pmml").exists() and not (bad / "s.sock").exists()
@@ -509,7 +512,7 @@ def read_only(model):
 @pytest.mark.parametrize("command", WRITERS)
 def test_read_only_model_folder(command, model, bad, pmml, read_only):
     before = _sha(model)
-    result, needles = _run(WRITERS[command], model, bad, [str(model.parent), read_only,
+    result, needles = _invoke(WRITERS[command], model, bad, [str(model.parent), read_only,
                                                           "choose a writable location"])
     check(result, 1, needles, model, before)
 
@@ -546,7 +549,7 @@ def test_full_disk_simulated(command, model, bad, pmml, monkeypatch):
     monkeypatch.setattr(store.os, "fdopen", lambda *a, **k: _FullDisk(fdopen(*a, **k)))
     monkeypatch.setattr(os, "pwrite", half_pwrite)
     before = _sha(model)
-    result, needles = _run(WRITERS[command], model, bad, [str(model), "no space left on device",
+    result, needles = _invoke(WRITERS[command], model, bad, [str(model), "no space left on device",
                                                           "free some space", "unchanged"])
     check(result, 1, needles, model, before)
 
@@ -576,7 +579,7 @@ def full_disk(tmp_path, pristine):
 @pytest.mark.parametrize("command", ["train", "retrain", "forget"])
 def test_full_disk_real(command, full_disk, bad):
     before = _sha(full_disk)
-    result, needles = _run(WRITERS[command], full_disk, bad, [str(full_disk),
+    result, needles = _invoke(WRITERS[command], full_disk, bad, [str(full_disk),
                                                               "no space left on device",
                                                               "free some space"])
     check(result, 1, needles, full_disk, before, allowed={"filler"})
