@@ -218,7 +218,7 @@ def test_a_review_band_without_a_top_is_named_by_tune_info_and_explain(trained, 
     assert (f"warning: at λ = 9 no message is called spam, every likely spam is 'unsure': "
             f"a look (0.1) costs less than a spam verdict up to P(spam) 0.9889, and the "
             f"calibrated P(spam) tops out at {top:.4f}") in tuned.stdout
-    assert f"give a review cost of at least {9 * (1 - top):.3g}" in tuned.stdout
+    assert f"give a review cost above {9 * (1 - top):.3g}" in tuned.stdout
     info = runner.invoke(app, ["info", "--model", str(path)])
     assert ("with no upper end (no message is called spam): left to a person "
             "(review cost 0.1 per message)") in info.stdout

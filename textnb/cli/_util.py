@@ -11,6 +11,7 @@ something was done; ``--strict`` makes the first one an operator error.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,11 +23,10 @@ from typer.core import TyperOption
 from .. import __version__
 from ..errors import TextnbError, write_fix
 
+
 def _unwrapped(doc: str) -> str:
     """A docstring's paragraphs each on one line: typer's rich help keeps the line breaks
     of every paragraph but the first, which then cut sentences mid-phrase at any width."""
-    import re
-
     return "\n\n".join(" ".join(p.split()) for p in re.split(r"\n\s*\n", doc.strip()))
 
 

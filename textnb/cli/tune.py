@@ -140,7 +140,7 @@ def _review_lines(rows: list[dict], calibration: dict, cost: float) -> list[str]
                 f"warning: at λ = {lam:g} no message is called spam, every likely spam is "
                 f"'unsure': a look ({cost:g}) costs less than a spam verdict up to P(spam) "
                 f"{1 - cost / lam:.4f}, and the calibrated P(spam) tops out at {highest:.4f} "
-                f"on this mail; tune on more spam, or give a review cost of at least "
+                f"on this mail; tune on more spam, or give a review cost above "
                 f"{lam * (1 - highest):.3g}")
         if math.isinf(v["low"]):
             lines.append(
