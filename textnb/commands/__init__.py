@@ -124,7 +124,8 @@ def retrain(model_path: Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
                          lock_timeout=lock_timeout, engine=engine_for(engine, jobs))
 
 
-def scores(model_path: Path, files, engine) -> tuple[SpamFilter, Iterator]:
+def scores(model_path: Path, files, engine, count_learned: bool = False
+           ) -> tuple[SpamFilter, Iterator]:
     """The model, and the engine's ``ScoredBatch``es of the planned files (lazily)."""
     # Loaded now, to name a missing or damaged file before any work. The local engine's
     # processes tokenise, so spaCy is imported meanwhile (``store.load_while``), and they
@@ -135,7 +136,7 @@ def scores(model_path: Path, files, engine) -> tuple[SpamFilter, Iterator]:
         spam_filter = store.load_while(model_path, import_spacy_modules, index=True)
     else:
         spam_filter = store.load(model_path)
-    return spam_filter, engine.score(spam_filter, files)
+    return spam_filter, engine.score(spam_filter, files, count_learned)
 
 
 def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),
@@ -212,31 +213,19 @@ def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = 
     _check_sources(spam, ham, index, tsv)
     engine = engine_for(engine, jobs)
     files = engine.plan_labelled(spam, ham, index, tsv)
-    spam_filter, batches = scores(model_path, files, engine)
+    spam_filter, batches = scores(model_path, files, engine, count_learned=True)
     is_spam: list[bool] = []
     log_odds = []
+    learned = 0
     for batch in batches:
         is_spam += [label == "spam" for label in batch.labels]
         log_odds.append(batch.log_odds)
+        learned += batch.learned
     y = np.array(is_spam, dtype=bool)
     summary = evaluation_summary(spam_filter, y, np.concatenate(log_odds) if log_odds
                                  else np.zeros(0), cost_ratio)
-    if engine.name == "local":  # a cluster's files need not be readable here
-        summary["learned"] = learned_count(spam_filter, files)
+    summary["learned"] = learned  # messages the model was trained on: optimistic figures
     return summary
-
-
-def learned_count(spam_filter: SpamFilter, files) -> int:
-    """How many of the planned messages the model's ledger holds: mail it was trained on,
-    whose figures are optimistic. Reads the files again (bytes and a SHA-256 each, no
-    tokenising); 0 without a ledger."""
-    from ..mail.sources import read_planned
-    from ..models.ledger import message_digest
-
-    ledger = spam_filter.ledger
-    if not len(ledger):
-        return 0
-    return sum(message_digest(m.raw) in ledger for m in read_planned(files))
 
 
 def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarray,
