@@ -159,11 +159,12 @@ def test_cli_export_and_import(tmp_path):
 # -- real PMML engines ------------------------------------------------------------------
 
 def _engines():
+    """The two PMML engines that check textnb's exports, or a skip naming their install."""
     if shutil.which("java") is None:
-        pytest.skip("no Java runtime: apt-get install default-jre-headless")
-    jpmml = pytest.importorskip("jpmml_evaluator", reason="pip install jpmml_evaluator")
-    pypmml = pytest.importorskip("pypmml", reason="pip install pypmml")
-    return jpmml, pypmml
+        pytest.skip("no Java runtime for the PMML engines: apt-get install default-jre-headless")
+    reason = "the PMML engines are absent: pip install -e '.[pmml]'"
+    return pytest.importorskip("jpmml_evaluator", reason=reason), pytest.importorskip(
+        "pypmml", reason=reason)
 
 
 def _jpmml_scorer(jpmml, path):
