@@ -14,33 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import test_scores
+from bench.common import test_scores, tokenised_split
 from textnb.config import load_config, parse_override_value
 from textnb.evaluation.cross_validation import out_of_fold_log_odds, stratified_folds
 from textnb.evaluation.metrics import summary
-from textnb.mail.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
-                                 iter_corpus, split)
+from textnb.mail.corpora import CHRONOLOGICAL, CORPORA, corpora_root
 from textnb.spamfilter import SpamFilter
 
 KEYS = ("one_minus_auc_pct", "hm_pct", "sm_pct", "sm_pct_at_hm_0.1pct", "fp", "fn")
-
-
-def tokenised_split(name: str, spam_filter: SpamFilter, chronological: bool = False):
-    if chronological:  # per class, the latest fifth by date is the test part
-        train, test = chronological_split(name, iter_corpus(name))
-    else:
-        train, test = split(iter_corpus(name))
-    start = time.perf_counter()
-    tokens = [spam_filter.tokens(e.raw) for e in train + test]
-    seconds = time.perf_counter() - start
-    y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
-    return tokens, y, len(train), seconds
-
 
 
 def run(name: str, cfg, cv: int, chronological: bool = False) -> dict:

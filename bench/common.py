@@ -1,8 +1,11 @@
-"""textnb-side helpers several bench scripts share: scoring a test split as a
-configured filter would, counting a filter from token lists and measuring it, and
-answering the tokenizer from a cache."""
+"""textnb-side helpers several bench scripts share: a corpus's split tokenised (as token
+lists, or as one matrix), a corpus with its training rows and token matrices cached
+(``Corpus``), scoring a test split as a configured filter would, counting a filter from
+token lists and measuring it, and answering the tokenizer from a cache."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -10,8 +13,77 @@ from textnb.config import parse_override_value
 from textnb.evaluation import metrics
 from textnb.evaluation.cross_validation import fit_rows, score_rows
 from textnb.features.vectorize import Vocabulary, binarize
+from textnb.mail.corpora import (CHRONOLOGICAL, chronological_split, is_test, iter_corpus,
+                                 split)
 from textnb.models.evidence import PAIR_PREFIX, header_columns, pair_columns
 from textnb.spamfilter import SpamFilter
+
+
+def tokenised_split(name: str, spam_filter: SpamFilter, chronological: bool = False):
+    if chronological:  # per class, the latest fifth by date is the test part
+        train, test = chronological_split(name, iter_corpus(name))
+    else:
+        train, test = split(iter_corpus(name))
+    start = time.perf_counter()
+    tokens = [spam_filter.tokens(e.raw) for e in train + test]
+    seconds = time.perf_counter() - start
+    y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
+    return tokens, y, len(train), seconds
+
+
+def split_matrix(name: str, spam_filter: SpamFilter):
+    """(X, y, n_train, train Examples, test Examples): train rows first.
+
+    Also sets ``spam_filter.vocabulary`` to X's, so ``spam_filter.pair_columns()``
+    names X's word-pair columns."""
+    train, test = split(iter_corpus(name))
+    tokens = [spam_filter.tokens(e.raw) for e in train + test]
+    X = spam_filter.vocabulary.transform(tokens, grow=True)
+    y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
+    return X, y, len(train), train, test
+
+
+class Corpus:
+    """One corpus's messages, their hash and chronological training rows, and token lists
+    cached per tokenizer setting."""
+
+    def __init__(self, name: str, keep_tokens: bool = False):
+        self.name = name
+        self.keep_tokens = keep_tokens  # keep the vocabulary's tokens (``tokens_``)
+        examples = list(iter_corpus(name))
+        self.raw = [e.raw for e in examples]
+        self.y = np.array([e.label == "spam" for e in examples], dtype=np.int64)
+        row = {e.relpath: i for i, e in enumerate(examples)}
+        self.hash_train = np.array([i for i, e in enumerate(examples) if not is_test(e.relpath)])
+        self.chrono = None
+        if name in CHRONOLOGICAL:
+            train, _ = chronological_split(name, examples)
+            # The chronological split again, inside the training part only.
+            fit, valid = chronological_split(name, train)
+            self.chrono = (np.array([row[e.relpath] for e in fit]),
+                           np.array([row[e.relpath] for e in valid]))
+        self._tokens: dict[str, tuple] = {}
+        self._headers: dict[str, object] = {}
+
+    def matrix(self, cfg):
+        key = repr(cfg.tokenizer)  # a frozen dataclass: its repr is every setting
+        if key not in self._tokens:
+            spam_filter = SpamFilter(cfg)
+            start = time.perf_counter()
+            tokens = [spam_filter.tokens(raw) for raw in self.raw]
+            seconds = time.perf_counter() - start
+            vocab = Vocabulary()
+            X = vocab.transform(tokens, grow=True)
+            if self.keep_tokens:
+                self.tokens_ = vocab.tokens_
+            self._tokens[key] = (X, pair_columns(vocab.tokens_), seconds)
+            self._headers[key] = header_columns(vocab.tokens_)
+        return self._tokens[key]
+
+    def header_columns(self, cfg):
+        """Which columns of ``matrix(cfg)`` come from header fields."""
+        self.matrix(cfg)
+        return self._headers[repr(cfg.tokenizer)]
 
 
 def test_scores(tokens, y, n_train: int, cfg):

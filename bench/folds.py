@@ -1,5 +1,5 @@
 """A whole corpus cut into folds (Ling-Spam's ten parts, or five by the corpora
-README's hash), and a peer filter run fold by fold on one file per message.
+README's hash), and a peer filter and textnb run fold by fold.
 Used by bench/tenfold_parts.py, bench/tune_folds.py and bench/list_reader.py."""
 
 from __future__ import annotations
@@ -11,7 +11,11 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
+from textnb.evaluation.cross_validation import fit_rows, score_rows
+from textnb.features.vectorize import Vocabulary, binarize
 from textnb.mail.corpora import chronological_split, iter_corpus
+from textnb.models.evidence import header_columns, pair_columns
+from textnb.spamfilter import SpamFilter
 
 
 def fold_of(corpus: str, relpath: str) -> str:
@@ -60,3 +64,20 @@ def peer_folds(run, part, raw, y, workdir: Path, corpus: str = "lingspam"
         r = run(s)
         scores[test], verdicts[test], unsure = r.scores, r.is_spam_pred, unsure + r.n_unsure
     return scores, verdicts, unsure
+
+
+def textnb_folds(cfg, part, raw, y) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold log-odds and verdicts of textnb with ``cfg``, fold = Ling-Spam part."""
+    spam_filter = SpamFilter(cfg)
+    vocabulary = Vocabulary()
+    X = vocabulary.transform([spam_filter.tokens(r) for r in raw], grow=True)
+    pairs, headers = pair_columns(vocabulary.tokens_), header_columns(vocabulary.tokens_)
+    Xf = binarize(X) if cfg.features.features == "binary" else X
+    part = np.asarray(part)
+    scores = np.zeros(len(raw))
+    for name in sorted(set(part)):
+        test = np.flatnonzero(part == name)
+        model = fit_rows(X, y.astype(np.int64), np.flatnonzero(part != name), cfg.model,
+                         cfg.features)
+        scores[test] = score_rows(model, Xf[test], cfg.model, pairs, headers)
+    return scores, scores > np.log(cfg.decision.cost_ratio)

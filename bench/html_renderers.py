@@ -26,8 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.accuracy import tokenised_split
-from bench.common import test_scores
+from bench.common import test_scores, tokenised_split
 from bench.stats import paired_bootstrap
 from textnb.config import load_config
 from textnb.mail import parse

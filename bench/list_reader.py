@@ -37,8 +37,7 @@ import numpy as np
 
 from bench import peers
 from bench.common import named_variants
-from bench.folds import chronological_parts, load_folds, peer_folds
-from bench.tenfold_parts import textnb_folds
+from bench.folds import chronological_parts, load_folds, peer_folds, textnb_folds
 from textnb.config import load_config, parse_override_value
 from textnb.evaluation import metrics
 from textnb.mail.corpora import corpora_root

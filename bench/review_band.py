@@ -20,8 +20,7 @@ import sys
 
 import numpy as np
 
-from bench.common import corpus_arguments, require_corpora, write_json
-from bench.select_defaults import Corpus
+from bench.common import Corpus, corpus_arguments, require_corpora, write_json
 from textnb.config import load_config
 from textnb.evaluation.cross_validation import (fit_rows, out_of_fold_log_odds, score_rows,
                                                 stratified_folds)

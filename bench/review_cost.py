@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import corpus_arguments, require_corpora, write_json
-from bench.tune_costs import tokenised
+from bench.common import corpus_arguments, require_corpora, split_matrix, write_json
 from textnb.config import load_config
 from textnb.decision import calibration as cal
 from textnb.evaluation.cross_validation import fit_rows, out_of_fold_log_odds, score_rows
@@ -49,7 +48,7 @@ def bogofilter_verdicts(name: str):
 
 def run(name: str, cfg, peer: bool) -> dict:
     spam_filter = SpamFilter(cfg)
-    X, y, n_train, _, _ = tokenised(name, spam_filter)
+    X, y, n_train, _, _ = split_matrix(name, spam_filter)
     pairs, headers = spam_filter.pair_columns(), spam_filter.header_columns()
     tr, te = np.arange(n_train), np.arange(n_train, len(y))
     folds = make_folds(y[tr], 5)

@@ -25,20 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
+from bench.common import Corpus
 from textnb.config import load_config, parse_override_value
 from textnb.evaluation.cross_validation import (fit_rows, out_of_fold_log_odds, score_rows,
                                                 stratified_folds)
 from textnb.evaluation.metrics import one_minus_auc_pct, sm_at_hm
-from textnb.features.vectorize import Vocabulary, binarize
-from textnb.mail.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
-                                 is_test, iter_corpus)
-from textnb.models.evidence import header_columns, pair_columns
-from textnb.spamfilter import SpamFilter
+from textnb.features.vectorize import binarize
+from textnb.mail.corpora import CORPORA, corpora_root
 
 
 def parse_variant(text: str) -> dict:
@@ -49,49 +46,6 @@ def parse_variant(text: str) -> dict:
             raise SystemExit(f"--variant item {item!r} is not section.key=value")
         overrides[key] = parse_override_value(value)
     return overrides
-
-
-class Corpus:
-    """One corpus's messages, their hash and chronological training rows, and token lists
-    cached per tokenizer setting."""
-
-    def __init__(self, name: str, keep_tokens: bool = False):
-        self.name = name
-        self.keep_tokens = keep_tokens  # keep the vocabulary's tokens (``tokens_``)
-        examples = list(iter_corpus(name))
-        self.raw = [e.raw for e in examples]
-        self.y = np.array([e.label == "spam" for e in examples], dtype=np.int64)
-        row = {e.relpath: i for i, e in enumerate(examples)}
-        self.hash_train = np.array([i for i, e in enumerate(examples) if not is_test(e.relpath)])
-        self.chrono = None
-        if name in CHRONOLOGICAL:
-            train, _ = chronological_split(name, examples)
-            # The chronological split again, inside the training part only.
-            fit, valid = chronological_split(name, train)
-            self.chrono = (np.array([row[e.relpath] for e in fit]),
-                           np.array([row[e.relpath] for e in valid]))
-        self._tokens: dict[str, tuple] = {}
-        self._headers: dict[str, object] = {}
-
-    def matrix(self, cfg):
-        key = repr(cfg.tokenizer)  # a frozen dataclass: its repr is every setting
-        if key not in self._tokens:
-            spam_filter = SpamFilter(cfg)
-            start = time.perf_counter()
-            tokens = [spam_filter.tokens(raw) for raw in self.raw]
-            seconds = time.perf_counter() - start
-            vocab = Vocabulary()
-            X = vocab.transform(tokens, grow=True)
-            if self.keep_tokens:
-                self.tokens_ = vocab.tokens_
-            self._tokens[key] = (X, pair_columns(vocab.tokens_), seconds)
-            self._headers[key] = header_columns(vocab.tokens_)
-        return self._tokens[key]
-
-    def header_columns(self, cfg):
-        """Which columns of ``matrix(cfg)`` come from header fields."""
-        self.matrix(cfg)
-        return self._headers[repr(cfg.tokenizer)]
 
 
 def cell(y, scores) -> dict:

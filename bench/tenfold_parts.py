@@ -34,39 +34,17 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
-from bench.folds import load_folds, peer_folds
+from bench.folds import load_folds, peer_folds, textnb_folds
 from bench.stats import paired_bootstrap
 from textnb.config import load_config, parse_override_value
 from textnb.evaluation import metrics
-from textnb.evaluation.cross_validation import fit_rows, score_rows
-from textnb.features.vectorize import Vocabulary, binarize
 from textnb.mail.corpora import CORPORA, corpora_root
-from textnb.models.evidence import header_columns, pair_columns
-from textnb.spamfilter import SpamFilter
 
 PEERS = {
     "bogofilter": peers.run_bogofilter,
     "sklearn MNB": lambda s: peers.run_sklearn(s, bernoulli=False),
     "sklearn BNB": lambda s: peers.run_sklearn(s, bernoulli=True),
 }
-
-
-
-def textnb_folds(cfg, part, raw, y) -> tuple[np.ndarray, np.ndarray]:
-    """Out-of-fold log-odds and verdicts of textnb with ``cfg``, fold = Ling-Spam part."""
-    spam_filter = SpamFilter(cfg)
-    vocabulary = Vocabulary()
-    X = vocabulary.transform([spam_filter.tokens(r) for r in raw], grow=True)
-    pairs, headers = pair_columns(vocabulary.tokens_), header_columns(vocabulary.tokens_)
-    Xf = binarize(X) if cfg.features.features == "binary" else X
-    part = np.asarray(part)
-    scores = np.zeros(len(raw))
-    for name in sorted(set(part)):
-        test = np.flatnonzero(part == name)
-        model = fit_rows(X, y.astype(np.int64), np.flatnonzero(part != name), cfg.model,
-                         cfg.features)
-        scores[test] = score_rows(model, Xf[test], cfg.model, pairs, headers)
-    return scores, scores > np.log(cfg.decision.cost_ratio)
 
 
 

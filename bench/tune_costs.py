@@ -34,6 +34,7 @@ from scipy.special import expit
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from bench.common import split_matrix
 from textnb.config import load_config
 from textnb.decision import calibration as cal
 from textnb.evaluation.cross_validation import fit_rows, out_of_fold_log_odds, score_rows
@@ -46,23 +47,11 @@ from textnb.evaluation.tune import (
     operating_point,
     search,
 )
-from textnb.features.vectorize import Vocabulary, binarize
-from textnb.mail.corpora import corpora_root, iter_corpus, split
+from textnb.features.vectorize import binarize
+from textnb.mail.corpora import corpora_root
 from textnb.spamfilter import SpamFilter
 
 DEFAULT_OUT = ROOT / "bench" / "results" / "tune-costs.json"
-
-
-def tokenised(name: str, spam_filter: SpamFilter):
-    """(X, y, n_train, train Examples, test Examples): train rows first.
-
-    Also sets ``spam_filter.vocabulary`` to X's, so ``spam_filter.pair_columns()``
-    names X's word-pair columns."""
-    train, test = split(iter_corpus(name))
-    tokens = [spam_filter.tokens(e.raw) for e in train + test]
-    X = spam_filter.vocabulary.transform(tokens, grow=True)
-    y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
-    return X, y, len(train), train, test
 
 
 def bogofilter_test_verdicts(name: str):
@@ -95,7 +84,7 @@ def quality(y, p) -> dict:
 def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
     start = time.perf_counter()
     spam_filter = SpamFilter(cfg)
-    X, y, n_train, _, _ = tokenised(name, spam_filter)
+    X, y, n_train, _, _ = split_matrix(name, spam_filter)
     pairs, headers = spam_filter.pair_columns(), spam_filter.header_columns()
     log(f"{name}: tokenised {len(y):,} messages in {time.perf_counter() - start:.0f} s")
     tr, te = np.arange(n_train), np.arange(n_train, len(y))

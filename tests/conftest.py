@@ -1,4 +1,15 @@
-"""Shared fixtures: the project's own sample corpus and a small trained filter."""
+"""Shared fixtures (the project's own sample corpus, a small trained filter) and the tiers.
+
+Two tiers. Unit and integration tests run by default (``python3 -m pytest``, the
+README's command: a few minutes on two cores). System tests carry the ``system`` marker
+and are deselected by default (pyproject.toml's ``addopts``); ``python3 -m pytest -m
+system`` runs them alone and ``-m "system or not system"`` runs both (CI's full pass,
+.ci/run). A system test needs a real mail server, browser or MTA side, reads the public
+corpora, or runs long (load, crash sweeps, long fuzzing). Whole files are named in
+``SYSTEM_FILES`` below; single tests carry ``@pytest.mark.system`` in their file; a test
+that reads the public corpora (the ``shared_corpora`` fixture or the ``corpus`` marker)
+is one without saying so.
+"""
 
 from pathlib import Path
 
@@ -9,6 +20,25 @@ from textnb.mail.corpora import corpora_root
 PROJECT = Path(__file__).resolve().parents[1]
 SAMPLE = PROJECT / "corpora" / "sample"
 SAMPLE_INDEX = SAMPLE / "index"
+
+# Files that are system tests as a whole, and what each runs.
+SYSTEM_FILES = {
+    "test_postfix.py": "a real Postfix running the milter recipe",
+    "test_learning_docs.py": "a real Dovecot with Pigeonhole running the IMAPSieve recipe",
+    "test_milter.py": "Debian's miltertest driving textnb milter",
+    "test_review_browser.py": "Chromium, driven by Selenium, on the review page",
+    "test_delivery.py": "real procmail, maildrop and sievec running the docs' recipes",
+    "test_daemon_attacks.py": "the daemons under load: hundreds of connections, descriptor "
+                              "and thread limits",
+    "test_fuzz.py": "coverage-guided fuzzing of the mail path",
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if (item.path.name in SYSTEM_FILES or item.get_closest_marker("corpus")
+                or "shared_corpora" in getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.system)
 
 
 @pytest.fixture(scope="session")
@@ -26,12 +56,42 @@ def shared_corpora() -> Path:
 
 
 @pytest.fixture(scope="session")
+def pmml_spec_example() -> str:
+    """The PMML 4 specification's worked naive Bayes example (a PMML document), read from
+    the project's seeds beside it ($TEXTNB_SEEDS or ../shared/seeds), never copied here."""
+    import os
+    import re
+
+    seeds = Path(os.environ.get("TEXTNB_SEEDS") or PROJECT.parent / "shared" / "seeds")
+    found = sorted(seeds.glob("000_*.txt")) if seeds.is_dir() else []
+    if not found:
+        pytest.skip(f"the PMML specification's worked example is read from {seeds}/000_*.txt, "
+                    "which is absent: set TEXTNB_SEEDS or place the project's seeds at "
+                    "../shared/seeds to run this test")
+    text = found[0].read_text(encoding="utf-8")
+    return re.search(r"<\?xml.*?</PMML>", text, flags=re.S).group(0)
+
+
+@pytest.fixture(scope="session")
 def sample_filter():
     """A filter trained on the whole sample index with the default config."""
     from textnb.mail.sources import iter_index
     from textnb.spamfilter import SpamFilter
 
     return SpamFilter().fit(iter_index(SAMPLE_INDEX))
+
+
+@pytest.fixture(scope="session")
+def sample_learned_filter():
+    """The sample trained through the ledger, as ``textnb train`` trains (read-only use:
+    ``sample_filter`` is fitted without one)."""
+    from textnb.mail.sources import iter_index
+    from textnb.modelfile.retrain import fit
+    from textnb.spamfilter import SpamFilter
+
+    spam_filter = SpamFilter()
+    fit(spam_filter, iter_index(SAMPLE_INDEX))
+    return spam_filter
 
 
 @pytest.fixture(scope="session")

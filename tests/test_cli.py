@@ -117,6 +117,39 @@ def test_every_command_has_help_and_is_in_the_readme():
         assert f"textnb {name}" in readme, f"README does not document 'textnb {name}'"
 
 
+def _help(args: list[str]) -> str:
+    """A command's --help on a terminal wide enough that no line wraps."""
+    result = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("name", [None, *(c.name for c in app.registered_commands)])
+def test_help_shows_no_type_beside_a_flag(name):
+    text = _help([name] if name else [])
+    assert "<bool>" not in text
+    line = next(line for line in text.splitlines() if " --help " in line)
+    assert " ".join(line.strip("│ ").split()) == "--help Show this message and exit."
+
+
+@pytest.mark.parametrize("command", app.registered_commands, ids=lambda c: c.name)
+def test_each_help_paragraph_prints_as_one_line(command):
+    import inspect
+
+    text = _help([command.name])
+    for paragraph in inspect.getdoc(command.callback).split("\n\n"):
+        assert " ".join(paragraph.split()) in text
+
+
+@pytest.mark.parametrize("command", app.registered_commands, ids=lambda c: c.name)
+def test_help_names_only_options_the_command_has(command):
+    text = _help([command.name])
+    for option in ("--engine", "--scheduler", "--jobs"):
+        mentioned = option in text.replace(f"{option} <", "")  # its own row aside
+        has = f" {option} " in text
+        assert not mentioned or has, f"textnb {command.name} --help names {option}"
+
+
 def test_version():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("textnb ")
@@ -127,12 +160,30 @@ def test_evaluate_on_the_training_index(trained):
     result = runner.invoke(app, ["evaluate", "--model", str(trained), "--json", "--index",
                                  str(SAMPLE / "index")])
     assert result.exit_code == 0, result.output
-    metrics = json.loads(result.output)
+    metrics = json.loads(result.stdout)
     assert metrics["n_messages"] == 100 and metrics["n_spam"] == 40
     assert metrics["tp"] + metrics["fn"] == 40 and metrics["tn"] + metrics["fp"] == 60
     assert 0 <= metrics["one_minus_auc_pct"] <= 100
     text = runner.invoke(app, ["evaluate", "--model", str(trained), "--index", str(SAMPLE / "index")])
     assert "(1-AUC)%" in text.output and "called spam" in text.output
+
+
+def test_evaluate_warns_when_the_model_learned_the_mail(trained, tmp_path):
+    """The ledger knows every message trained on: their figures are optimistic."""
+    for label in ("spam", "ham"):  # one new message of each class: a header line added
+        raw = (SAMPLE / label / "001.eml").read_bytes()
+        (tmp_path / f"{label}.eml").write_bytes(b"X-Seen-By: a newcomer\n" + raw)
+    index = tmp_path / "index"
+    index.write_text(f"spam {SAMPLE}/spam/002.eml\nham {SAMPLE}/ham/002.eml\n"
+                     "spam spam.eml\nham ham.eml\n")
+    result = runner.invoke(app, ["evaluate", "--model", str(trained), "--index", str(index)])
+    assert result.exit_code == 0, result.output
+    assert ("warning: 2 of 4 messages were trained on (the model's ledger holds them): these "
+            "figures are optimistic") in result.stderr
+    fresh = tmp_path / "fresh-index"
+    fresh.write_text("spam spam.eml\nham ham.eml\n")
+    result = runner.invoke(app, ["evaluate", "--model", str(trained), "--index", str(fresh)])
+    assert result.exit_code == 0 and "trained on" not in result.stderr
 
 
 @pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])

@@ -1,4 +1,4 @@
-"""The daemons under attack (issue 37): one test per attack, named after it.
+"""The daemons under attack: one test per attack, named after it.
 
 docs/security.md lists the attacks and what each now meets. Servers bind only to a Unix
 socket in tmp_path or to 127.0.0.1; every wait has a bound. The load test at the end
@@ -30,6 +30,7 @@ from textnb.delivery.verdict_headers import score_with
 from textnb.modelfile import store
 
 from conftest import PROJECT, SAMPLE
+from helpers import free_port
 from test_c_client import c_client  # noqa: F401
 from test_server import Running as Serving
 from test_server_learn import variant
@@ -273,7 +274,7 @@ def test_scorer_under_64_descriptors_keeps_answering(tmp_path, model_file):
     def low_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
 
-    port = _free_port()
+    port = free_port()
     scorer = subprocess.Popen([sys.executable, "-m", "textnb", "serve", "--model",
                                str(model_file), "--socket", sock, "--timeout", "1",
                                "--metrics", f"127.0.0.1:{port}"], cwd=PROJECT,
@@ -295,12 +296,6 @@ def test_scorer_under_64_descriptors_keeps_answering(tmp_path, model_file):
         scorer.terminate()
         assert scorer.wait(timeout=20) == 0
     assert b"Traceback" not in scorer.stderr.read()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _scrape(port: int) -> bytes:

@@ -16,6 +16,7 @@ from textnb.modelfile.retrain import fit, forget_messages, learn_messages
 from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE_INDEX
+from helpers import write_index
 
 MESSAGES = list(iter_index(SAMPLE_INDEX))  # 40 spam, 60 ham
 FLIP = {"spam": "ham", "ham": "spam"}
@@ -36,12 +37,6 @@ def assert_identical(a: SpamFilter, b: SpamFilter) -> None:
     np.testing.assert_array_equal(a.log_odds(raws), b.log_odds(raws))
 
 
-def _index(tmp_path, name, messages):
-    path = tmp_path / name
-    path.write_text("".join(f"{m.label} {m.source}\n" for m in messages))
-    return str(path)
-
-
 @pytest.fixture
 def base(tmp_path, monkeypatch):
     """A model file of the first 60 messages, and the same model in memory. The sample
@@ -58,11 +53,11 @@ def test_runs_append_records_and_load_gives_the_model_in_memory(base, tmp_path):
     size = path.stat().st_size
     runs = [MESSAGES[60:61], MESSAGES[61:71], MESSAGES[71:90]]
     for i, run in enumerate(runs):
-        result = retrain.retrain(path, index=[_index(tmp_path, f"i{i}", run)])
+        result = retrain.retrain(path, index=[write_index(tmp_path, run)])
         learn_messages(memory, run)
         assert result["write"] == "journal"
     flipped = [RawMessage(m.source, m.raw, FLIP[m.label]) for m in MESSAGES[:3]]
-    retrain.retrain(path, index=[_index(tmp_path, "flip", flipped)])
+    retrain.retrain(path, index=[write_index(tmp_path, flipped)])
     learn_messages(memory, flipped)
     assert retrain.forget(path, [m.source for m in MESSAGES[5:8]])["write"] == "journal"
     forget_messages(memory, MESSAGES[5:8])
@@ -75,27 +70,27 @@ def test_runs_append_records_and_load_gives_the_model_in_memory(base, tmp_path):
 
 def test_a_record_cut_short_is_ignored_and_cut_off_by_the_next_run(base, tmp_path):
     path, memory = base
-    retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])
+    retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[60:70])])
     learn_messages(memory, MESSAGES[60:70])
     journal = journal_path(path)
     good = journal.stat().st_size
-    retrain.retrain(path, index=[_index(tmp_path, "b", MESSAGES[70:80])])
+    retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[70:80])])
     for cut in (1, 40, journal.stat().st_size - good - 1):  # a crash mid-append
         with open(journal, "r+b") as fh:
             fh.truncate(journal.stat().st_size - cut if cut < 40 else good + cut)
         assert_identical(store.load(path), memory)
-    retrain.retrain(path, index=[_index(tmp_path, "c", MESSAGES[80:90])])
+    retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[80:90])])
     learn_messages(memory, MESSAGES[80:90])
     assert_identical(store.load(path), memory)
 
 
 def test_a_record_failing_its_checksum_is_ignored(base, tmp_path):
     path, memory = base
-    retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])
+    retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[60:70])])
     learn_messages(memory, MESSAGES[60:70])
     journal = journal_path(path)
     good = journal.stat().st_size
-    retrain.retrain(path, index=[_index(tmp_path, "b", MESSAGES[70:80])])
+    retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[70:80])])
     data = bytearray(journal.read_bytes())
     data[good + 100] ^= 0x01
     journal.write_bytes(bytes(data))
@@ -105,13 +100,13 @@ def test_a_record_failing_its_checksum_is_ignored(base, tmp_path):
 def test_a_journal_for_another_file_is_ignored(base, tmp_path):
     # a crash after the rewrite's rename and before the journal's removal
     path, memory = base
-    retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])
+    retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[60:70])])
     learn_messages(memory, MESSAGES[60:70])
     stale = journal_path(path).read_bytes()
     store.save(memory, path)  # the rewrite holds the journal's record
     journal_path(path).write_bytes(stale)
     assert_identical(store.load(path), memory)
-    retrain.retrain(path, index=[_index(tmp_path, "b", MESSAGES[70:75])])
+    retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[70:75])])
     learn_messages(memory, MESSAGES[70:75])
     assert journal_path(path).read_bytes() != stale
     assert_identical(store.load(path), memory)
@@ -123,7 +118,7 @@ def test_the_journal_is_folded_into_the_file_when_it_grows(base, tmp_path, monke
     writes = []
     for i in range(60, 100, 4):
         run = MESSAGES[i:i + 4]
-        writes.append(retrain.retrain(path, index=[_index(tmp_path, f"r{i}", run)])["write"])
+        writes.append(retrain.retrain(path, index=[write_index(tmp_path, run)])["write"])
         learn_messages(memory, run)
     assert "journal" in writes and "rewritten" in writes
     if writes[-1] == "rewritten":
@@ -133,7 +128,7 @@ def test_the_journal_is_folded_into_the_file_when_it_grows(base, tmp_path, monke
 
 def test_a_journal_that_does_not_fit_its_file_is_named(base, tmp_path):
     path, memory = base
-    retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])
+    retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[60:70])])
     patch = Journal(path).read()[0].patch
     bad = dict(patch, n_columns=patch["n_columns"] + 1)
     os.unlink(journal_path(path))
@@ -148,7 +143,7 @@ def test_a_pruned_model_is_rewritten_and_then_journalled(base, tmp_path):
     assert store.commit(small, path, count_patch.Snapshot.of(memory),
                         store.load_for_update(path)[1]) == "rewritten"
     learn_messages(small, MESSAGES[60:70])
-    assert retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:70])])["write"] \
+    assert retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[60:70])])["write"] \
         == "journal"
     assert_identical(store.load(path), small)
 
@@ -159,7 +154,7 @@ def test_compact_folds_the_journal_and_prunes_on_request(base, tmp_path):
     from textnb.cli import app
 
     path, memory = base
-    retrain.retrain(path, index=[_index(tmp_path, "a", MESSAGES[60:90])])
+    retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[60:90])])
     learn_messages(memory, MESSAGES[60:90])
     result = CliRunner().invoke(app, ["compact", "--model", str(path)])
     assert result.exit_code == 0, result.output
@@ -179,7 +174,7 @@ def test_an_append_changes_the_files_mtime_so_watchers_reload(base, tmp_path):
     path, _ = base
     st = os.stat(path)
     for i in range(3):
-        retrain.retrain(path, index=[_index(tmp_path, f"t{i}", MESSAGES[60 + i:61 + i])])
+        retrain.retrain(path, index=[write_index(tmp_path, MESSAGES[60 + i:61 + i])])
         now = os.stat(path)
         assert now.st_mtime_ns > st.st_mtime_ns and now.st_ino == st.st_ino
         st = now

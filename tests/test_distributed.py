@@ -267,8 +267,8 @@ def test_cli_engine_dask_with_a_scheduler_address(cluster, local_sample_model, t
 
 
 def test_parquet_output(cluster, local_sample_model, tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is not installed (Parquet "
-                                                       "output is optional)")
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is absent (Parquet output is "
+                                                       "optional): pip install pyarrow")
     sources = [str(SAMPLE / "unlabelled")]
     written = dd.classify_to_files(local_sample_model, tmp_path / "out", sources,
                                    output_format="parquet", scheduler=cluster, n_partitions=2)

@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from conftest import PROJECT
 
 
@@ -9,11 +11,18 @@ def _shell_blocks(text):
     return re.findall(r"```sh\n(.*?)```", text, flags=re.S)
 
 
-def test_ci_runs_exactly_the_readme_test_command():
+def test_ci_runs_the_readme_commands_first_as_a_newcomer():
+    """.ci/run's first pass: the README's set-up and test commands exactly, in a new virtual
+    environment, before any extra is installed; then every tier of tests."""
     readme = (PROJECT / "README.md").read_text()
-    test_command = _shell_blocks(readme)[1].strip()
-    ci = (PROJECT / ".ci" / "run").read_text()
-    assert test_command in ci.splitlines()
+    set_up, test_command = (block.strip() for block in _shell_blocks(readme)[:2])
+    lines = (PROJECT / ".ci" / "run").read_text().splitlines()
+    venv = next(i for i, line in enumerate(lines) if "-m venv" in line)
+    first_extra = next(i for i, line in enumerate(lines) if "install" in line and ".[" in line
+                       and "[test]" not in line)
+    assert venv < lines.index(set_up) < lines.index(test_command) < first_extra
+    assert any("pytest" in line and '-m "system or not system"' in line
+               for line in lines[first_extra:])
 
 
 def test_readme_main_command_uses_files_that_exist():
@@ -21,6 +30,18 @@ def test_readme_main_command_uses_files_that_exist():
     main_command = _shell_blocks(readme)[0]
     for path in re.findall(r"corpora/[\w/]+", main_command):
         assert (PROJECT / path).exists(), path
+
+
+def test_the_readme_set_up_leaves_nothing_untracked():
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (PROJECT / ".git").exists():
+        pytest.skip("not a git checkout (or git is absent): nothing to be untracked in")
+    model = re.search(r"--model (\S+)", _shell_blocks((PROJECT / "README.md").read_text())[0])
+    for written in (model.group(1), model.group(1) + ".lock"):
+        ignored = subprocess.run(["git", "check-ignore", "-q", written], cwd=PROJECT)
+        assert ignored.returncode == 0, f"{written} is not in .gitignore"
 
 
 def _reference_script():

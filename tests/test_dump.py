@@ -80,8 +80,8 @@ def test_calibration_and_fractional_counts_round_trip_exactly():
     assert "\ntoken\todd\t0\t0.3333333333333333\t0.3333333333333333\n" in dump.dumps(f).decode()
 
 
-def test_dump_reads_as_documented_lines():
-    f = _trained()
+def test_dump_reads_as_documented_lines(sample_learned_filter):
+    f = sample_learned_filter
     text = dump.dumps(f).decode()
     lines = text.split("\n")
     assert lines[0] == "textnb-dump\t1" and text.endswith("\n")
@@ -120,8 +120,8 @@ def test_model_with_odd_tokens_round_trips():
     assert np.array_equal(copy.log_odds_tokens([ODD_TOKENS]), f.log_odds_tokens([ODD_TOKENS]))
 
 
-def test_a_sorted_dump_imports_and_scores_within_rounding():
-    f = _trained()
+def test_a_sorted_dump_imports_and_scores_within_rounding(sample_learned_filter):
+    f = sample_learned_filter
     data = dump.dumps(f)
     shuffled = b"".join(sorted(data.splitlines(keepends=True)))
     copy = dump.loads(shuffled)
@@ -137,8 +137,8 @@ def test_a_sorted_dump_imports_and_scores_within_rounding():
 # -- damage ---------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def good() -> list[bytes]:
-    return dump.dumps(_trained()).split(b"\n")[:-1]
+def good(sample_learned_filter) -> list[bytes]:
+    return dump.dumps(sample_learned_filter).split(b"\n")[:-1]
 
 
 def _line_no(lines, prefix: bytes) -> int:

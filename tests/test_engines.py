@@ -26,8 +26,9 @@ from textnb.modelfile import lifecycle, retrain, store
 
 from conftest import SAMPLE, SAMPLE_INDEX
 
-# Ledger history members are a retrain.py feature in progress (issue 19); the engines
-# are compared with each other on every member, with the single-process path on the rest.
+# The ledger's column history (when each token column was first and last seen): the
+# engines are compared with each other on every member, and with the single-process
+# path on these.
 HISTORY = ("ledger_born.npy", "ledger_last.npy")
 
 

@@ -2,7 +2,6 @@
 
 import functools
 import math
-import shutil
 
 import numpy as np
 import pytest
@@ -201,10 +200,9 @@ def test_bernoulli_gaussian_exports_target_value_stats(sample_messages):
 
 @pytest.mark.parametrize("event_model", ["bernoulli", "multinomial"])
 def test_engines_score_the_mixed_model(event_model, sample_messages, tmp_path):
-    if shutil.which("java") is None:
-        pytest.skip("no Java runtime: apt-get install default-jre-headless")
-    jpmml = pytest.importorskip("jpmml_evaluator", reason="pip install jpmml_evaluator")
-    pypmml = pytest.importorskip("pypmml", reason="pip install pypmml")
+    from test_pmml import _engines
+
+    jpmml, pypmml = _engines()
     f = with_max_features(_fitted(event_model, "gaussian"), 300)  # fewer fields load faster
     path = tmp_path / "mixed.pmml"
     path.write_bytes(export_pmml(f))

@@ -53,7 +53,13 @@ def _content_tokens(tokens: list[str]) -> list[str]:
     return [t for t in tokens if not t.startswith("control:")]
 
 
-@pytest.mark.parametrize("case", MESSAGE_CASES, ids=lambda case: case.name)
+def _full_size(case: Case):
+    """The cases of 10 MB and more are system tests (tests/conftest.py): seconds each."""
+    big = re.search(r"\b(9|10|50)MB\b", case.name)
+    return pytest.param(case, marks=pytest.mark.system if big else (), id=case.name)
+
+
+@pytest.mark.parametrize("case", [_full_size(case) for case in MESSAGE_CASES])
 def test_case_is_classified_within_its_bounds(case: Case, sample_filter):
     raw = case.build()
     limits, cfg = sample_filter.mail_limits, sample_filter.config.tokenizer
@@ -173,7 +179,8 @@ runpy.run_module("textnb", run_name="__main__", alter_sys=True)
 """
 
 
-def _run(args: list[str], stdin: bytes | None = None) -> tuple[int, bytes, bytes, float]:
+def _run_measured(args: list[str], stdin: bytes | None = None
+                  ) -> tuple[int, bytes, bytes, float]:
     """Run textnb in a subprocess; (exit status, stdout, stderr, its peak RSS in MB)."""
     with tempfile.TemporaryDirectory() as tmp:
         peak_file = os.path.join(tmp, "peak")
@@ -190,17 +197,18 @@ def saved_model(tmp_path_factory, sample_filter):
     return store.save(sample_filter, tmp_path_factory.mktemp("model") / "sample.tnb")
 
 
-@pytest.mark.slow
+@pytest.mark.system  # a command per worst case (up to 50 MB), with its peak memory
 @pytest.mark.parametrize("name", WORST)
 def test_classify_and_filter_commands_on_worst_cases(name, saved_model, tmp_path):
     raw = BY_NAME[name].build()
     message = tmp_path / "message.eml"
     message.write_bytes(raw)
-    code, out, err, rss = _run(["classify", "--model", str(saved_model), "--json", str(message)])
+    code, out, err, rss = _run_measured(["classify", "--model", str(saved_model), "--json",
+                                         str(message)])
     assert code == 0, err.decode(errors="replace")
     assert b'"label"' in out and out.count(b"\n") == 1
     assert rss < PEAK_RSS_LIMIT_MB, f"classify peaked at {rss:.0f} MB"
-    code, out, err, rss = _run(["filter", "--model", str(saved_model)], stdin=raw)
+    code, out, err, rss = _run_measured(["filter", "--model", str(saved_model)], stdin=raw)
     assert code in (0, 1, 2), err.decode(errors="replace")
     assert rss < PEAK_RSS_LIMIT_MB, f"filter peaked at {rss:.0f} MB"
     # The message passes through byte for byte, with only the two verdict fields added.

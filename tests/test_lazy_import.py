@@ -34,20 +34,16 @@ print(counted_without, scored_without, "scipy._lib._array_api" in sys.modules,
 """
 
 
-def test_training_and_default_scoring_never_import_scipy():
+def test_training_and_default_scoring_never_import_scipy(sample_learned_filter):
     out = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True,
                          check=True).stdout
     counted_without, scored_without, product_with, results = out.split(" ", 3)
     assert (counted_without, scored_without, product_with) == ("True", "True", "True")
     scores, p_spam, plain = json.loads(results)
     from textnb.mail.sources import iter_index
-    from textnb.modelfile.retrain import fit
-    from textnb.spamfilter import SpamFilter
 
-    messages = list(iter_index(SAMPLE_INDEX))
-    spam_filter = SpamFilter()
-    fit(spam_filter, messages)
-    raws = [m.raw for m in messages[:5]]
+    spam_filter = sample_learned_filter
+    raws = [m.raw for m in list(iter_index(SAMPLE_INDEX))[:5]]
     assert scores == spam_filter.log_odds(raws).tolist()
     from scipy.special import expit
 

@@ -12,7 +12,6 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -24,6 +23,7 @@ from textnb.modelfile import store
 from textnb.models.ledger import message_digest
 
 from conftest import PROJECT
+from helpers import free_port
 from test_c_client import c_client  # noqa: F401
 from test_per_user import Running, folder, shared_bytes  # noqa: F401
 from test_server_learn import variant
@@ -195,7 +195,7 @@ def test_a_real_dovecot_learns_when_a_user_moves_mail(folder, c_client):  # noqa
         for label, script in sieve_scripts().items():
             path = sieve_dir / f"textnb-learn-{label}.sieve"
             path.write_text(script.replace(SOCKET_IN_DOC, str(sock)))
-        port = _free_port()
+        port = free_port()
         config = root / "dovecot.conf"
         config.write_text(dovecot_base_config(root, port) + recipe_config(pipe_dir, sieve_dir))
         for path in sieve_dir.glob("*.sieve"):  # as the recipe says: compiled by the admin
@@ -219,12 +219,6 @@ def test_a_real_dovecot_learns_when_a_user_moves_mail(folder, c_client):  # noqa
                     (0, 1),  # Junk -> INBOX: moved to ham
                     (1, 1),  # APPEND into Junk: spam
                     (1, 1)], log  # Junk -> Trash: nothing learned
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _moves(port: int, message: bytes, alice_model) -> list[dict]:

@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 
 from textnb.errors import ModelFormatError
-from textnb.mail.sources import iter_index, iter_messages
+from textnb.mail.sources import iter_messages
 from textnb.modelfile import store
-from textnb.modelfile.retrain import fit
 from textnb.models.ledger import DIGEST_SIZE, Ledger, message_digest, normalise
-from textnb.spamfilter import SpamFilter
 
 MESSAGE = (b"Return-Path: <a@example.com>\n"
            b"Received: from mx.example.com (mx.example.com [192.0.2.1])\n"
@@ -168,10 +166,8 @@ def test_ledger_arrays_round_trip_and_validate():
 
 
 @pytest.fixture(scope="module")
-def ledger_filter(sample_index):
-    spam_filter = SpamFilter()
-    fit(spam_filter, iter_index(sample_index))
-    return spam_filter
+def ledger_filter(sample_learned_filter):
+    return sample_learned_filter
 
 
 def test_model_file_holds_the_ledger_with_checksums(ledger_filter, model_path):

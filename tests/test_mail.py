@@ -435,6 +435,7 @@ def test_the_lean_path_gives_the_stdlib_parsers_message():
     assert not any(map(_same_message, _NOT_PLAIN))
 
 
+@pytest.mark.system  # every case of the hostile catalogue, some 10 to 50 MB
 def test_the_lean_path_on_the_hostile_catalogue():
     from hostile_cases import CASES
 

@@ -1,4 +1,5 @@
-"""Models that cannot lie, and state that stays bounded (issue 37: F2, F8, F9, F10).
+"""Models that cannot lie, and state that stays bounded: crafted model files, dumps and
+PMML documents, and the memory a running scorer holds.
 
 Each test is named after the attack. Every reader (model file, text dump, PMML) is held
 to the same rules (textnb.modelfile.checks), and so is a running scorer's reload.

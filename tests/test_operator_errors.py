@@ -1,4 +1,4 @@
-"""Bad operator input, command by command (issue 9).
+"""Bad operator input, command by command.
 
 Every case checks the same four things: a non-zero exit code (2 for an option value
 out of range, via typer; 1 for every other operator error: textnb.cli._util), a
@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -106,7 +107,9 @@ def check(result, code: int, needles, model: Path, before: str, allowed=()) -> N
     assert not leftovers, f"left behind: {leftovers}"
 
 
-def _run(args, model: Path, bad: Path, needles=(), **kwargs):
+def _invoke(args, model: Path, bad: Path, needles=(), **kwargs):
+    """The command run through typer's runner, {M} (the model), {S} (the sample) and {B}
+    (the bad inputs) filled in in its arguments and in the needles."""
     fill = {"M": model, "S": SAMPLE, "B": bad}
     args = [a.format(**fill) for a in args]
     needles = [n.format(**fill) for n in needles]
@@ -258,12 +261,52 @@ MATRIX = [
 ]
 
 
+# The users file is read through argon2-cffi's hasher, even to list or remove a login.
+NEEDS_ARGON2 = {"web-user-remove-unknown"}
+
+
 @pytest.mark.parametrize("case, args, code, needles", [pytest.param(*case, id=case[0])
                                                        for case in MATRIX])
 def test_bad_input(case, args, code, needles, model, bad):
+    if case in NEEDS_ARGON2:
+        pytest.importorskip("argon2", reason="the review page's libraries are absent: "
+                                             "pip install -e '.[web]'")
     before = _sha(model)
-    result, needles = _run(args, model, bad, needles)
+    result, needles = _invoke(args, model, bad, needles)
     check(result, code, needles, model, before)
+
+
+@pytest.mark.parametrize("args", [
+    ["web", "--record", "{M}", "--users", "{B}/u.json"],
+    ["web-user", "list", "--users", "{B}/u.json"],
+    ["web-user", "remove", "bob", "--users", "{B}/u.json"],
+], ids=["web", "web-user-list", "web-user-remove"])
+def test_review_commands_without_their_libraries_give_the_install_line(args, model, bad,
+                                                                        monkeypatch):
+    for module in ("argon2", "uvicorn", "starlette", "jinja2"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails: as if not installed
+    before = _sha(model)
+    result, needles = _invoke(args, model, bad,
+                              ["needs its libraries", "pip install 'textnb[web]'"])
+    check(result, 1, needles, model, before)
+
+
+@pytest.mark.parametrize("command", ["info", "classify", "explain", "evaluate", "export",
+                                     "forget", "compact"])
+def test_a_missing_model_says_pass_model_only_when_it_was_not_passed(command, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setenv("TEXTNB_MODEL", str(tmp_path / "default.tnb"))
+    rest = {"classify": [str(SAMPLE / "mbox")], "explain": [str(SAMPLE / "mbox")],
+            "evaluate": ["--index", str(SAMPLE / "index")], "export": [str(tmp_path / "x.pmml")],
+            "forget": [str(SAMPLE / "mbox")]}.get(command, [])
+    given = runner.invoke(app, [command, "--model", str(tmp_path / "given.tnb"), *rest])
+    assert given.exit_code == 1
+    assert f"no model at '{tmp_path}/given.tnb'; train one first" in _text(given)
+    assert "pass --model" not in _text(given)
+    default = runner.invoke(app, [command, *rest])
+    assert default.exit_code == 1
+    assert f"no model at '{tmp_path}/default.tnb'" in _text(default)
+    assert "or pass --model" in _text(default)
 
 
 def test_every_command_is_in_the_matrix():
@@ -384,7 +427,7 @@ def test_damaged_model(damage, command, model, bad, pristine, tmp_path):
     sentinel = tmp_path / "code-ran"
     model.write_bytes(make(pristine, sentinel))
     before = _sha(model)
-    result, needles = _run(USERS[command], model, bad, [str(model), *needles])
+    result, needles = _invoke(USERS[command], model, bad, [str(model), *needles])
     check(result, 1, needles, model, before)
     assert not sentinel.exists()
     assert not (bad / "out.pmml").exists() and not (bad / "s.sock").exists()
@@ -469,7 +512,7 @@ def read_only(model):
 @pytest.mark.parametrize("command", WRITERS)
 def test_read_only_model_folder(command, model, bad, pmml, read_only):
     before = _sha(model)
-    result, needles = _run(WRITERS[command], model, bad, [str(model.parent), read_only,
+    result, needles = _invoke(WRITERS[command], model, bad, [str(model.parent), read_only,
                                                           "choose a writable location"])
     check(result, 1, needles, model, before)
 
@@ -506,7 +549,7 @@ def test_full_disk_simulated(command, model, bad, pmml, monkeypatch):
     monkeypatch.setattr(store.os, "fdopen", lambda *a, **k: _FullDisk(fdopen(*a, **k)))
     monkeypatch.setattr(os, "pwrite", half_pwrite)
     before = _sha(model)
-    result, needles = _run(WRITERS[command], model, bad, [str(model), "no space left on device",
+    result, needles = _invoke(WRITERS[command], model, bad, [str(model), "no space left on device",
                                                           "free some space", "unchanged"])
     check(result, 1, needles, model, before)
 
@@ -536,7 +579,7 @@ def full_disk(tmp_path, pristine):
 @pytest.mark.parametrize("command", ["train", "retrain", "forget"])
 def test_full_disk_real(command, full_disk, bad):
     before = _sha(full_disk)
-    result, needles = _run(WRITERS[command], full_disk, bad, [str(full_disk),
+    result, needles = _invoke(WRITERS[command], full_disk, bad, [str(full_disk),
                                                               "no space left on device",
                                                               "free some space"])
     check(result, 1, needles, full_disk, before, allowed={"filler"})
@@ -661,6 +704,18 @@ def test_nothing_readable_is_an_error(model, mail, deny):
                     ["forget", str(mail / "ham")]):
         result = runner.invoke(app, [command[0], "-m", str(model), *command[1:]])
         check(result, 1, ["60 inputs could not be read", "no input could be read"], model, before)
+
+
+@pytest.mark.parametrize("command", [["classify"], ["retrain", "--ham"], ["forget"]],
+                         ids=["classify", "retrain", "forget"])
+def test_an_empty_folder_says_no_message_was_read_and_strict_fails(command, model, tmp_path):
+    (tmp_path / "empty").mkdir()
+    before = _sha(model)
+    args = [command[0], "-m", str(model), *command[1:], str(tmp_path / "empty")]
+    lenient = runner.invoke(app, args)
+    check(lenient, 0, ["warning: no message was read"], model, before)
+    strict = runner.invoke(app, [*args, "--strict"])
+    check(strict, 1, ["error: no message was read"], model, before)
 
 
 def test_a_mistyped_path_is_an_error_even_without_strict(model, mail):

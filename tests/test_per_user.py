@@ -40,14 +40,9 @@ class Running(_Running):
 
 
 @pytest.fixture(scope="module")
-def shared_bytes():
+def shared_bytes(sample_learned_filter):
     """The sample model trained through the ledger (textnb train), so moves can find it."""
-    from textnb.modelfile.retrain import fit
-    from textnb.spamfilter import SpamFilter
-
-    spam_filter = SpamFilter()
-    fit(spam_filter, SAMPLE)
-    return store.dumps(spam_filter)
+    return store.dumps(sample_learned_filter)
 
 
 @pytest.fixture

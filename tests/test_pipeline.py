@@ -85,9 +85,9 @@ def test_cost_ratio_moves_the_threshold(sample_filter):
     assert sample_filter.cost_model(999).log_threshold == pytest.approx(np.log(999))
 
 
-def test_min_df_pruning_keeps_counts(sample_index):
+def test_min_df_pruning_keeps_counts(sample_index, sample_filter):
     pruned = SpamFilter(FilterConfig(features=FeatureConfig(min_df=3))).fit(iter_index(sample_index))
-    full = SpamFilter().fit(iter_index(sample_index))
+    full = sample_filter
     assert len(pruned.vocabulary) == len(full.vocabulary)
     np.testing.assert_array_equal(pruned.model.feature_count_, full.model.feature_count_)
     assert pruned.model.feature_mask_.sum() < full.model.feature_mask_.sum()
@@ -130,10 +130,10 @@ def test_learning_batches_leave_no_batch_empty_around_a_huge_message():
     assert all(batches) and len(batches) > 1
 
 
-def test_explain_counts_the_tokens_the_model_never_saw():
+def test_explain_counts_the_tokens_the_model_never_saw(sample_filter):
     from textnb.mail.sources import RawMessage
 
-    spam_filter = SpamFilter().fit(iter_index(SAMPLE / "index"))
+    spam_filter = sample_filter
     raw = (b"Subject: zqxjv meeting\n\nzqxjv wlorbq wlorbq the meeting agenda\n")
     tokens = spam_filter.tokens(raw)
     expected = sum(1 for t in tokens if t not in spam_filter.vocabulary)

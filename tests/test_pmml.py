@@ -159,11 +159,12 @@ def test_cli_export_and_import(tmp_path):
 # -- real PMML engines ------------------------------------------------------------------
 
 def _engines():
+    """The two PMML engines that check textnb's exports, or a skip naming their install."""
     if shutil.which("java") is None:
-        pytest.skip("no Java runtime: apt-get install default-jre-headless")
-    jpmml = pytest.importorskip("jpmml_evaluator", reason="pip install jpmml_evaluator")
-    pypmml = pytest.importorskip("pypmml", reason="pip install pypmml")
-    return jpmml, pypmml
+        pytest.skip("no Java runtime for the PMML engines: apt-get install default-jre-headless")
+    reason = "the PMML engines are absent: pip install -e '.[pmml]'"
+    return pytest.importorskip("jpmml_evaluator", reason=reason), pytest.importorskip(
+        "pypmml", reason=reason)
 
 
 def _jpmml_scorer(jpmml, path):
@@ -233,14 +234,9 @@ def test_engines_agree_with_textnb_on_the_spamassassin_test_split(event_model, s
         assert diff < 1e-9, name
 
 
-def test_engines_reproduce_the_spec_worked_example(tmp_path):
+def test_engines_reproduce_the_spec_worked_example(tmp_path, pmml_spec_example):
     jpmml, pypmml = _engines()
-    from test_pmml_score import SEEDS
-
-    seeds = sorted(SEEDS.glob("000_*.txt")) if SEEDS.is_dir() else []
-    if not seeds:
-        pytest.skip(f"the PMML specification seed is absent ({SEEDS}/000_*.txt)")
-    text = re.search(r"<\?xml.*?</PMML>", seeds[0].read_text(), flags=re.S).group(0)
+    text = pmml_spec_example
     # The seed's transcription says https://; the PMML namespace (which JPMML checks) is http.
     text = text.replace("https://www.dmg.org", "http://www.dmg.org").replace(
         "</MiningSchema>", '</MiningSchema><Output><OutputField name="p1000" optype="continuous" '

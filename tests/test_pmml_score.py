@@ -12,19 +12,10 @@ from textnb.cli import app
 from textnb.errors import PMMLError
 from textnb.pmml.score import load_naive_bayes, read_csv_columns
 
-from conftest import PROJECT
-
-SEEDS = PROJECT.parent / "shared" / "seeds"
-
 
 @pytest.fixture(scope="module")
-def spec_example() -> bytes:
-    """The PMML 4 spec's insurance example, read from the seed (never copied here)."""
-    seeds = sorted(SEEDS.glob("000_*.txt")) if SEEDS.is_dir() else []
-    if not seeds:
-        pytest.skip(f"the PMML specification seed is absent ({SEEDS}/000_*.txt)")
-    text = seeds[0].read_text(encoding="utf-8")
-    return re.search(r"<\?xml.*?</PMML>", text, flags=re.S).group(0).encode("utf-8")
+def spec_example(pmml_spec_example) -> bytes:
+    return pmml_spec_example.encode("utf-8")
 
 
 def test_spec_worked_example(spec_example):

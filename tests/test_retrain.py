@@ -32,6 +32,7 @@ from textnb.modelfile.retrain import LedgerMismatchError, fit, forget_messages, 
 from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE, SAMPLE_INDEX
+from helpers import write_index
 
 runner = CliRunner()
 MESSAGES = list(iter_index(SAMPLE_INDEX))  # 40 spam, 60 ham, in index order
@@ -231,16 +232,10 @@ def test_unlabelled_messages_are_refused():
 def test_a_model_without_a_ledger_keeps_its_counts_and_says_what_it_cannot_forget(model_path):
     legacy = SpamFilter().fit(A)  # SpamFilter.fit keeps no ledger
     store.save(legacy, model_path)
-    result = retrain.retrain(model_path, index=[str(_index(model_path.parent, B))])
+    result = retrain.retrain(model_path, index=[str(write_index(model_path.parent, B))])
     assert result["messages"] == {"spam": 40, "ham": 60}
     assert result["ledger"] == {"messages": 30, "spam": 0 + sum(m.label == "spam" for m in B),
                                 "ham": sum(m.label == "ham" for m in B), "untracked": 70}
-
-
-def _index(folder: Path, messages) -> Path:
-    path = folder / f"index-{len(list(folder.iterdir()))}"
-    path.write_text("".join(f"{m.label} {Path(m.source).resolve()}\n" for m in messages))
-    return path
 
 
 # -- model files: retrain, forget, lock ----------------------------------------------------
@@ -248,10 +243,10 @@ def _index(folder: Path, messages) -> Path:
 
 def test_train_then_retrain_commands_equal_train_on_the_union(tmp_path):
     union = tmp_path / "union.tnb"
-    commands.train(union, FilterConfig(), index=[str(_index(tmp_path, MESSAGES))])
+    commands.train(union, FilterConfig(), index=[str(write_index(tmp_path, MESSAGES))])
     model = tmp_path / "m.tnb"
-    commands.train(model, FilterConfig(), index=[str(_index(tmp_path, A))])
-    retrain.retrain(model, index=[str(_index(tmp_path, B))])
+    commands.train(model, FilterConfig(), index=[str(write_index(tmp_path, A))])
+    retrain.retrain(model, index=[str(write_index(tmp_path, B))])
     assert_identical(store.load(model), store.load(union))
 
 
@@ -373,7 +368,7 @@ def test_the_python_api_reads_a_maildir_as_the_cli_does(tmp_path):
 
 def test_cli_retrain_forget_info(tmp_path):
     model = tmp_path / "m.tnb"
-    index_a, index_b = _index(tmp_path, A), _index(tmp_path, B)
+    index_a, index_b = write_index(tmp_path, A), write_index(tmp_path, B)
     trained = runner.invoke(app, ["train", "--model", str(model), "--index", str(index_a)])
     assert trained.exit_code == 0, trained.output
     result = runner.invoke(app, ["retrain", "--model", str(model), "--index", str(index_b),
@@ -430,10 +425,11 @@ def split_folders(tmp_path):
         folders[m.label].mkdir(exist_ok=True)
         shutil.copy(m.source, folders[m.label] / Path(m.source).name)
     model = tmp_path / "m.tnb"
-    commands.train(model, FilterConfig(), index=[str(_index(tmp_path, A))])
+    commands.train(model, FilterConfig(), index=[str(write_index(tmp_path, A))])
     return model, folders
 
 
+@pytest.mark.system  # a crash sweep: a process killed at each of many moments
 def test_kill_9_at_any_moment_leaves_the_old_model_or_the_new_one(split_folders):
     """A child process retrains B and forgets it, over and over; it is SIGKILLed at a
     random moment of a cycle. Runs: $TEXTNB_CRASH_RUNS (default 20). Every run must

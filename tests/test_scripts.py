@@ -287,6 +287,7 @@ def _tokenise_seconds(email) -> tuple[float, list[str]]:
     return best, got
 
 
+@pytest.mark.system  # a body of many megabytes
 def test_a_huge_chinese_body_costs_its_token_budget_not_its_size():
     """A million characters of Chinese lines (3 MB of UTF-8) cost what their first
     120,000 do: the budget of max_tokens is met within the first piece of text, and

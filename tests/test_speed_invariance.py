@@ -1,4 +1,4 @@
-"""The speed work changes no token, no count and no score (issue 7's hard rule).
+"""The fast paths change no token, no count and no score.
 
 Each fast path is checked against the simple path it replaced:
 

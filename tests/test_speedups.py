@@ -745,6 +745,7 @@ _HEADER_PIECES = [b"\n", b"\r\n", b"\r", b" ", b"\t", b":", b"\x0b", b"\x0c", b"
                   b"X-Spam-Flag", b"x-spa", b"X-TEXTNB-", b"x-evolution", b"Subject", b"a"]
 
 
+@pytest.mark.system  # long fuzzing: 3,000 examples
 @needs_c
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_HEADER_PIECES), max_size=30))
@@ -775,6 +776,7 @@ _HOST_PIECES = list("ab.-_19xZ :[]()@;") + ["com", "org", "1.2", "255.", "..", "
                                             "b" * 63, "c" * 64, "1234", "é"]
 
 
+@pytest.mark.system  # long fuzzing: 3,000 examples
 @needs_c
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_HOST_PIECES), max_size=25))
@@ -831,6 +833,7 @@ _FIELD_PIECES = [b"\n", b"\r\n", b"\r", b" ", b"\t", b":", b"\x0b", b"\x0c", b"\
                  b"a", b"!", b"From ", b"=?utf-8?q?x?="]
 
 
+@pytest.mark.system  # long fuzzing: 3,000 examples
 @needs_c
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.sampled_from(_FIELD_PIECES), max_size=30))

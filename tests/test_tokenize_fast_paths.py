@@ -1,4 +1,4 @@
-"""The tokenizer's shortcuts give what the slow calls they skip would give (issue 17).
+"""The tokenizer's shortcuts give what the slow calls they skip would give.
 
 Each shortcut rests on a fact about the code it skips (spaCy's lexical attributes,
 email.utils.getaddresses, a regular expression); these tests check the facts, so an

@@ -1,5 +1,5 @@
 """textnb tune: costs by hand, the tuned rule on the sample corpus and through the CLI,
-and, on the SpamAssassin split, the claim of the issue: tuned thresholds cost less
+and, on the SpamAssassin split, what tuning is for: tuned thresholds cost less
 than ln λ on the test split and calibration improves Brier and ECE there."""
 
 import json
@@ -159,7 +159,7 @@ def test_tune_write_then_classify_decides_by_calibrated_probability(trained, tmp
     result = runner.invoke(app, ["tune", "--model", str(path), "--index", str(SAMPLE / "index"),
                                  "-r", "9", "-r", "1", "--write", "--json"])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["written"] and [r["cost_ratio"] for r in report["cost_ratios"]] == [9, 1]
     tuned = store.load(path)
     assert tuned.calibration["method"] == "isotonic" and tuned.config.decision.cost_ratio == 9
@@ -186,13 +186,59 @@ def test_evaluate_table_and_json(trained):
     assert len([line for line in text.output.splitlines() if line.split()[:1] in
                 (["1"], ["9"], ["999"])]) == 3
     data = json.loads(runner.invoke(app, ["evaluate", "--model", str(trained), "--json",
-                                          "--index", str(SAMPLE / "index")]).output)
+                                          "--index", str(SAMPLE / "index")]).stdout)
     rows = {r["cost_ratio"]: r for r in data["cost_ratios"]}
     assert set(rows) == {1, 9, 999}
     # Untuned model: the rule for λ is ln λ, and TCR at λ is that rule's.
     assert rows[999]["threshold"] == pytest.approx(math.log(999))
     assert data["tcr_lam999"] == rows[999]["tcr"]
     assert 0 <= data["brier"] <= 1 and data["calibration"] is None
+
+
+def test_tune_write_says_first_that_it_retrains_on_this_mail(trained, tmp_path):
+    path = tmp_path / "tuned.tnb"
+    path.write_bytes(trained.read_bytes())
+    result = runner.invoke(app, ["tune", "--model", str(path), "--index", str(SAMPLE / "index"),
+                                 "-r", "9", "--write"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(f"textnb: tune --write replaces {path} with a model "
+                                    "trained on this mail alone")
+
+
+def test_a_review_band_without_a_top_is_named_by_tune_info_and_explain(trained, tmp_path):
+    """On the sample, at λ = 9 a look costing 0.1 is worth it up to P(spam) 1 - 0.1/9, which
+    no message reaches (40 spams: the calibration tops out at 0.986): every spam is unsure."""
+    path = tmp_path / "tuned.tnb"
+    path.write_bytes(trained.read_bytes())
+    tuned = runner.invoke(app, ["tune", "--model", str(path), "--index", str(SAMPLE / "index"),
+                                "-r", "9", "--review-cost", "0.1", "--write"])
+    assert tuned.exit_code == 0, tuned.output
+    top = cal.probability_range(store.load(path).calibration)[1]
+    assert top < 1 - 0.1 / 9
+    assert (f"warning: at λ = 9 no message is called spam, every likely spam is 'unsure': "
+            f"a look (0.1) costs less than a spam verdict up to P(spam) 0.9889, and the "
+            f"calibrated P(spam) tops out at {top:.4f}") in tuned.stdout
+    assert f"give a review cost above {9 * (1 - top):.3g}" in tuned.stdout
+    info = runner.invoke(app, ["info", "--model", str(path)])
+    assert ("with no upper end (no message is called spam): left to a person "
+            "(review cost 0.1 per message)") in info.stdout
+    assert json.loads(runner.invoke(app, ["info", "--model", str(path), "--json"]
+                                    ).stdout)["review_band"][1] is None
+    explained = runner.invoke(app, ["explain", "--model", str(path),
+                                    str(SAMPLE / "spam" / "001.eml")])
+    assert "UNSURE: log-odds" in explained.stdout
+    assert "is in the review band around the threshold" in explained.stdout
+
+
+def test_info_shows_a_bounded_review_band(trained, tmp_path):
+    path = tmp_path / "tuned.tnb"
+    path.write_bytes(trained.read_bytes())
+    runner.invoke(app, ["tune", "--model", str(path), "--index", str(SAMPLE / "index"),
+                        "-r", "1", "--review-cost", "0.2", "--write"])
+    low, high = store.load(path).cost_model().unsure_between
+    info = runner.invoke(app, ["info", "--model", str(path)])
+    assert (f"unsure:      log-odds above {low:.3f} and at or below {high:.3f}: left to a "
+            "person (review cost 0.2 per message)") in info.stdout
 
 
 @pytest.mark.parametrize("args,message,code", [

@@ -65,10 +65,17 @@ def test_first_lookup_finds_the_columns_the_index_gives(sample_filter, sample_in
     for binary in (False, True):
         lazy = Vocabulary(tokens)
         X = lazy.transform(docs, binary=binary)
-        assert lazy._indexed == 0  # the first lookup went without indexing the columns
         assert _same_csr(X, indexed.transform(docs, binary=binary))
         assert _same_csr(lazy.transform(docs, binary=binary), X)  # the second indexes them
-        assert lazy._indexed == len(tokens)
+
+
+def test_the_first_lookup_builds_no_index_and_the_second_does():
+    """Seen through a repeated token, which only the index (or a lookup that meets it)
+    finds: one message is scored without building the index, a batch builds it."""
+    lazy = Vocabulary(["a", "b", "a"])
+    assert lazy.transform([["b"]]).toarray().tolist() == [[0, 1, 0]]
+    with pytest.raises(ValueError, match="duplicate"):
+        lazy.transform([["b"]])
 
 
 def test_repeated_token_is_reported_by_the_index_and_by_a_lookup_that_meets_it():

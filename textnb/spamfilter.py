@@ -40,11 +40,10 @@ sp = lazy_module("scipy.sparse")
 BATCH_SIZE = 512
 # Messages parsed together before they are tokenised together (``tokens_many``): the
 # parser's work and the tokenizer's caches then each stay in the processor's caches for
-# a while, where one message at a time made them evict each other: 64 at a time took a
-# sixth less CPU than one, and 512 no less than 64
-# (docs/design/parsing-speed.md#parsed-then-tokenised-a-few-at-a-time). 64, not 512:
-# each parsed message's text is kept until its group is tokenised, so fewer of them at
-# once bounds that memory.
+# a while instead of evicting each other at every message; a group of 64 gains as much
+# as one of 512 (docs/design/parsing-speed.md#parsed-then-tokenised-a-few-at-a-time),
+# and each parsed message's text is kept until its group is tokenised, so the smaller
+# group bounds that memory.
 PARSE_AHEAD = 64
 # The last two batches' worth of an input is learned in this many smaller batches of
 # about equal bytes, so that worker processes finish together: a batch's cost follows

@@ -10,17 +10,51 @@ something was done; ``--strict`` makes the first one an operator error.
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperOption
 
 from .. import __version__
 from ..errors import TextnbError, write_fix
 
-app = typer.Typer(
+
+def _unwrapped(doc: str) -> str:
+    """A docstring's paragraphs each on one line: typer's rich help keeps the line breaks
+    of every paragraph but the first, which then cut sentences mid-phrase at any width."""
+    return "\n\n".join(" ".join(p.split()) for p in re.split(r"\n\s*\n", doc.strip()))
+
+
+class _App(typer.Typer):
+    """typer's app, with each command's help taken from its docstring, unwrapped."""
+
+    def command(self, name: Optional[str] = None, **kwargs):
+        register = super().command
+
+        def decorator(f):
+            if kwargs.get("help") is None and f.__doc__:
+                kwargs["help"] = _unwrapped(inspect.getdoc(f))
+            return register(name, **kwargs)(f)
+        return decorator
+
+
+def _flag_type(display_type_rich):
+    """typer's rich help shows a type beside every option, flags too ('--json <bool>'),
+    which reads as if the flag took a value; click's plain help shows none for a flag."""
+    def shown(self, ctx):
+        return None if self.is_flag and not self.count else display_type_rich(self, ctx)
+    return shown
+
+
+if hasattr(TyperOption, "display_type_rich"):  # the typers that show it (0.2x)
+    TyperOption.display_type_rich = _flag_type(TyperOption.display_type_rich)
+
+app = _App(
     name="textnb",
     help="A cost-aware naive Bayes spam filter: train on your spam and ham, classify new mail.",
     no_args_is_help=True,
@@ -36,7 +70,8 @@ IndexOpt = typer.Option(None, "--index", help="Index file of 'spam PATH' / 'ham 
 TsvOpt = typer.Option(None, "--tsv", help="File of 'label<TAB>text' lines, as the SMS Spam Collection (repeatable).")
 CostOpt = typer.Option(None, "--cost-ratio", "-r", help="Cost of losing a ham / cost of letting a spam through (λ): spam when log-odds > ln λ.")
 JsonOpt = typer.Option(False, "--json", help="JSON output, for scripts.")
-StrictOpt = typer.Option(False, "--strict", help="Stop at the first input that cannot be read (exit 1, the model untouched). Default: skip such inputs and list them on stderr at the end (with --engine dask, a file a worker cannot read still stops the run).")
+StrictOpt = typer.Option(False, "--strict", help="Stop at the first input that cannot be read (exit 1, the model untouched), and fail when no message was read. Default: skip such inputs and list them on stderr at the end.")
+EngineStrictOpt = typer.Option(False, "--strict", help="Stop at the first input that cannot be read (exit 1, the model untouched), and fail when no message was read. Default: skip such inputs and list them on stderr at the end (with --engine dask, a file a worker cannot read still stops the run).")
 JobsOpt = typer.Option(None, "--jobs", "-j", min=1, help="With --engine local: worker processes that parse, tokenise and count or score mail (default: every core); results do not depend on N.")
 EngineOpt = typer.Option("local", "--engine", help="Where the work runs: local (processes on this machine) or dask (a Dask cluster; pip install 'textnb\\[dask]').")
 SchedulerOpt = typer.Option(None, "--scheduler", help="With --engine dask: the scheduler's address (tcp://HOST:8786) or scheduler file. Default: $DASK_SCHEDULER_ADDRESS, else a cluster of this machine's cores.")
@@ -80,10 +115,20 @@ def skipping_unreadable(strict: bool):
                 typer.echo(f"textnb: warning: {skipped.summary()}", err=True)
 
 
-def nothing_done(skipped, done: int) -> None:
-    """Exit 1 when every input was skipped: a run that did nothing must not look fine."""
-    if skipped and not done:
+def nothing_done(skipped, done: int, strict: bool = False) -> None:
+    """Say so when no message was read: a run that did nothing must not look fine.
+
+    Exit 1 when every input was skipped, or when the sources held no message (an empty
+    folder, an empty index) under ``strict``; without it the latter is a warning.
+    """
+    if done:
+        return
+    if skipped:
         typer.echo("textnb: error: no input could be read", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"textnb: {'error' if strict else 'warning'}: no message was read: the "
+               "sources given hold no mail (an empty folder or index?)", err=True)
+    if strict:
         raise typer.Exit(1)
 
 
@@ -93,6 +138,19 @@ def model_path(model: Optional[Path]) -> Path:
     from ..modelfile.store import default_model_path
 
     return default_model_path()
+
+
+def model_to_read(model: Optional[Path]) -> Path:
+    """``model_path`` for a command that needs the model to exist: a missing one named,
+    with how to make it, and how to pick another only when --model was not given."""
+    path = model_path(model)
+    if not path.exists():
+        other = ("" if model is not None else
+                 ", or pass --model (the default is $TEXTNB_MODEL, else "
+                 "~/.local/share/textnb/model.tnb)")
+        raise TextnbError(f"no model at '{path}'; train one first with 'textnb train --model "
+                          f"{path} --spam SRC --ham SRC'{other}")
+    return path
 
 
 def check_cost_ratio(cost_ratio: Optional[float]) -> None:

@@ -12,16 +12,16 @@ import typer
 from ._util import (
     CostOpt,
     EngineOpt,
+    EngineStrictOpt,
     IndexOpt,
     JobsOpt,
     JsonOpt,
     ModelOpt,
     SchedulerOpt,
-    StrictOpt,
     TsvOpt,
     app,
     check_cost_ratio,
-    model_path,
+    model_to_read,
     nothing_done,
     operator_errors,
     pick_engine,
@@ -43,7 +43,7 @@ def classify_cli(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="With --engine dask: a new folder where each worker writes its partition's verdicts (part-00000.jsonl ...), instead of sending them back."),
     output_format: str = typer.Option("jsonl", "--output-format", help="With --output: jsonl (as --json prints) or parquet (needs pyarrow)."),
     jobs: Optional[int] = JobsOpt,
-    strict: bool = StrictOpt,
+    strict: bool = EngineStrictOpt,
 ):
     # fmt: on
     """Classify messages: one line each with the label, log-odds, P(spam) and the source.
@@ -61,7 +61,7 @@ def classify_cli(
             if chosen.name != "dask":
                 raise typer.BadParameter("--output goes with --engine dask (the workers write "
                                          "the files)", param_hint="--output")
-            result = commands.classify_to_folder(model_path(model), output, sources or [],
+            result = commands.classify_to_folder(model_to_read(model), output, sources or [],
                                                  index or [], tsv or [], cost_ratio,
                                                  output_format, engine=chosen)
             typer.echo(json.dumps(result) if as_json else
@@ -69,7 +69,7 @@ def classify_cli(
                        f"{len(result['files'])} files in {output} ({result['seconds']:.1f} s)")
             return
         unhealthy: list[str] = []
-        batches = commands.classify_batches(model_path(model), sources or [], index or [],
+        batches = commands.classify_batches(model_to_read(model), sources or [], index or [],
                                             tsv or [], cost_ratio, engine=chosen,
                                             on_model=lambda f: unhealthy.extend(
                                                 training_health(f.n_learned).problems))
@@ -91,7 +91,7 @@ def classify_cli(
                 typer.echo("\n".join(lines))
     for line in unhealthy:  # after the verdicts, where a user reading them sees it
         typer.echo(f"textnb: warning: {line}", err=True)
-    nothing_done(skipped, sum(counts.values()))
+    nothing_done(skipped, sum(counts.values()), strict)
     if not as_json and sys.stderr.isatty():
         typer.echo(", ".join(f"{v} {k}" for k, v in counts.items()), err=True)
 

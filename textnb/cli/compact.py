@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
+from ._util import JsonOpt, ModelOpt, app, model_to_read, operator_errors
 from .retrain import WaitOpt
 
 
@@ -32,7 +32,7 @@ def compact_cli(
     from ..commands import compact
 
     with operator_errors():
-        result = compact(model_path(model), prune, max_df, keep_last, lock_timeout=wait)
+        result = compact(model_to_read(model), prune, max_df, keep_last, lock_timeout=wait)
     if as_json:
         typer.echo(json.dumps(result))
         return

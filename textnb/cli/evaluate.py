@@ -11,6 +11,7 @@ import typer
 from ._util import (
     CostOpt,
     EngineOpt,
+    EngineStrictOpt,
     HamOpt,
     IndexOpt,
     JobsOpt,
@@ -18,11 +19,10 @@ from ._util import (
     ModelOpt,
     SchedulerOpt,
     SpamOpt,
-    StrictOpt,
     TsvOpt,
     app,
     check_cost_ratio,
-    model_path,
+    model_to_read,
     operator_errors,
     pick_engine,
     skipping_unreadable,
@@ -42,7 +42,7 @@ def evaluate_cli(
     engine: str = EngineOpt,
     scheduler: Optional[str] = SchedulerOpt,
     jobs: Optional[int] = JobsOpt,
-    strict: bool = StrictOpt,
+    strict: bool = EngineStrictOpt,
 ):
     # fmt: on
     """Measure a model on held-out labelled mail: (1-AUC)%, hm%, sm%, sm% at hm=0.1%, TCR.
@@ -54,8 +54,13 @@ def evaluate_cli(
 
     with operator_errors(), skipping_unreadable(strict):
         check_cost_ratio(cost_ratio)
-        result = commands.evaluate(model_path(model), index or [], spam or [], ham or [],
+        result = commands.evaluate(model_to_read(model), index or [], spam or [], ham or [],
                                    tsv or [], cost_ratio, engine=pick_engine(engine, scheduler, jobs))
+    learned = result.get("learned", 0)
+    if learned:
+        typer.echo(f"textnb: warning: {learned:,} of {result['n_messages']:,} messages were "
+                   "trained on (the model's ledger holds them): these figures are optimistic; "
+                   "evaluate on mail the model has not learned", err=True)
     if as_json:
         typer.echo(json.dumps(result, default=float))
         return

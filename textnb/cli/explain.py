@@ -8,7 +8,15 @@ from typing import Optional
 
 import typer
 
-from ._util import CostOpt, JsonOpt, ModelOpt, app, check_cost_ratio, model_path, operator_errors
+from ._util import (
+    CostOpt,
+    JsonOpt,
+    ModelOpt,
+    app,
+    check_cost_ratio,
+    model_to_read,
+    operator_errors,
+)
 
 # Ask the model for every token the score is made of (max_discriminators of them, or all
 # when that is 0), so the shares below add up; only --top of them are shown.
@@ -40,7 +48,9 @@ def breakdown(e, k: int) -> dict:
 def _verdict_line(e) -> str:
     d = e.decision
     if d.label == "unsure":
-        why = f"log-odds {d.log_odds:+.2f} is too close to the threshold {d.threshold:+.2f}"
+        why = (f"log-odds {d.log_odds:+.2f} is in the review band around the threshold "
+               f"{d.threshold:+.2f}, where the model leaves the verdict to a person "
+               "(textnb info shows the band)")
     else:
         side = "above" if d.log_odds > d.threshold else "at or below"
         why = f"log-odds {d.log_odds:+.2f} is {side} the threshold {d.threshold:+.2f}"
@@ -62,7 +72,7 @@ def explain_cli(
 
     with operator_errors():
         check_cost_ratio(cost_ratio)
-        for e in commands.explain(model_path(model), source, _ALL, cost_ratio):
+        for e in commands.explain(model_to_read(model), source, _ALL, cost_ratio):
             d, parts = e.decision, breakdown(e, top)
             if as_json:
                 typer.echo(json.dumps({

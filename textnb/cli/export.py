@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
+from ._util import JsonOpt, ModelOpt, app, model_to_read, operator_errors
 
 # textnb.commands.EXPORT_FORMATS (not imported here: `textnb --help` loads no NumPy).
 FORMATS = ("pmml", "text")
@@ -50,7 +50,7 @@ def export_cli(
     from ..commands import export
 
     with operator_errors():
-        summary = export(model_path(model), out, fmt, max_features)
+        summary = export(model_to_read(model), out, fmt, max_features)
     if as_json:
         typer.echo(json.dumps(summary), err=str(out) == "-")
         return

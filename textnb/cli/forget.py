@@ -16,7 +16,7 @@ from ._util import (
     StrictOpt,
     TsvOpt,
     app,
-    model_path,
+    model_to_read,
     nothing_done,
     operator_errors,
     skipping_unreadable,
@@ -46,11 +46,11 @@ def forget_cli(
     with operator_errors(), skipping_unreadable(strict) as skipped:
         progress = Progress("read")
         try:
-            result = forget(model_path(model), sources or [], index or [], tsv or [],
+            result = forget(model_to_read(model), sources or [], index or [], tsv or [],
                             progress=progress, lock_timeout=wait)
         finally:
             progress.close()
-    nothing_done(skipped, result["read"])
+    nothing_done(skipped, result["read"], strict)
     if as_json:
         typer.echo(json.dumps(result))
         return

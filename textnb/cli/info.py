@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from ._util import JsonOpt, ModelOpt, app, model_path, operator_errors
+from ._util import JsonOpt, ModelOpt, app, model_to_read, operator_errors
 
 
 @app.command("info")
@@ -19,7 +19,7 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
     from ..models.health import training_health
 
     with operator_errors():
-        summary = commands.info(model_path(model))
+        summary = commands.info(model_to_read(model))
     health = training_health(summary["messages"])
     summary["health"] = health.to_dict()
     if as_json:
@@ -46,6 +46,15 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
                                                  m.get("header_places", 0)))
     typer.echo(f"decision:    cost ratio {cfg['decision']['cost_ratio']}, threshold "
                + (f"{threshold:.3f} (tuned)" if threshold is not None else "ln(cost ratio)"))
+    d, band = cfg["decision"], summary["review_band"]
+    if band is not None:
+        low, high = band
+        ends = [f"above {low:.3f}" if low is not None else "from the lowest (no message is called ham)",
+                f"at or below {high:.3f}" if high is not None else
+                "with no upper end (no message is called spam)"]
+        rule = (f"review cost {d['review_cost']:g} per message" if d.get("review_cost")
+                else f"band {d['unsure_band']:g} either side of the threshold")
+        typer.echo(f"unsure:      log-odds {' and '.join(ends)}: left to a person ({rule})")
     limits = summary["health"]
     typer.echo("training:    " + (f"ok (at least {limits['min_per_class']} messages of each "
                                   f"class, at most {limits['max_imbalance']:g} to 1)"

@@ -10,6 +10,7 @@ import typer
 
 from ._util import (
     EngineOpt,
+    EngineStrictOpt,
     HamOpt,
     IndexOpt,
     JobsOpt,
@@ -18,7 +19,6 @@ from ._util import (
     Progress,
     SchedulerOpt,
     SpamOpt,
-    StrictOpt,
     TsvOpt,
     app,
     model_path,
@@ -49,7 +49,7 @@ def retrain_cli(
     engine: str = EngineOpt,
     scheduler: Optional[str] = SchedulerOpt,
     jobs: Optional[int] = JobsOpt,
-    strict: bool = StrictOpt,
+    strict: bool = EngineStrictOpt,
 ):
     # fmt: on
     """Add labelled mail to a model: new messages are learned, known ones skipped, relabelled ones moved.
@@ -72,7 +72,7 @@ def retrain_cli(
                                       spam_folders=spam_folder or [], ham_folders=ham_folder or [])
         finally:
             progress.close()
-    nothing_done(skipped, result["read"])
+    nothing_done(skipped, result["read"], strict)
     if as_json:
         typer.echo(json.dumps(result))
         return

@@ -10,6 +10,7 @@ import typer
 
 from ._util import (
     EngineOpt,
+    EngineStrictOpt,
     HamOpt,
     IndexOpt,
     JobsOpt,
@@ -18,7 +19,6 @@ from ._util import (
     Progress,
     SchedulerOpt,
     SpamOpt,
-    StrictOpt,
     TsvOpt,
     app,
     model_path,
@@ -45,7 +45,7 @@ def train_cli(
     engine: str = EngineOpt,
     scheduler: Optional[str] = SchedulerOpt,
     jobs: Optional[int] = JobsOpt,
-    strict: bool = StrictOpt,
+    strict: bool = EngineStrictOpt,
 ):
     # fmt: on
     """Train a new model from labelled mail and save it (replacing any model at that path).

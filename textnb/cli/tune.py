@@ -56,6 +56,9 @@ def tune_cli(
     with operator_errors(), skipping_unreadable(strict):
         for r in cost_ratio or []:
             check_cost_ratio(r)
+        if write:  # said before the work: the model's present counts are not kept
+            typer.echo(f"textnb: tune --write replaces {model_path(model)} with a model trained "
+                       "on this mail alone, with the tuned settings and calibration", err=True)
         progress = Progress("read")
         try:
             result = commands.tune(model_path(model), cost_ratio or [], index or [], spam or [],
@@ -100,7 +103,7 @@ def _report_lines(result, write: bool, plot: Optional[Path], path: Path) -> list
         "tuned on the other folds only, the estimate for new mail; 'ln λ' is the untuned rule:",
         *cost_rows(result.rows, extra=(("held-out", "held_out_cost"), ("ln λ", "untuned_cost"))),
         "",
-        *_review_lines(result.rows),
+        *_review_lines(result.rows, result.calibration, result.config.decision.review_cost),
         f"P(spam), out of fold: Brier {q0['brier']:.5f} -> {q1['brier']:.5f}, "
         f"ECE {q0['ece']:.5f} -> {q1['ece']:.5f} ({result.calibration['method']} calibration)",
     ]
@@ -111,11 +114,15 @@ def _report_lines(result, write: bool, plot: Optional[Path], path: Path) -> list
     return lines
 
 
-def _review_lines(rows: list[dict]) -> list[str]:
-    """The three-way rule's figures per λ, when the tuning had a review cost."""
+def _review_lines(rows: list[dict], calibration: dict, cost: float) -> list[str]:
+    """The three-way rule's figures per λ, when the tuning had a review cost, and a warning
+    for a band with no end: a side that no message is ever decided on."""
+    from ..decision.calibration import probability_range
+
     reviewed = [r for r in rows if "review" in r]
     if not reviewed:
         return []
+    lowest, highest = probability_range(calibration)
     lines = ["with a person's look at the unsure (review cost per message as given): "
              "spam above 'high', ham at or below 'low';",
              "cost = λ·FP + FN + review cost × unsure, in sample and held out:",
@@ -126,6 +133,21 @@ def _review_lines(rows: list[dict]) -> list[str]:
         lines.append(f"{r['cost_ratio']:>6g} {v['low']:>8.2f} {v['high']:>8.2f} {v['fp']:>5} "
                      f"{v['fn']:>5} {v['unsure']:>7} {v['unsure_spam']:>12} {v['cost']:>9.4g} "
                      f"{v['held_out_cost']:>9.4g}")
+    for r in reviewed:
+        lam, v = r["cost_ratio"], r["review"]
+        if math.isinf(v["high"]):
+            lines.append(
+                f"warning: at λ = {lam:g} no message is called spam, every likely spam is "
+                f"'unsure': a look ({cost:g}) costs less than a spam verdict up to P(spam) "
+                f"{1 - cost / lam:.4f}, and the calibrated P(spam) tops out at {highest:.4f} "
+                f"on this mail; tune on more spam, or give a review cost above "
+                f"{lam * (1 - highest):.3g}")
+        if math.isinf(v["low"]):
+            lines.append(
+                f"warning: at λ = {lam:g} no message is called ham, every likely ham is "
+                f"'unsure': the calibrated P(spam) never falls to the review cost {cost:g} "
+                f"(its lowest is {lowest:.4f}); tune on more ham, or give a review cost of "
+                f"at least {lowest:.3g}")
     return lines + [""]
 
 

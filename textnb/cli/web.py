@@ -8,9 +8,23 @@ from typing import Optional
 
 import typer
 
+from ..errors import TextnbError
 from ._util import app, operator_errors
 
-WEB_EXTRA = "the review page needs its libraries: pip install 'textnb[web]'"
+WEB_EXTRA = "pip install 'textnb[web]'"
+
+
+def _need_the_libraries(*modules: str) -> None:
+    """An operator error naming the install line when one of the page's libraries is absent:
+    the options are checked first, as on a machine that has them."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise TextnbError(f"the review page needs its libraries, and {module} is "
+                              f"missing ({exc}); install them with {WEB_EXTRA}") from None
 
 
 def _default_users() -> Path:
@@ -37,13 +51,6 @@ def web_cli(
     from ..delivery.client import default_socket, parse_address
 
     try:
-        import uvicorn  # noqa: F401  (named here, before anything runs, when it is missing)
-
-        from ..commands import web
-        from ..review.web import make_app  # noqa: F401
-    except ImportError as exc:
-        raise typer.BadParameter(f"{WEB_EXTRA} ({exc})", param_hint="textnb web") from None
-    try:
         loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:
         loopback = host == "localhost"
@@ -60,6 +67,9 @@ def web_cli(
         if not isinstance(imap_address, tuple):
             raise typer.BadParameter(f"{imap!r} is not [HOST:]PORT", param_hint="--imap")
     with operator_errors():
+        _need_the_libraries("uvicorn", "starlette", "jinja2", "argon2")
+        from ..commands import web
+
         web(record, users or _default_users(), address, host, port,
             secure_cookies=secure_cookies, imap=imap_address,
             say=lambda line: typer.echo(line, err=True))
@@ -78,15 +88,14 @@ def web_user_cli(
     """Add, remove or list the review page's logins (argon2 hashes in a 0600 file)."""
     import sys
 
-    try:
-        from ..review.accounts import Accounts
-    except ImportError as exc:
-        raise typer.BadParameter(f"{WEB_EXTRA} ({exc})", param_hint="textnb web-user") from None
     if action not in ("add", "remove", "list"):
         raise typer.BadParameter(f"{action!r}: use add, remove or list", param_hint="ACTION")
     if action != "list" and not name:
         raise typer.BadParameter(f"'{action}' needs a NAME", param_hint="NAME")
     with operator_errors():
+        _need_the_libraries("argon2")  # the users file's hashes, even to list or remove
+        from ..review.accounts import Accounts
+
         accounts = Accounts(users or _default_users())
         if action == "list":
             for login, is_admin in accounts.list():

@@ -124,7 +124,8 @@ def retrain(model_path: Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
                          lock_timeout=lock_timeout, engine=engine_for(engine, jobs))
 
 
-def scores(model_path: Path, files, engine) -> tuple[SpamFilter, Iterator]:
+def scores(model_path: Path, files, engine, count_learned: bool = False
+           ) -> tuple[SpamFilter, Iterator]:
     """The model, and the engine's ``ScoredBatch``es of the planned files (lazily)."""
     # Loaded now, to name a missing or damaged file before any work. The local engine's
     # processes tokenise, so spaCy is imported meanwhile (``store.load_while``), and they
@@ -135,7 +136,7 @@ def scores(model_path: Path, files, engine) -> tuple[SpamFilter, Iterator]:
         spam_filter = store.load_while(model_path, import_spacy_modules, index=True)
     else:
         spam_filter = store.load(model_path)
-    return spam_filter, engine.score(spam_filter, files)
+    return spam_filter, engine.score(spam_filter, files, count_learned)
 
 
 def classify(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),
@@ -191,6 +192,10 @@ def info(model_path: Path) -> dict[str, Any]:
     summary.update(model=str(model_path), size_bytes=Path(model_path).stat().st_size,
                    format_version=store.FORMAT_VERSION,
                    ledger=spam_filter.ledger.summary(spam_filter.n_learned))
+    band = spam_filter.cost_model().unsure_between
+    # the log-odds (low, high) labelled 'unsure'; an end no score passes is None (JSON)
+    summary["review_band"] = (None if band is None else
+                              [b if np.isfinite(b) else None for b in band])
     return summary
 
 
@@ -208,15 +213,19 @@ def evaluate(model_path: Path, index: Sequence[str] = (), spam: Sequence[str] = 
     _check_sources(spam, ham, index, tsv)
     engine = engine_for(engine, jobs)
     files = engine.plan_labelled(spam, ham, index, tsv)
-    spam_filter, batches = scores(model_path, files, engine)
+    spam_filter, batches = scores(model_path, files, engine, count_learned=True)
     is_spam: list[bool] = []
     log_odds = []
+    learned = 0
     for batch in batches:
         is_spam += [label == "spam" for label in batch.labels]
         log_odds.append(batch.log_odds)
+        learned += batch.learned
     y = np.array(is_spam, dtype=bool)
-    return evaluation_summary(spam_filter, y, np.concatenate(log_odds) if log_odds
-                              else np.zeros(0), cost_ratio)
+    summary = evaluation_summary(spam_filter, y, np.concatenate(log_odds) if log_odds
+                                 else np.zeros(0), cost_ratio)
+    summary["learned"] = learned  # messages the model was trained on: optimistic figures
+    return summary
 
 
 def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarray,

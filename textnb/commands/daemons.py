@@ -222,14 +222,16 @@ def web(record: Path, users: Path, scorer_address, host: str = "127.0.0.1", port
     record (Path): the verdict log ``serve --record`` writes; users (Path): the logins
     file; scorer_address: the scorer the page teaches through (a socket path or (host,
     port)); imap ((host, port) | None): an IMAP server whose LOGIN also admits users.
-    ImportError when the page's libraries (``textnb[web]``) are missing.
+    The record is checked before the page's libraries are imported, so a bad set-up is
+    named as such on a machine without them; then ImportError when they are missing
+    (``textnb[web]``).
     """
+    if not record.exists():
+        raise TextnbError(f"{record} does not exist; start 'textnb serve --record {record}' first")
     import uvicorn
 
     from ..review.web import make_app
 
-    if not record.exists():
-        raise TextnbError(f"{record} does not exist; start 'textnb serve --record {record}' first")
     application = make_app(record, users, scorer_address, secure_cookies=secure_cookies,
                            imap=imap)
     say(f"textnb web: http://{host}:{port}/ (verdicts {record}, teaching through "

@@ -85,6 +85,7 @@ __all__ = [
     "fit",
     "log_odds_threshold",
     "predict_proba",
+    "probability_range",
     "reliability",
 ]
 
@@ -94,47 +95,16 @@ FORMAT = 1
 # choice in the spam literature's reliability plots. Both are shown by bench/tune_costs.py.
 N_BINS = 10
 # The isotonic map pools in half a ham above the highest score and half a spam below
-# the lowest (the Krichevsky-Trofimov half count). Without it the top block, where
-# no out-of-fold ham scored, gets p = 1 exactly: "never seen a ham here" read as
-# "never will". With it, p = S / (S + 1/2) for S spams there: the distribution-free
-# guess that a new ham lands above all n seen ones about 1/(n + 1) of the time. It
-# changes a decision only when that block holds fewer than λ/2 spams (then the data
-# cannot show that its ham rate is under 1 in λ).
+# the lowest (the Krichevsky-Trofimov half count), so that the top block, where no
+# out-of-fold ham scored, reads "S / (S + 1/2)" and not "never a ham here": p = 1 would
+# say the data shows a ham rate under 1 in λ for every λ.
 END_WEIGHT = 0.5
-# Above the highest hams the isotonic map reads its ham rate off one or two messages,
-# and at λ = 999 the threshold rests on them: summed over the corpora README's five
-# hash folds (bench/tune_folds.py, every message tested once) the tuned rule cost
-# 2,237 on SpamAssassin and 3,156 on Enron 1-3 against bogofilter's fixed cutoff at
-# 1,326 and 2,733, each loss one test ham above every training ham. So the top
-# ``HAM_TAIL`` share of the out-of-fold ham scores (if that is ``HAM_TAIL_MIN`` hams
-# or more: from 1,000 hams up; below, the map reads them as seen) is replaced by a fitted
-# tail: the excesses over the next ham score are exponential (the peaks-over-threshold
-# model with shape 0), and the map pools, at each score above that point, the tail's
-# expected number of hams there instead of the hams seen. The share, 1%, was fixed
-# before the run; one in a hundred hams gives 33 excesses on SpamAssassin's training
-# folds, 96 on Enron's.
-#
-# The expected counts are the tail's posterior predictive, not the exponential with its
-# fitted scale plugged in: with k excesses summing to S, the rate's posterior (prior
-# 1/rate) is Gamma(k, S) and the hams expected above u + x are k·(1 + x/S)^-k, a Lomax
-# tail (the exponential's conjugate posterior predictive: the table in
-# https://en.wikipedia.org/wiki/Conjugate_prior). Plugged in, 33 excesses' scale is
-# itself uncertain by ~17% (1/sqrt(33)), and a 1-in-999 threshold rests on it. bench/tune_folds.py (five
-# hash folds summed, every message tested once) and the chronological split (the past
-# tuned, the latest fifth scored), cost at λ = 999 of the thresholds each tail gives:
-#                      hash folds                  chronological
-#                      SpamAssassin  Enron 1-3     SpamAssassin  Enron 1-3
-#   read as seen       2,253         3,156          86           273
-#   plug-in 1%         1,408         1,782         186           364
-#   predictive 1%        454         1,826         187           364
-#   plug-in / pred. 2%   463 / 485   2,038 / 2,094 201 / 213     411 / 432
-#   bogofilter         1,326         2,733         196           416
-# (λ = 1 and 9 move by at most 2 in any cell.) The plug-in's SpamAssassin loss was one
-# test ham, a Japanese business mail at 21.9 in a fold whose top training ham scored
-# 15.3: its threshold 20.67, the predictive's just above it. That ham is what prompted
-# the change, so the hash folds were not blind to it; the chronological cells, which
-# were, are unchanged (+1 missed spam), and Enron's hash folds let 44 more spams
-# through. Read as seen, the λ = 999 threshold rests on one or two messages.
+# Above the highest hams the map would read its ham rate off one or two messages, and at
+# λ = 999 the threshold would rest on them. So the top ``HAM_TAIL`` share of the
+# out-of-fold ham scores (when that is ``HAM_TAIL_MIN`` hams or more) is replaced by a
+# fitted exponential tail, pooled as its posterior predictive (a Lomax tail), which
+# counts the uncertainty of the fitted scale. The evidence, and the alternatives
+# measured: docs/design/calibration.md.
 HAM_TAIL = 0.01
 HAM_TAIL_MIN = 10
 
@@ -191,6 +161,15 @@ def predict_proba(calibration: dict, log_odds) -> np.ndarray:
     if method == "isotonic":
         return np.interp(s, calibration["x"], calibration["p"])
     return expit(calibration["a"] * s + calibration["b"])
+
+
+def probability_range(calibration: dict) -> tuple[float, float]:
+    """The lowest and highest P(spam) the map gives any log-odds: (0, 1) for Platt's
+    sigmoid; an isotonic map's end knots, short of 0 and 1 by its end weights."""
+    if _method(calibration) == "platt":
+        return 0.0, 1.0
+    p = calibration["p"]
+    return float(p[0]), float(p[-1])
 
 
 def log_odds_threshold(calibration: dict, cost_ratio: float) -> float:

@@ -8,7 +8,8 @@ Every engine offers the same calls, so a third one is one module:
 - ``learn(spam_filter, files, regime, margin, progress) -> lifecycle.LearnReport``: count
   the files' messages into the filter's sufficient statistics and ledger (workers
   parse, tokenise and count; only counts come back, see ``counting``);
-- ``score(spam_filter, files) -> Iterator[ScoredBatch]``: log-odds in message order;
+- ``score(spam_filter, files, count_learned) -> Iterator[ScoredBatch]``: log-odds in
+  message order (and, when asked, how many of the messages the model's ledger holds);
 - ``check(regime)`` (refuse what it cannot do, before any work) and ``run_info()``.
 
 Engines: ``local`` (``LocalEngine(jobs)``: processes on this machine, every core by

@@ -441,19 +441,23 @@ def _load_model(model_path: Path) -> tuple[SpamFilter, bytes]:
     return spam_filter, Path(model_path).read_bytes()
 
 
-def score_partition(files, key: str, data: bytes
-                    ) -> tuple[list[str], list[str | None], np.ndarray]:
-    """Each message's source, label and log-odds (run on a worker)."""
-    sources, labels = [], []
+def score_partition(files, key: str, data: bytes, count_learned: bool = False
+                    ) -> tuple[list[str], list[str | None], np.ndarray, int]:
+    """Each message's source, label and log-odds, and with ``count_learned`` how many of
+    them the model's ledger holds (run on a worker)."""
+    sources, labels, learned = [], [], []
+    spam_filter = _scoring_filter(key, data)
 
     def raws():
         for message in read_files(files):
             sources.append(message.source)
             labels.append(message.label)
+            if count_learned:
+                learned.append(spam_filter.ledger.holding([message.raw]))
             yield message.raw
 
-    scores = _scoring_filter(key, data).log_odds(raws())
-    return sources, labels, scores
+    scores = spam_filter.log_odds(raws())
+    return sources, labels, scores, sum(learned)
 
 
 def _scatter_model(client, data: bytes):
@@ -461,11 +465,14 @@ def _scatter_model(client, data: bytes):
 
 
 def score_files(client, spam_filter: SpamFilter, files: Sequence[SourceFile],
-                n_partitions: int | None = None) -> Iterator[tuple]:
-    """(sources, labels, log-odds) per partition, in order, as the workers finish them."""
+                n_partitions: int | None = None, count_learned: bool = False
+                ) -> Iterator[tuple]:
+    """(sources, labels, log-odds, learned) per partition, in order, as the workers finish
+    them."""
     key, model = _scatter_model(client, store.dumps(spam_filter))
     parts = partition(files, n_partitions or _default_partitions(client, len(files)))
-    futures = [client.submit(score_partition, part, key, model, pure=False) for part in parts]
+    futures = [client.submit(score_partition, part, key, model, count_learned, pure=False)
+               for part in parts]
     for i, future in enumerate(futures):
         yield future.result()
         futures[i] = None  # releases the partition's results on the cluster
@@ -580,9 +587,9 @@ class DaskEngine:
                                             self.n_partitions, progress)
         return report
 
-    def score(self, spam_filter: SpamFilter, files: Sequence[SourceFile]
-              ) -> Iterator[ScoredBatch]:
+    def score(self, spam_filter: SpamFilter, files: Sequence[SourceFile],
+              count_learned: bool = False) -> Iterator[ScoredBatch]:
         with connect(self.scheduler) as client:
-            for sources, labels, scores in score_files(client, spam_filter, files,
-                                                       self.n_partitions):
-                yield ScoredBatch(sources, labels, scores)
+            for sources, labels, scores, learned in score_files(
+                    client, spam_filter, files, self.n_partitions, count_learned):
+                yield ScoredBatch(sources, labels, scores, learned)

@@ -40,11 +40,13 @@ __all__ = ["LocalEngine", "ScoredBatch"]
 
 @dataclass
 class ScoredBatch:
-    """Log-odds of consecutive messages: ``sources``, ``labels`` (None when unlabelled)."""
+    """Log-odds of consecutive messages: ``sources``, ``labels`` (None when unlabelled),
+    and with ``score(..., count_learned=True)`` how many of them the model learned."""
 
     sources: list[str]
     labels: list[str | None]
     log_odds: np.ndarray
+    learned: int = 0
 
 
 # Messages a worker process scores at a time (one process: ``spamfilter.BATCH_SIZE``). Scoring
@@ -197,9 +199,10 @@ class LocalEngine:
                     progress(batch.n_read)
         return report
 
-    def score(self, spam_filter: SpamFilter, files: Sequence[SourceFile]
-              ) -> Iterator[ScoredBatch]:
-        """Log-odds of the planned files' messages, batch by batch, in order."""
+    def score(self, spam_filter: SpamFilter, files: Sequence[SourceFile],
+              count_learned: bool = False) -> Iterator[ScoredBatch]:
+        """Log-odds of the planned files' messages, batch by batch, in order; with
+        ``count_learned``, how many of each batch the model's ledger holds."""
         pending: deque[list[RawMessage]] = deque()
 
         def raws() -> Iterator[list[bytes]]:
@@ -214,4 +217,7 @@ class LocalEngine:
         with collecting_less():
             for scores in workers.map(raws()):
                 batch = pending.popleft()
-                yield ScoredBatch([m.source for m in batch], [m.label for m in batch], scores)
+                learned = (spam_filter.ledger.holding(m.raw for m in batch) if count_learned
+                           else 0)
+                yield ScoredBatch([m.source for m in batch], [m.label for m in batch], scores,
+                                  learned)

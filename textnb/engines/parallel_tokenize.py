@@ -22,9 +22,10 @@ stays flat however long the mailbox.
 The first batch is tokenised by the calling process alone, and only then are
 the workers started: forked where the platform allows it, they start in
 milliseconds with spaCy loaded and the tokenizer's caches as warm as the parent's.
-Each process pays once for every distinct word it meets; with workers started
-cold, two processes spent 12-20% more CPU than one on SpamAssassin's 4,814
-training messages, started warm no more. An input of one batch never starts them.
+Each process pays once for every distinct word it meets, so workers started cold
+would repeat the parent's warm-up (12-20% more CPU for two processes than one on
+SpamAssassin's training messages; started warm, none). An input of one batch never
+starts them.
 Where fork is not available they are spawned and build their own tokenizer from
 the (picklable) configuration.
 

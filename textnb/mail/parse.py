@@ -1,6 +1,6 @@
 """Raw message bytes -> ParsedEmail: headers, decoded text parts, attachments, URLs.
 
-``parse_message`` never raises on bad mail (STYLE habit 7): every fault it meets
+``parse_message`` never raises on bad mail: every fault it meets
 becomes a kebab-case name in ``ParsedEmail.defects`` and the text is still decoded
 as well as possible, because malformed mail is itself evidence of spam.
 

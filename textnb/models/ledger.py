@@ -217,6 +217,11 @@ class Ledger:
         other.born, other.last = self.born.copy(), self.last.copy()
         return other
 
+    def holding(self, raws: Iterable[bytes]) -> int:
+        """How many of these messages (raw bytes) the ledger holds: the ones the model
+        learned, whose scores are optimistic (``textnb evaluate`` says so)."""
+        return sum(message_digest(raw) in self._entries for raw in raws) if self._entries else 0
+
     def __contains__(self, digest: bytes) -> bool:
         return digest in self._entries
 

@@ -14,8 +14,8 @@ columns a document holds, when it is scored (``_column_log_probs``). Only the
 multinomial's per-class normaliser N_c + α n depends on every column, and it is
 kept as two running sums (the kept columns' counts and their number). With
 whole-number counts those sums are exact, so the on-demand values are bit for
-bit those of a full refresh. (The normaliser was once summed as Σ (N_cj + α),
-which rounds: 3e-6 off on SpamAssassin, 4e-12 in its log.) ``feature_log_prob_``
+bit those of a full refresh (a sum of Σ (N_cj + α) over the columns would round: 3e-6
+off on SpamAssassin, 4e-12 in its log). ``feature_log_prob_``
 is still there, computed in full on first use after a change (PMML export and
 tests read it). The Bernoulli model's absence term sums over every kept column
 and is recomputed once per change, on the next score (``BernoulliNB``).

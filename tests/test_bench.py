@@ -1,0 +1,57 @@
+"""bench/ as a suite: every module a benchmark or a helper, benchmarks importing only the
+helpers, ``python -m bench`` listing them, and the docs naming only what exists (or the
+commit that holds it)."""
+
+import ast
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PROJECT
+
+from bench.__main__ import HELPERS, SUITE, main
+
+BENCH = PROJECT / "bench"
+MODULES = sorted(p.stem for p in BENCH.glob("*.py") if not p.stem.startswith("__"))
+BENCHMARKS = {name for modules in SUITE.values() for name in modules}
+
+
+def test_every_module_is_a_benchmark_or_a_helper():
+    assert sorted(BENCHMARKS | set(HELPERS)) == MODULES
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_a_module_imports_no_benchmark_only_helpers(name):
+    tree = ast.parse((BENCH / f"{name}.py").read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "bench":
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench."):
+            imported.add(node.module.split(".")[1])
+    assert imported <= set(HELPERS), f"bench/{name}.py imports {imported - set(HELPERS)}"
+
+
+def test_python_m_bench_lists_the_suite_and_runs_one(capsys):
+    assert main([]) == 0
+    listing = capsys.readouterr().out
+    assert all(f"  {name} " in listing for name in BENCHMARKS)
+    assert main(["no_such_bench"]) == 2
+    run = subprocess.run([sys.executable, "-m", "bench", "accuracy", "--help"], cwd=PROJECT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.startswith("usage: accuracy.py")
+
+
+def test_the_docs_name_benchmarks_that_exist_or_the_commit_that_holds_them():
+    pages = [PROJECT / "README.md", *sorted((PROJECT / "docs").glob("**/*.md")),
+             *sorted((PROJECT / "configs").glob("*.toml"))]
+    missing = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for name in set(re.findall(r"bench[./](\w+)", text)) - {"results", "py"}:
+            gone = not (BENCH / f"{name}.py").exists()
+            if gone and not re.search(r"commit `?[0-9a-f]{7,}", text):
+                missing.append(f"{page.name}: bench.{name}")
+    assert not missing, missing
