@@ -73,6 +73,7 @@ from ..modelfile.store import write_holding
 from ..models.health import training_health
 from .client import MAX_MESSAGE_BYTES, reply_line, reply_mac
 from .request_reader import POLL_SECONDS, Request, RequestReader, Throttle, WorkerPool
+from .user_names import user_key
 from .verdict_headers import describe_error, score_with
 
 log = logging.getLogger("textnb.delivery.server")
@@ -620,8 +621,6 @@ class ScorerServer:
             self.reader.release(request.held)
 
     def _reply_to(self, request: Request) -> bytes:
-        from .users import user_key  # users imports this module
-
         user = request.user
         try:
             if self.user_from_peer:
@@ -698,8 +697,6 @@ def _peer_user(conn: socket.socket, asked: str | None) -> str:
     except KeyError:
         raise TextnbError(f"connecting uid {uid} has no login name; it cannot have a "
                           "model") from None
-    from .users import user_key  # users imports this module
-
     if asked is not None and user_key(asked) != user_key(name):
         raise TextnbError(f"user {asked!r} refused: this connection is from user {name!r} "
                           "(--user-from-peer)")

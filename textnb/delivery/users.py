@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -62,12 +61,12 @@ from pathlib import Path
 from ..errors import TextnbError
 from ..modelfile.journal import journal_path
 from .server import FLUSH_SECONDS, ResidentModel
+from .user_names import UserNameError, check_user, user_key
 
 __all__ = ["MAX_RESIDENT_USERS", "MAX_USERS", "RECIPIENT_MODES", "SHARED", "ModelSet",
            "TooManyUsersError", "UserNameError", "check_user", "user_from_recipients", "user_key"]
 
 SHARED = "_shared"
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 # Users' models kept loaded at once (``textnb serve --max-resident-users``). Each costs
 # the shared model's memory again: 59 MB for SpamAssassin's (632,398 tokens, a 5.0 MB
 # file), so 16 of them about 0.9 GB (bench/resident_users.py, docs/learning.md#bounds);
@@ -79,31 +78,8 @@ MAX_RESIDENT_USERS = 16
 MAX_USERS = 1000
 
 
-class UserNameError(TextnbError):
-    """A user name that could leave the models folder or is not a plain name."""
-
-
 class TooManyUsersError(TextnbError):
     """A first learn would create a user's model beyond the folder's bound."""
-
-
-def check_user(name: str) -> str:
-    """``name`` if it is a safe user name; UserNameError naming the rule otherwise."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise UserNameError(f"user name {name!r} is not allowed; use 1-64 letters, digits and "
-                            ". _ @ + -, starting with a letter or digit")
-    return name
-
-
-def user_key(name: str) -> str:
-    """The form of a user name that picks its model: ``name`` checked by :func:`check_user`,
-    then lower-cased; UserNameError when it is not plain.
-
-    Checked before it is folded: ``str.lower`` maps some letters that are not ASCII to
-    ASCII ones (the Kelvin sign U+212A to ``k``), so folding first would give the
-    recipient ``\u212aevin`` kevin's model instead of the shared one.
-    """
-    return check_user(name).lower()
 
 
 RECIPIENT_MODES = ("local", "address")
