@@ -10,7 +10,7 @@ import re
 
 from ..errors import TextnbError
 
-__all__ = ["UserNameError", "check_user", "user_key"]
+__all__ = ["UserNameError", "check_user", "is_user_name", "user_key"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 
@@ -19,9 +19,14 @@ class UserNameError(TextnbError):
     """A user name that could leave the models folder or is not a plain name."""
 
 
+def is_user_name(name: str) -> bool:
+    """Whether ``name`` is a name :func:`check_user` accepts."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
+
+
 def check_user(name: str) -> str:
     """``name`` if it is a safe user name; UserNameError naming the rule otherwise."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
+    if not is_user_name(name):
         raise UserNameError(f"user name {name!r} is not allowed; use 1-64 letters, digits and "
                             ". _ @ + -, starting with a letter or digit")
     return name

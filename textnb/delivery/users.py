@@ -61,7 +61,7 @@ from pathlib import Path
 from ..errors import TextnbError
 from ..modelfile.journal import journal_path
 from .server import FLUSH_SECONDS, ResidentModel
-from .user_names import UserNameError, check_user, user_key
+from .user_names import UserNameError, check_user, is_user_name, user_key
 
 __all__ = ["MAX_RESIDENT_USERS", "MAX_USERS", "RECIPIENT_MODES", "SHARED", "ModelSet",
            "TooManyUsersError", "UserNameError", "check_user", "user_from_recipients", "user_key"]
@@ -179,7 +179,7 @@ class ModelSet:
                                    and len(self._names) >= self.max_users):
             self._names = {entry.name for entry in os.scandir(self.folder)
                            if entry.is_dir(follow_symlinks=False) and entry.name != SHARED
-                           and _NAME.fullmatch(entry.name)}
+                           and is_user_name(entry.name)}
         if user not in self._names and len(self._names) >= self.max_users:
             raise TooManyUsersError(
                 f"user {user!r} has no model, and '{self.folder}' already holds "
