@@ -30,6 +30,7 @@ SUITE = {
         "select_defaults": "the default settings, chosen on training data only",
         "tune_costs": "tuned thresholds against ln λ and bogofilter on the test split",
         "tune_folds": "tuned cost on every message, fold by fold, against bogofilter",
+        "search_rule": "how tune --search chooses, judged on the next messages",
         "review_cost": "what the third verdict, unsure, saves when a look has a cost",
         "review_band": "the review queue's band: mail kept for review against mistakes caught",
         "numeric_features": "numeric message features beside the tokens",

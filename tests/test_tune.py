@@ -15,12 +15,15 @@ from textnb.config import FilterConfig, TokenizerConfig
 from textnb.decision import calibration as cal
 from textnb.evaluation.cross_validation import out_of_fold_log_odds
 from textnb.evaluation.tune import (
+    RANKING_TOLERANCE,
     _search_scores,
     _settings,
     describe,
     make_folds,
     min_cost_threshold,
     operating_point,
+    ordered,
+    search,
     tokenise,
     tune,
     tune_matrix,
@@ -93,13 +96,49 @@ def test_search_ranks_settings_and_tunes_the_best():
     folds = make_folds(y, 4)
     r = tune_matrix(X, y, FilterConfig(), (1, 9), folds, do_search=True, grid=TINY_GRID,
                     pair_columns=spam_filter.pair_columns(),
-                    header_columns=spam_filter.header_columns())
-    assert len(r.search_rows) == 8
+                    header_columns=spam_filter.header_columns(), search_rule="least-cost")
+    assert len(r.search_rows) == 9  # the grid's 8 and the model's own settings
     criteria = [row["criterion"] for row in r.search_rows]
     assert criteria == sorted(criteria)
     assert r.config == r.search_rows[0]["config"]
     best = r.search_rows[0]["held_out_cost"]
     assert [row["held_out_cost"] for row in r.rows] == [best[1.0], best[9.0]]
+
+
+def test_search_chooses_the_least_cost_among_the_settings_that_rank_well():
+    """The default rule: the least held-out criterion among the settings whose
+    out-of-fold (1-AUC)% is within RANKING_TOLERANCE times the least; the model's own
+    settings are always among those tried."""
+    messages = list(iter_index(SAMPLE / "index"))
+    spam_filter = SpamFilter()
+    X, y = tokenise(spam_filter, messages)
+    folds = make_folds(y, 4)
+    kwargs = dict(pair_columns=spam_filter.pair_columns(),
+                  header_columns=spam_filter.header_columns())
+    rows = search(X, y, FilterConfig(), folds, (9,), TINY_GRID, **kwargs)
+    assert len(rows) == 9 and FilterConfig() in [r["config"] for r in rows]
+    best_ranking = min(r["one_minus_auc_pct"] for r in rows)
+    for r in rows:
+        assert r["ranks_well"] == (r["one_minus_auc_pct"] <= RANKING_TOLERANCE * best_ranking)
+    chosen = rows[0]
+    assert chosen["ranks_well"]
+    assert chosen["criterion"] == min(r["criterion"] for r in rows if r["ranks_well"])
+    by_cost = search(X, y, FilterConfig(), folds, (9,), TINY_GRID, rule="least-cost", **kwargs)
+    assert by_cost[0]["criterion"] == min(r["criterion"] for r in rows)
+    with pytest.raises(ValueError, match="unknown search rule"):
+        search(X, y, FilterConfig(), folds, (9,), TINY_GRID, rule="best", **kwargs)
+
+
+def test_the_ranking_guard_passes_over_a_cheaper_setting_that_ranks_badly():
+    rows = [{"setting": "cheap, ranks badly", "criterion": 5.0, "one_minus_auc_pct": 0.12},
+            {"setting": "ranks best", "criterion": 6.5, "one_minus_auc_pct": 0.04},
+            {"setting": "within the guard", "criterion": 5.8, "one_minus_auc_pct": 0.06},
+            {"setting": "just outside", "criterion": 5.5, "one_minus_auc_pct": 0.0601}]
+    chosen = ordered([dict(r) for r in rows])
+    assert [r["setting"] for r in chosen] == ["within the guard", "cheap, ranks badly",
+                                              "just outside", "ranks best"]
+    assert [r["ranks_well"] for r in chosen] == [True, False, False, True]
+    assert ordered([dict(r) for r in rows], "least-cost")[0]["setting"] == "cheap, ranks badly"
 
 
 def test_search_shares_fits_but_scores_each_setting_as_it_would_alone():

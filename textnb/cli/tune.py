@@ -37,7 +37,7 @@ def tune_cli(
     tsv: Optional[List[str]] = TsvOpt,
     folds: int = typer.Option(5, "--folds", "-k", min=2, help="Cross-validation folds."),
     chronological: bool = typer.Option(False, "--chronological", help="Folds are contiguous blocks in the order given (mail in delivery order), not stratified random ones."),
-    search: bool = typer.Option(False, "--search", help="Also choose alpha, the event model, tf/binary features and max_discriminators by the same cross-validation (48 settings; about a minute per 5,000 messages)."),
+    search: bool = typer.Option(False, "--search", help="Also choose alpha, the event model, tf/binary features and the evidence kept by the same cross-validation (up to 300 settings): the least held-out cost among the settings whose out-of-fold (1-AUC)% is within 1.5 times the best (docs/tuning.md#how-search-chooses)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the ROC, cost and reliability plots to this PNG (needs matplotlib: pip install 'textnb[plots]')."),
     write: bool = typer.Option(False, "--write", help="Replace the model with one trained on this mail with the chosen settings, carrying the calibration; classify then decides by P(spam) > λ/(1+λ)."),
     review_cost: Optional[float] = typer.Option(None, "--review-cost", min=0.0, help="Cost of a person's look at one message, in units of a spam let through: also report the three-way rule (unsure where a look costs less than either verdict: docs/tuning.md#a-third-verdict); with --write the model keeps it. Default: the model's (0, two-way)."),
@@ -82,7 +82,7 @@ def tune_cli(
 
 
 def _report_lines(result, write: bool, plot: Optional[Path], path: Path) -> list[str]:
-    from ..evaluation.tune import describe
+    from ..evaluation.tune import RANKING_TOLERANCE, describe
     from ._tables import cost_rows
 
     n_spam = int(result.y.sum())
@@ -91,7 +91,9 @@ def _report_lines(result, write: bool, plot: Optional[Path], path: Path) -> list
     lines = [f"{len(result.y):,} messages ({n_spam:,} spam, {len(result.y) - n_spam:,} ham), "
              f"{result.n_folds}-fold cross-validation ({kind})"]
     if result.search_rows:
-        lines.append(f"searched {len(result.search_rows)} settings; best by held-out cost:")
+        lines.append(f"searched {len(result.search_rows)} settings; chosen (first): the least "
+                     "held-out cost among those whose (1-AUC)% is within "
+                     f"{RANKING_TOLERANCE:g} times the best; then by held-out cost:")
         for row in result.search_rows[:5]:
             costs = ", ".join(f"λ={lam:g}: {c:g}" for lam, c in row["held_out_cost"].items())
             lines.append(f"  {row['setting']:<55} {costs}  (1-AUC)% {row['one_minus_auc_pct']:.3f}")
@@ -169,6 +171,7 @@ def _as_dict(result, write: bool, plot: Optional[Path]) -> dict:
                         "thresholds": result.calibration["tuning"]["thresholds"]},
         "search": [{"setting": r["setting"], "held_out_cost": {f"{k:g}": v for k, v in
                                                                r["held_out_cost"].items()},
+                    "criterion": r["criterion"], "ranks_well": r["ranks_well"],
                     "one_minus_auc_pct": r["one_minus_auc_pct"]} for r in result.search_rows],
         "written": write, "plot": str(plot) if plot is not None else None,
     }

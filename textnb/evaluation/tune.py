@@ -42,6 +42,8 @@ from .cross_validation import chronological_folds, fit_rows, out_of_fold_log_odd
 __all__ = [
     "DEFAULT_COST_RATIOS",
     "SEARCH_GRID",
+    "RANKING_TOLERANCE",
+    "SEARCH_RULES",
     "TuneResult",
     "cross_fitted",
     "cross_fitted_review",
@@ -49,6 +51,7 @@ __all__ = [
     "make_folds",
     "min_cost_threshold",
     "operating_point",
+    "ordered",
     "review_point",
     "search",
     "tokenise",
@@ -357,20 +360,45 @@ def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarra
     return scores
 
 
+SEARCH_RULES = ("ranking-guard", "least-cost")
+# The ranking guard of ``search``: a setting is a candidate when its out-of-fold
+# (1-AUC)% is at most this many times the least. 1.5 is the tolerance that held on every
+# delivery-order window of the real mailbox and SpamAssassin's two splits, against 1.25
+# and 2 (docs/tuning.md#how-search-chooses has the table and the command).
+RANKING_TOLERANCE = 1.5
+
+
 def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
            cost_ratios: Sequence[float], grid: dict | None = None, method: str = "isotonic",
            progress: Callable[[int], None] | None = None,
            pair_columns: np.ndarray | None = None,
-           header_columns: np.ndarray | None = None) -> list[dict]:
-    """Every setting of the grid, judged by its held-out cost; best first.
+           header_columns: np.ndarray | None = None,
+           rule: str = "ranking-guard") -> list[dict]:
+    """Every setting of the grid and ``base`` (the model's own), judged by its held-out
+    cost; the chosen one first.
 
     The criterion is the mean over λ of ln(1 + held-out cost): a 10% saving counts
     the same at λ = 1 as at λ = 999 (a plain sum would be the λ = 999 cost alone).
     Held-out means the threshold of each fold came from the other folds
     (`cross_fitted`), so a setting whose out-of-fold hams reach surprising scores
-    pays for them. Ties go to the lower (1-AUC)%.
+    pays for them.
+
+    rule (str): 'least-cost' chooses the least criterion (ties: the lower (1-AUC)%).
+        'ranking-guard' (the default) chooses the least criterion among the settings that
+        rank the mail nearly as well as the best: out-of-fold (1-AUC)% at most
+        ``RANKING_TOLERANCE`` times the least. At a strict λ the held-out cost rests on
+        the few hams near the threshold, none of them flagged in any fold, so the least
+        cost is the fewest spams let through by a setting whose hams happened to stay
+        below it; a setting that ranks the whole mail worse has more hams near the top,
+        and on the next messages it flags them (docs/tuning.md#how-search-chooses).
+    RETURNS (list[dict]): per setting ``config``, ``setting``, ``held_out_cost`` per λ,
+        ``criterion``, ``one_minus_auc_pct``, ``ranks_well`` (within the guard).
     """
+    if rule not in SEARCH_RULES:
+        raise ValueError(f"unknown search rule {rule!r}; use one of {', '.join(SEARCH_RULES)}")
     settings = _settings(base, grid or SEARCH_GRID)
+    if base not in settings:
+        settings.insert(0, base)
     rows = []
     for config, scores in zip(settings, _search_scores(X, y, settings, folds, pair_columns,
                                                              header_columns)):
@@ -385,15 +413,30 @@ def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
         })
         if progress:
             progress(1)
-    rows.sort(key=lambda r: (r["criterion"], r["one_minus_auc_pct"]))
-    return rows
+    return ordered(rows, rule)
+
+
+def ordered(rows: list[dict], rule: str = "ranking-guard",
+            tolerance: float = RANKING_TOLERANCE) -> list[dict]:
+    """``search``'s rows (each with ``criterion`` and ``one_minus_auc_pct``) marked
+    ``ranks_well`` (within ``tolerance`` times the least (1-AUC)%) and ordered: the one
+    ``rule`` chooses first, the rest by criterion."""
+    best_ranking = min(r["one_minus_auc_pct"] for r in rows)
+    for row in rows:
+        row["ranks_well"] = bool(row["one_minus_auc_pct"] <= tolerance * best_ranking)
+    by_cost = sorted(rows, key=lambda r: (r["criterion"], r["one_minus_auc_pct"]))
+    if rule == "least-cost":
+        return by_cost
+    chosen = next(r for r in by_cost if r["ranks_well"])
+    return [chosen] + [r for r in by_cost if r is not chosen]
 
 
 # -- the whole step -----------------------------------------------------------------
 def tune(config: FilterConfig, messages: Iterable, cost_ratios: Sequence[float] = DEFAULT_COST_RATIOS,
          n_folds: int = 5, chronological: bool = False, do_search: bool = False,
          method: str = "isotonic", grid: dict | None = None,
-         progress: Callable[[int], None] | None = None, review_cost: float = 0.0) -> TuneResult:
+         progress: Callable[[int], None] | None = None, review_cost: float = 0.0,
+         search_rule: str = "ranking-guard") -> TuneResult:
     """Tune a filter's decision on labelled mail (see the module docstring).
 
     config : the settings to start from (the model's own).
@@ -408,14 +451,16 @@ def tune(config: FilterConfig, messages: Iterable, cost_ratios: Sequence[float] 
     return tune_matrix(X, y, config, cost_ratios, make_folds(y, n_folds, chronological),
                        chronological=chronological, do_search=do_search, method=method,
                        grid=grid, pair_columns=spam_filter.pair_columns(),
-                       header_columns=spam_filter.header_columns(), review_cost=review_cost)
+                       header_columns=spam_filter.header_columns(), review_cost=review_cost,
+                       search_rule=search_rule)
 
 
 def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
                 folds: Sequence[np.ndarray], chronological: bool = False,
                 do_search: bool = False, method: str = "isotonic",
                 grid: dict | None = None, pair_columns: np.ndarray | None = None,
-                header_columns: np.ndarray | None = None, review_cost: float = 0.0) -> TuneResult:
+                header_columns: np.ndarray | None = None, review_cost: float = 0.0,
+                search_rule: str = "ranking-guard") -> TuneResult:
     """`tune` on messages already counted (X raw term counts, y 1 = spam; pair_columns,
     header_columns: which columns are word pairs and which come from header fields, see
     :mod:`textnb.models.evidence`)."""
@@ -429,7 +474,8 @@ def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
     search_rows = []
     if do_search:
         search_rows = search(X, y, config, folds, cost_ratios, grid, method,
-                             pair_columns=pair_columns, header_columns=header_columns)
+                             pair_columns=pair_columns, header_columns=header_columns,
+                             rule=search_rule)
         config = search_rows[0]["config"]
     scores = out_of_fold_log_odds(X, y, config.model, config.features, folds, pair_columns,
                                   header_columns)
