@@ -23,6 +23,7 @@ from .features.vectorize import Vocabulary, feature_mask
 from .labels import LABEL_CODES, LABELS, require_both_classes
 from .mail.parse import MailLimits, parse_message
 from .models import evidence
+from .models.dependence import make_dependence
 from .models.ledger import Ledger
 from .models.naive_bayes import make_model
 from .text.namespaces import is_header_token
@@ -386,7 +387,31 @@ class SpamFilter:
                                             m.max_pair_discriminators,
                                             m.evidence == "each-side", m.min_strength,
                                             m.combine, header=self.header_columns(X),
-                                            header_places=m.header_places)
+                                            header_places=m.header_places,
+                                            dependence=self.dependence())
+
+    def dependence(self) -> evidence.Dependence | None:
+        """Which clues repeat another's evidence (:mod:`textnb.models.dependence`: one
+        header field's tokens, a word pair and its own words), for the settings
+        ``model.clues_per_header_field`` and ``model.tile_word_pairs``; None when both are
+        off. Made for the columns the vocabulary holds, again once it has grown."""
+        m = self.config.model
+        if not m.clues_per_header_field and not m.tile_word_pairs:
+            return None
+        vocabulary, made = getattr(self, "_dependence", (None, None))
+        if vocabulary is not self.vocabulary:  # a new or loaded model: start again
+            made = None
+        old, n = (0 if made is None else made.n_columns), len(self.vocabulary)
+        if made is None or old < n:  # a vocabulary only grows: classify the new columns
+            tokens = self.vocabulary.tokens_
+            take = getattr(tokens, "take", None)  # a TokenStore decodes many at once
+            new = np.arange(old, n)
+            words = take(new) if take is not None else [tokens[int(c)] for c in new]
+            grown = make_dependence(list(words), self.vocabulary.columns,
+                                    m.clues_per_header_field, m.tile_word_pairs)
+            made = grown if made is None else made.extended(grown)
+            self._dependence = (self.vocabulary, made)
+        return made
 
     def header_columns(self, X=None) -> np.ndarray | None:
         """Which vocabulary columns come from header fields other than Subject (None when the
@@ -499,7 +524,8 @@ class SpamFilter:
         order = evidence.strongest(C, m.max_discriminators, self.pair_columns(),
                                    m.max_pair_discriminators, m.evidence == "each-side",
                                    m.min_strength, header=self.header_columns(X),
-                                   header_places=m.header_places)
+                                   header_places=m.header_places,
+                                   dependence=self.dependence())
         used = len(order)
         correction = 0.0
         if m.combine == "chi-square":

@@ -58,7 +58,7 @@ def fit_rows(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, model_cfg: Model
 
 
 def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None = None,
-               header_columns: np.ndarray | None = None) -> np.ndarray:
+               header_columns: np.ndarray | None = None, dependence=None) -> np.ndarray:
     """Log-odds of rows of X (features as the model was fit on) with the configured
     evidence selection: what a filter with ``model_cfg`` would score.
 
@@ -67,6 +67,9 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
         for pairs when the tokens hold none. header_columns is required when the
         selection keeps places for header clues: without it the scores would silently
         be another configuration's.
+    dependence (Dependence | None): the columns' dependence
+        (:mod:`textnb.models.dependence`), required when the configuration drops
+        dependent clues.
     """
     if (header_columns is None and model_cfg.header_places and model_cfg.max_discriminators
             and model_cfg.evidence == "each-side"):
@@ -77,7 +80,8 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
                                    model_cfg.max_pair_discriminators,
                                    model_cfg.evidence == "each-side", model_cfg.min_strength,
                                    model_cfg.combine, header=header_columns,
-                                   header_places=model_cfg.header_places)
+                                   header_places=model_cfg.header_places,
+                                   dependence=dependence)
 
 
 def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig,

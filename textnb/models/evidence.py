@@ -45,6 +45,7 @@ from ..features.csr_arrays import Rows
 from ..features.token_store import TokenStore
 from ..text.namespaces import PAIR_PREFIX, is_header_token
 from . import combining
+from .dependence import Dependence, independent_entries, restricted
 
 __all__ = ["PAIR_PREFIX", "RankedEvidence", "header_columns", "pair_columns", "selection_text",
            "split_places", "strongest", "strongest_positions"]
@@ -96,7 +97,7 @@ def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True,
 def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
               max_limited: int | None = None, each_side: bool = False,
               min_strength: float = 0.0, *, header: np.ndarray | None = None,
-              header_places: int = 0) -> np.ndarray:
+              header_places: int = 0, dependence: Dependence | None = None) -> np.ndarray:
     """Positions in ``C.data`` of each row's ``k`` strongest entries, row by row.
 
     C (csr_matrix): per-token contributions (log-likelihood ratios), rows = documents,
@@ -111,9 +112,18 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     header_places (int): with ``each_side``, this many (at most ``k // 2``) of each side's
         places are kept for the side's strongest ``header`` entries, as far as it has them;
         the rest go to its strongest remaining entries of any kind (module docstring).
+    dependence (Dependence | None): with ``k``, entries that repeat a stronger entry's
+        evidence are dropped first (:mod:`textnb.models.dependence`: one header field's
+        tokens, a word pair and its own words); the rest are selected as above.
     RETURNS (ndarray of int): positions, grouped by row, strongest (largest |value|) first
         within a row, ties in column order.
     """
+    if k and dependence is not None and dependence.active:
+        keep = independent_entries(C, dependence)
+        if not keep.all():
+            sub, where = restricted(C, keep)
+            return where[strongest(sub, k, limited, max_limited, each_side, min_strength,
+                                   header=header, header_places=header_places)]
     if not (header_places and each_side and k and header is not None):
         return strongest_positions(C, k, limited, max_limited, each_side, min_strength)
     is_header = _widened(header, C.shape[1])[C.indices]
