@@ -145,3 +145,25 @@ def test_the_settings_change_the_scores_and_learning_grows_the_columns():
     grouped.learn_tokens([grouped.tokens(m.raw) for m in rest], [m.label for m in rest])
     grouped.log_odds(raws)
     assert grouped.dependence().n_columns == len(grouped.vocabulary) > n
+
+
+def test_tunes_search_scores_each_setting_with_the_dependent_clues_dropped():
+    """`tune --search` ranks each fold's clues once; with dependent clues dropped, each
+    setting's out-of-fold scores are still those it gets alone."""
+    from textnb.evaluation.cross_validation import out_of_fold_log_odds
+    from textnb.evaluation.tune import _search_scores, _settings, make_folds, tokenise
+
+    base = load_config(None, {"model.clues_per_header_field": 1, "model.tile_word_pairs": True})
+    spam_filter = SpamFilter(base)
+    X, y = tokenise(spam_filter, list(iter_index(SAMPLE / "index")))
+    settings = _settings(base, {"alpha": (0.1,), "max_discriminators": (0, 8, 16),
+                                "max_pair_discriminators": (2, 6),
+                                "evidence": ("strongest", "each-side"),
+                                "model": (("multinomial", "binary"),)})
+    folds = make_folds(y, 4)
+    pairs, headers, dep = (spam_filter.pair_columns(), spam_filter.header_columns(),
+                           spam_filter.dependence())
+    for config, got in zip(settings, _search_scores(X, y, settings, folds, pairs, headers, dep)):
+        want = out_of_fold_log_odds(X, y, config.model, config.features, folds, pairs, headers,
+                                    dep)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)

@@ -87,10 +87,11 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
 def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig,
                          feature_cfg: FeatureConfig, folds: Sequence[np.ndarray],
                          pair_columns: np.ndarray | None = None,
-                         header_columns: np.ndarray | None = None) -> np.ndarray:
+                         header_columns: np.ndarray | None = None,
+                         dependence=None) -> np.ndarray:
     """Log-odds of every document from the model trained on the other folds.
 
-    pair_columns, header_columns: as :func:`score_rows`'s.
+    pair_columns, header_columns, dependence: as :func:`score_rows`'s.
     """
     X = sp.csr_matrix(X)
     y = np.asarray(y, dtype=np.int64)
@@ -100,5 +101,6 @@ def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig
     for test in folds:
         train = np.setdiff1d(all_rows, test, assume_unique=True)
         model = fit_rows(X, y, train, model_cfg, feature_cfg)
-        scores[test] = score_rows(model, Xf[test], model_cfg, pair_columns, header_columns)
+        scores[test] = score_rows(model, Xf[test], model_cfg, pair_columns, header_columns,
+                                  dependence)
     return scores

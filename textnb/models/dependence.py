@@ -38,7 +38,8 @@ import numpy as np
 from ..features.csr_arrays import Rows
 from ..text.namespaces import OWN_NAMESPACES, PAIR_PREFIX, is_header_token
 
-__all__ = ["Dependence", "field_ids", "independent_entries", "make_dependence", "pair_word_columns"]
+__all__ = ["Dependence", "field_ids", "field_of", "independent_entries", "make_dependence",
+           "pair_word_columns", "restricted"]
 
 NO_FIELD = -1
 
