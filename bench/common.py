@@ -10,6 +10,7 @@ from textnb.config import parse_override_value
 from textnb.evaluation import metrics
 from textnb.evaluation.cross_validation import fit_rows, score_rows
 from textnb.features.vectorize import Vocabulary, binarize
+from textnb.models.dependence import make_dependence
 from textnb.models.evidence import PAIR_PREFIX, header_columns, pair_columns
 from textnb.spamfilter import SpamFilter
 
@@ -17,13 +18,22 @@ from textnb.spamfilter import SpamFilter
 def test_scores(tokens, y, n_train: int, cfg):
     """Train on the first ``n_train`` token lists, score the rest as a filter with
     ``cfg`` would: (their log-odds, the term-count matrix of all, its pair columns, its
-    header columns)."""
+    header columns, its dependence: :func:`dependence_of`)."""
     vocab = Vocabulary()
     X = vocab.transform(tokens, grow=True)
     model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
     pairs, headers = pair_columns(vocab.tokens_), header_columns(vocab.tokens_)
-    return score_rows(model, Xf[n_train:], cfg.model, pairs, headers), X, pairs, headers
+    dependence = dependence_of(vocab, cfg)
+    scores = score_rows(model, Xf[n_train:], cfg.model, pairs, headers, dependence)
+    return scores, X, pairs, headers, dependence
+
+
+def dependence_of(vocab: Vocabulary, cfg):
+    """Which of ``vocab``'s columns repeat another's evidence under ``cfg``
+    (textnb.models.dependence; None when the configuration drops no such clues)."""
+    return make_dependence(list(vocab.tokens_), vocab.columns,
+                           cfg.model.clues_per_header_field, cfg.model.tile_word_pairs)
 
 
 def tokenised(examples, spam_filter: SpamFilter) -> list[tuple[str, list[str]]]:

@@ -76,6 +76,11 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
         raise ValueError(f"model.header_places={model_cfg.header_places} keeps places for "
                          "header clues: pass header_columns "
                          "(textnb.models.evidence.header_columns(tokens))")
+    if dependence is None and model_cfg.max_discriminators and (
+            model_cfg.clues_per_header_field or model_cfg.tile_word_pairs):
+        raise ValueError("model.clues_per_header_field / model.tile_word_pairs drop clues that "
+                         "repeat another's evidence: pass dependence "
+                         "(textnb.models.dependence.make_dependence(tokens, columns, ...))")
     return model.selected_log_odds(X, model_cfg.max_discriminators, pair_columns,
                                    model_cfg.max_pair_discriminators,
                                    model_cfg.evidence == "each-side", model_cfg.min_strength,

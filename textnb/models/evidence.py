@@ -75,10 +75,21 @@ def split_places(k: int, max_limited: int | None) -> tuple[tuple[int, int | None
 
 
 def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True,
-                   header_places: int = 0) -> str:
+                   header_places: int = 0, clues_per_header_field: int = 0,
+                   tile_word_pairs: bool = False) -> str:
     """The selection in words, for `info` and the PMML export's notes."""
     if not k:
         return "every token (plain naive Bayes)"
+    text = _selection_text(k, max_pairs, mode, pairs, header_places)
+    if clues_per_header_field:
+        text += (f"; of one header field's tokens at most {clues_per_header_field} "
+                 f"{'clue' if clues_per_header_field == 1 else 'clues'} a side")
+    if tile_word_pairs and pairs:
+        text += "; a word pair and its own words never both count (tiling)"
+    return text
+
+
+def _selection_text(k: int, max_pairs: int, mode: str, pairs: bool, header_places: int) -> str:
     if mode == "each-side":
         (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_pairs)
         text = f"the {k_spam} strongest spam clues and the {k_ham} strongest ham clues"
