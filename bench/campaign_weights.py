@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from bench.common import corpus_arguments, require_corpora, write_json
+from bench.common import corpus_arguments, dependence_of, require_corpora, write_json
 from bench.conflicting_labels import LISTS, conflicting, figures, parts
 from bench.list_reader import list_id
 from bench.select_defaults import Corpus, geometric_mean
@@ -101,7 +101,7 @@ def cells(name: str, cfg) -> dict:
     """variant -> {cell: ((1-AUC)%, sm% at hm 0.1%)} for one corpus."""
     corpus = Corpus(name)
     X, pairs, _ = corpus.matrix(cfg)
-    headers = corpus.header_columns(cfg)
+    headers, dependence = corpus.header_columns(cfg), corpus.dependence(cfg)
     content = content_columns(headers, X.shape[1])
     Xf, y = (binarize(X) if cfg.features.features == "binary" else X), corpus.y
     rows = corpus.hash_train
@@ -116,7 +116,7 @@ def cells(name: str, cfg) -> dict:
             for train, test in folds:
                 model = fit_rows(X, y, train, cfg.model, cfg.features,
                                  campaign_weights(X, y, train, content, spec))
-                scores.append(score_rows(model, Xf[test], cfg.model, pairs, headers))
+                scores.append(score_rows(model, Xf[test], cfg.model, pairs, headers, dependence))
                 scored.append(test)
             s, r = np.concatenate(scores), np.concatenate(scored)
             out.setdefault(variant, {})[f"{name}:{kind}"] = (one_minus_auc_pct(y[r], s),
@@ -128,7 +128,7 @@ def test_parts(name: str, cfg, resamples: int = 1000) -> dict:
     """split -> variant -> the test part's figures and the bootstrap interval against none."""
     corpus = Corpus(name)
     X, pairs, _ = corpus.matrix(cfg)
-    headers = corpus.header_columns(cfg)
+    headers, dependence = corpus.header_columns(cfg), corpus.dependence(cfg)
     content = content_columns(headers, X.shape[1])
     Xf, y = (binarize(X) if cfg.features.features == "binary" else X), corpus.y
     splits = {"hash": (corpus.hash_train, np.setdiff1d(np.arange(y.size), corpus.hash_train))}
@@ -144,7 +144,7 @@ def test_parts(name: str, cfg, resamples: int = 1000) -> dict:
         for variant, spec in VARIANTS.items():
             model = fit_rows(X, y, train, cfg.model, cfg.features,
                              campaign_weights(X, y, train, content, spec))
-            scores[variant] = score_rows(model, Xf[test], cfg.model, pairs, headers)
+            scores[variant] = score_rows(model, Xf[test], cfg.model, pairs, headers, dependence)
         out[split] = {variant: {metric: {"value": r["textnb"], "diff_ci95": r["diff_ci95"]}
                                 for metric, r in paired_bootstrap(
                                     y[test], s, scores["none"], resamples).items()}
@@ -160,6 +160,7 @@ def conflict_test(cfg, split: str) -> dict:
     spam_filter = SpamFilter(cfg)
     X = vocabulary.transform([spam_filter.tokens(r) for r in raw], grow=True)
     pairs, headers = pair_columns(vocabulary.tokens_), header_columns(vocabulary.tokens_)
+    dependence = dependence_of(vocabulary, cfg)
     content = content_columns(headers, X.shape[1])
     Xf = binarize(X) if cfg.features.features == "binary" else X
     past, future = np.flatnonzero(part != "test"), np.flatnonzero(part == "test")
@@ -172,7 +173,7 @@ def conflict_test(cfg, split: str) -> dict:
         for variant, spec in VARIANTS.items():
             model = fit_rows(X, y, past, cfg.model, cfg.features,
                              campaign_weights(X, y, past, content, spec))
-            s = score_rows(model, Xf[future], cfg.model, pairs, headers)
+            s = score_rows(model, Xf[future], cfg.model, pairs, headers, dependence)
             out.setdefault(variant, {})[changed] = figures(y[future].astype(bool), s,
                                                            moved[future])
     return out

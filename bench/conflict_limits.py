@@ -42,7 +42,7 @@ import numpy as np
 from bench.campaign_weights import VARIANTS as CAMPAIGN_VARIANTS
 from bench.campaign_weights import campaign_weights, content_columns
 from bench.combining_rules import side_totals
-from bench.common import require_corpora, write_json
+from bench.common import dependence_of, require_corpora, write_json
 from bench.conflicting_labels import LISTS, conflicting, figures, parts
 from bench.list_reader import list_id
 from textnb.config import load_config
@@ -52,6 +52,7 @@ from textnb.evaluation.cross_validation import (fit_rows, out_of_fold_log_odds, 
 from textnb.evaluation.tune import make_folds
 from textnb.features.vectorize import Vocabulary, binarize
 from textnb.mail.corpora import iter_corpus, split
+from textnb.models.dependence import independent_entries, restricted
 from textnb.models.evidence import RankedEvidence, header_columns, pair_columns
 from textnb.spamfilter import SpamFilter
 
@@ -68,6 +69,7 @@ class Matrix:
         self.Xf = binarize(self.X)
         self.pairs = pair_columns(vocabulary.tokens_)
         self.headers = header_columns(vocabulary.tokens_)
+        self.dependence = dependence_of(vocabulary, cfg)
         self.cfg = cfg
 
     def fit(self, y, rows, sample_weight=None):
@@ -78,6 +80,8 @@ class Matrix:
         """(S + prior, H) of ``rows``: the selected clues' spam and ham totals."""
         m = self.cfg.model
         C, base = model.log_odds_contributions(self.Xf[rows])
+        if self.dependence is not None:  # as the filter: dependent clues dropped first
+            C = restricted(C, independent_entries(C, self.dependence))[0]
         ranked = RankedEvidence(C, self.pairs, self.headers)
         keep = ranked.kept(m.max_discriminators if places is None else places,
                            m.max_pair_discriminators, True, header_places=m.header_places)
@@ -152,9 +156,10 @@ def strict_point(cfg) -> dict:
     y = np.array([e.label == "spam" for e in train + test])
     rows, tested = np.arange(len(train)), np.arange(len(train), len(y))
     oof = out_of_fold_log_odds(matrix.X[rows], y[rows], cfg.model, cfg.features,
-                               make_folds(y[rows], 5), matrix.pairs, matrix.headers)
+                               make_folds(y[rows], 5), matrix.pairs, matrix.headers,
+                               matrix.dependence)
     scores = score_rows(matrix.fit(y, rows), matrix.Xf[tested], cfg.model, matrix.pairs,
-                        matrix.headers)
+                        matrix.headers, matrix.dependence)
     threshold = calibration.log_odds_threshold(calibration.fit(oof, y[rows]), 999)
     spam, ham = scores[y[tested]], scores[~y[tested]]
     return {"test_spams": int(spam.size), "test_hams": int(ham.size),

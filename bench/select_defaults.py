@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common import dependence_of
 from textnb.config import load_config, parse_override_value
 from textnb.evaluation.cross_validation import (fit_rows, out_of_fold_log_odds, score_rows,
                                                 stratified_folds)
@@ -72,6 +73,7 @@ class Corpus:
                            np.array([row[e.relpath] for e in valid]))
         self._tokens: dict[str, tuple] = {}
         self._headers: dict[str, object] = {}
+        self._vocabularies: dict[str, Vocabulary] = {}
 
     def matrix(self, cfg):
         key = repr(cfg.tokenizer)  # a frozen dataclass: its repr is every setting
@@ -86,7 +88,14 @@ class Corpus:
                 self.tokens_ = vocab.tokens_
             self._tokens[key] = (X, pair_columns(vocab.tokens_), seconds)
             self._headers[key] = header_columns(vocab.tokens_)
+            self._vocabularies[key] = vocab
         return self._tokens[key]
+
+    def dependence(self, cfg):
+        """Which columns of ``matrix(cfg)`` repeat another's evidence under ``cfg``
+        (bench.common.dependence_of)."""
+        self.matrix(cfg)
+        return dependence_of(self._vocabularies[repr(cfg.tokenizer)], cfg)
 
     def header_columns(self, cfg):
         """Which columns of ``matrix(cfg)`` come from header fields."""
@@ -105,15 +114,16 @@ def evaluate(corpus: Corpus, cfg, folds: int = 5) -> dict:
     out = {}
     rows = corpus.hash_train
     y = corpus.y[rows]
+    dependence = corpus.dependence(cfg)
     oof = out_of_fold_log_odds(X[rows], y, cfg.model, cfg.features, stratified_folds(y, folds),
-                               pairs, headers)
+                               pairs, headers, dependence)
     out["hash_cv"] = cell(y, oof)
     if corpus.chrono is not None:
         fit, valid = corpus.chrono
         model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features)
         Xf = binarize(X) if cfg.features.features == "binary" else X
         out["chrono_val"] = cell(corpus.y[valid], score_rows(model, Xf[valid], cfg.model, pairs,
-                                                                   headers))
+                                                                   headers, dependence))
     return out
 
 

@@ -66,7 +66,7 @@ class ModelConfig:
     max_pair_discriminators: int = 6
     evidence: str = "each-side"
     header_places: int = 2
-    clues_per_header_field: int = 0
+    clues_per_header_field: int = 2
     tile_word_pairs: bool = False
     min_strength: float = 0.0
     combine: str = "sum"

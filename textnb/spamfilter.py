@@ -23,7 +23,7 @@ from .features.vectorize import Vocabulary, feature_mask
 from .labels import LABEL_CODES, LABELS, require_both_classes
 from .mail.parse import MailLimits, parse_message
 from .models import evidence
-from .models.dependence import make_dependence
+from .models.dependence import Dependence, make_dependence
 from .models.ledger import Ledger
 from .models.naive_bayes import make_model
 from .text.namespaces import is_header_token
@@ -390,7 +390,7 @@ class SpamFilter:
                                             header_places=m.header_places,
                                             dependence=self.dependence())
 
-    def dependence(self) -> evidence.Dependence | None:
+    def dependence(self) -> Dependence | None:
         """Which clues repeat another's evidence (:mod:`textnb.models.dependence`: one
         header field's tokens, a word pair and its own words), for the settings
         ``model.clues_per_header_field`` and ``model.tile_word_pairs``; None when both are
