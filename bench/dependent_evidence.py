@@ -402,7 +402,12 @@ def main(argv=None):
                         help="variants against the defaults (default: this script's list)")
     parser.add_argument("--no-bogofilter", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--markdown", type=Path, metavar="JSON",
+                        help="print the docs' tables from a result of this script, and stop")
     args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.markdown.read_text())))
+        return
     if corpora_root() is None:
         sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
@@ -434,6 +439,54 @@ def main(argv=None):
                             for chron, names in ((False, CORPORA), (True, CHRONOLOGICAL))
                             for name in names]
     write_json(args.json, result)
+
+
+def markdown(result: dict) -> str:
+    """The tables docs/dependent-evidence.md quotes, from a result of this script."""
+    def cell(row):
+        return f"{row['one_minus_auc_pct']:.4f} / {row['sm_pct_at_hm_0.1pct']:.2f}"
+
+    def interval(row):
+        ci = row.get("vs_reference_95pct")
+        if ci is None:
+            return "(reference)"
+        a, s = ci["one_minus_auc_pct"], ci["sm_pct_at_hm_0.1pct"]
+        return f"[{a[0]:+.4f}, {a[1]:+.4f}] / [{s[0]:+.2f}, {s[1]:+.2f}]"
+
+    lines = []
+    trec = [(label, w) for label, w in result.get("windows", {}).items()]
+    if "online" in result:
+        trec.append(("online, all in delivery order", result["online"]))
+    if trec:
+        lines += ["| variant | " + " | ".join(label for label, _ in trec) + " |",
+                  "|---|" + "---|" * len(trec)]
+        for name in result["variants"]:
+            lines.append(f"| {name} | " + " | ".join(cell(w["variants"][name]) for _, w in trec)
+                         + " |")
+        if all("bogofilter" in w for _, w in trec):
+            lines.append("| bogofilter | " + " | ".join(cell(w["bogofilter"]) for _, w in trec)
+                         + " |")
+        lines += ["", "| variant | " + " | ".join(label for label, _ in trec) + " |",
+                  "|---|" + "---|" * len(trec)]
+        for name in result["variants"]:
+            lines.append(f"| {name} | " + " | ".join(interval(w["variants"][name])
+                                                      for _, w in trec) + " |")
+        windows = result.get("windows", {})
+        if windows:
+            lines += ["", "| variant | " + " | ".join(f"{label}: lambda 9 / 999" for label in windows)
+                      + " |", "|---|" + "---|" * len(windows)]
+            for name in result["variants"]:
+                lines.append(f"| {name} | " + " | ".join(
+                    "{:g} / {:g}".format(*(w["variants"][name]["costs"][f"lambda_{lam:g}"]["cost"]
+                                       for lam in LAMBDAS)) for w in windows.values()) + " |")
+    for part in result.get("public", []):
+        lines += ["", f"{part['corpus']}, {part['split']} split ({part['n_train']:,} / "
+                  f"{part['n_test']:,}):", "",
+                  "| variant | (1-AUC)% / sm% at hm 0.1% | 95% interval of the difference |",
+                  "|---|---|---|"]
+        for name, row in part["variants"].items():
+            lines.append(f"| {name} | {cell(row)} | {interval(row)} |")
+    return "\n".join(lines)
 
 
 def bogofilter_version() -> str:
