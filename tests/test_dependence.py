@@ -167,3 +167,23 @@ def test_tunes_search_scores_each_setting_with_the_dependent_clues_dropped():
         want = out_of_fold_log_odds(X, y, config.model, config.features, folds, pairs, headers,
                                     dep)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+
+
+def test_columns_classified_as_scoring_meets_them_give_the_same_scores():
+    """The filter classifies a column when a scored message first holds it; scoring a few
+    messages one at a time, then all at once, gives the scores of a filter whose
+    dependence was made for the whole vocabulary first."""
+    messages = list(iter_index(SAMPLE / "index"))
+    config = load_config(None, {"model.clues_per_header_field": 1, "model.tile_word_pairs": True})
+    raws = [m.raw for m in messages]
+    lazy = SpamFilter(config).fit(messages)
+    first = np.concatenate([lazy.log_odds([raw]) for raw in raws[:5]])
+    assert 0 < int(lazy._dependence[1].sum()) < len(lazy.vocabulary)
+    eager = SpamFilter(config).fit(messages)
+    whole = eager.dependence()  # every column classified at once
+    again = make_dependence(list(eager.vocabulary.tokens_), eager.vocabulary.columns, 1, True)
+    np.testing.assert_array_equal(whole.field, again.field)
+    np.testing.assert_array_equal(whole.pair_words, again.pair_words)
+    expected = eager.log_odds(raws)
+    np.testing.assert_array_equal(first, expected[:5])
+    np.testing.assert_array_equal(lazy.log_odds(raws), expected)

@@ -388,29 +388,47 @@ class SpamFilter:
                                             m.evidence == "each-side", m.min_strength,
                                             m.combine, header=self.header_columns(X),
                                             header_places=m.header_places,
-                                            dependence=self.dependence())
+                                            dependence=self.dependence(X))
 
-    def dependence(self) -> Dependence | None:
+    def dependence(self, X=None) -> Dependence | None:
         """Which clues repeat another's evidence (:mod:`textnb.models.dependence`: one
         header field's tokens, a word pair and its own words), for the settings
         ``model.clues_per_header_field`` and ``model.tile_word_pairs``; None when both are
-        off. Made for the columns the vocabulary holds, again once it has grown."""
+        off.
+
+        X (matrix | None): the columns to make sure of; None: every column. As
+        :meth:`header_columns`, a column is classified when scoring first meets it (a
+        model may hold millions of tokens, one message a few hundred); the others read
+        as no field's and no pair.
+        """
         m = self.config.model
         if not m.clues_per_header_field and not m.tile_word_pairs:
             return None
-        vocabulary, made = getattr(self, "_dependence", (None, None))
+        vocabulary, known, made = getattr(self, "_dependence", (None, None, None))
+        n = len(self.vocabulary)
         if vocabulary is not self.vocabulary:  # a new or loaded model: start again
-            made = None
-        old, n = (0 if made is None else made.n_columns), len(self.vocabulary)
-        if made is None or old < n:  # a vocabulary only grows: classify the new columns
+            known, made = np.zeros(0, bool), Dependence(
+                np.zeros(0, np.int64) if m.clues_per_header_field else None,
+                m.clues_per_header_field,
+                np.zeros((0, 2), np.int64) if m.tile_word_pairs else None)
+        if known.size < n:  # a vocabulary only grows: new columns not yet classified
+            known = np.concatenate([known, np.zeros(n - known.size, bool)])
+            made = made.extended(Dependence.unclassified(n - made.n_columns, made))
+        columns = np.arange(n) if X is None else np.asarray(X.indices)
+        new = columns[~known[columns]]
+        if new.size:
+            new = np.unique(new)
             tokens = self.vocabulary.tokens_
             take = getattr(tokens, "take", None)  # a TokenStore decodes many at once
-            new = np.arange(old, n)
             words = take(new) if take is not None else [tokens[int(c)] for c in new]
-            grown = make_dependence(list(words), self.vocabulary.columns,
-                                    m.clues_per_header_field, m.tile_word_pairs)
-            made = grown if made is None else made.extended(grown)
-            self._dependence = (self.vocabulary, made)
+            part = make_dependence(list(words), self.vocabulary.columns,
+                                   m.clues_per_header_field, m.tile_word_pairs)
+            if made.field is not None:
+                made.field[new] = part.field
+            if made.pair_words is not None:
+                made.pair_words[new] = part.pair_words
+            known[new] = True
+        self._dependence = (self.vocabulary, known, made)
         return made
 
     def header_columns(self, X=None) -> np.ndarray | None:
@@ -525,7 +543,7 @@ class SpamFilter:
                                    m.max_pair_discriminators, m.evidence == "each-side",
                                    m.min_strength, header=self.header_columns(X),
                                    header_places=m.header_places,
-                                   dependence=self.dependence())
+                                   dependence=self.dependence(X))
         used = len(order)
         correction = 0.0
         if m.combine == "chi-square":

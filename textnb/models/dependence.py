@@ -117,6 +117,13 @@ class Dependence:
         arrays = [a for a in (self.field, self.pair_words) if a is not None]
         return arrays[0].shape[0] if arrays else 0
 
+    @staticmethod
+    def unclassified(n_columns: int, like: "Dependence") -> "Dependence":
+        """``n_columns`` columns of no field and no pair, with ``like``'s settings."""
+        return Dependence(None if like.field is None else np.full(n_columns, NO_FIELD, np.int64),
+                          like.per_field,
+                          None if like.pair_words is None else np.full((n_columns, 2), -1, np.int64))
+
     def extended(self, more: "Dependence") -> "Dependence":
         """This dependence with ``more``'s columns after its own (the same settings)."""
         join = lambda a, b: None if a is None else np.concatenate([a, b])  # noqa: E731
