@@ -3,6 +3,7 @@ beside its own words, measured on real mail in delivery order and on the public 
 
     python -m bench.dependent_evidence [--cache /tmp/evidence-cache] [--part P ...]
         [--variant NAME=section.key=value,...] [--no-bogofilter] [--json OUT]
+    python -m bench.dependent_evidence --markdown RESULT.json
 
 Parts (``--part``, default every one):
 
@@ -14,14 +15,17 @@ Parts (``--part``, default every one):
   repeat is scored each time and learned once, as the ledger does);
 - ``public``: the corpora README's hash split of SpamAssassin, Enron 1-3, Ling-Spam and
   SMS, and its chronological split of SpamAssassin and Enron (``bench.accuracy``'s
-  cells), each variant against the defaults with a paired stratified bootstrap (95%
-  interval of the difference, 1,000 resamples).
+  cells).
 
-Reported per cell and variant: (1-AUC)% and sm% at hm 0.1%; on the windows also the
-cost per message at lambda = 9 and 999 with the threshold chosen on the training part
-(5-fold out-of-fold scores in delivery order: the threshold of least cost there). bogofilter
-1.2.5 (default options, ``bench.peers.run_bogofilter``) runs on the same files in the
-same run, and online in the same order (score with ``-T``, then learn with ``-s``/``-n``).
+Reported per cell and variant: (1-AUC)% and sm% at hm 0.1%, and the 95% interval of the
+difference from the reference variant (``REFERENCE``: a paired stratified bootstrap,
+``bench.stats``); on the windows also the cost lambda * FP + FN at lambda = 9 and 999,
+the threshold of least cost on the training part's out-of-fold scores (five folds in
+delivery order). bogofilter 1.2.5 (default options, ``bench.peers.run_bogofilter``) runs
+on the same files, and online in the same order (score with ``-T``, then learn with
+``-s``/``-n``); its online run is kept under ``--cache`` (it does not depend on textnb's
+settings) and read back by later runs. ``--markdown`` prints the tables
+docs/dependent-evidence.md quotes from a result.
 
 Each corpus is tokenised once (textnb's tokenizer, default settings: every variant here
 changes the selection of clues, never the tokens) and kept as token ids under
@@ -32,12 +36,12 @@ aggregate figures only: nothing here prints or writes a message's name or label.
 from __future__ import annotations
 
 import hashlib
-import shutil
-from array import array
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
+from array import array
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +49,7 @@ import scipy.sparse as sp
 
 from bench.common import named_variants, write_json
 from bench.peers import Split, run_bogofilter
+from bench.stats import paired_bootstrap
 from textnb.config import load_config
 from textnb.evaluation import metrics
 from textnb.evaluation.cross_validation import chronological_folds, fit_rows, score_rows
@@ -59,6 +64,7 @@ from textnb.models.naive_bayes import make_model
 from textnb.spamfilter import SpamFilter
 
 TREC = "trec07p-early"
+SEED = 2003  # the bootstrap's
 DEFAULT_CACHE = Path("/tmp/evidence-cache")
 
 
@@ -158,22 +164,11 @@ def figures(y: np.ndarray, s: np.ndarray) -> dict:
             "sm_pct_at_hm_0.1pct": round(float(metrics.sm_at_hm(y, s, 0.001)), 2)}
 
 
-def bootstrap(y: np.ndarray, base: np.ndarray, other: np.ndarray, resamples: int = 1000,
-              seed: int = 46) -> dict:
-    """95% percentile intervals of other - base for both metrics, hams and spams resampled
-    apart (the stratified bootstrap of ROC statistics), the same messages for both."""
-    rng = np.random.default_rng(seed)
-    ham, spam = np.flatnonzero(~y), np.flatnonzero(y)
-    diffs = {"one_minus_auc_pct": [], "sm_pct_at_hm_0.1pct": []}
-    for _ in range(resamples):
-        rows = np.r_[rng.choice(ham, ham.size), rng.choice(spam, spam.size)]
-        yy = y[rows]
-        diffs["one_minus_auc_pct"].append(metrics.one_minus_auc_pct(yy, other[rows])
-                                          - metrics.one_minus_auc_pct(yy, base[rows]))
-        diffs["sm_pct_at_hm_0.1pct"].append(metrics.sm_at_hm(yy, other[rows], 0.001)
-                                            - metrics.sm_at_hm(yy, base[rows], 0.001))
-    return {k: [round(float(np.percentile(v, 2.5)), 4), round(float(np.percentile(v, 97.5)), 4)]
-            for k, v in diffs.items()}
+def interval(y: np.ndarray, reference: np.ndarray, other: np.ndarray) -> dict:
+    """95% intervals of other - reference for both metrics (``bench.stats.paired_bootstrap``:
+    hams and spams resampled apart, 1,000 times, the same messages for both)."""
+    out = paired_bootstrap(y, other, reference, 1000, seed=SEED)
+    return {name: [round(v, 4) for v in out[name]["diff_ci95"]] for name in out}
 
 
 def least_cost_threshold(y: np.ndarray, s: np.ndarray, lam: float) -> float:
@@ -234,7 +229,7 @@ def run_window(corpus: dict, a: int, b: int, variants: dict, bogofilter: bool,
         scores[name] = s
         row = {**figures(y[a:], s), "costs": costs(y[a:], s, thresholds)}
         if name != REFERENCE:
-            row["vs_reference_95pct"] = bootstrap(y[a:], scores[REFERENCE], s)
+            row["vs_reference_95pct"] = interval(y[a:], scores[REFERENCE], s)
         out["variants"][name] = row
         log(f"  {name}: {row['one_minus_auc_pct']} / {row['sm_pct_at_hm_0.1pct']}")
     if bogofilter:
@@ -328,7 +323,7 @@ def run_online(corpus: dict, variants: dict, bogofilter: bool, cache: Path, log)
         scores[name] = s
         row = figures(y, s)
         if name != REFERENCE:
-            row["vs_reference_95pct"] = bootstrap(y, scores[REFERENCE], s)
+            row["vs_reference_95pct"] = interval(y, scores[REFERENCE], s)
         out["variants"][name] = row
         log(f"  online {name}: {row}")
     if bogofilter:
@@ -366,7 +361,7 @@ def run_public(name: str, chronological: bool, cache: Path, variants: dict, log)
         scores[vname] = s
         row = figures(y[n_train:], s)
         if vname != REFERENCE:
-            row["vs_reference_95pct"] = bootstrap(y[n_train:], scores[REFERENCE], s)
+            row["vs_reference_95pct"] = interval(y[n_train:], scores[REFERENCE], s)
         out["variants"][vname] = row
         log(f"  {name} {out['split']} {vname}: {row}")
     return out

@@ -28,6 +28,11 @@ go to its strongest remaining clues of any kind, header clues included. With one
 a long advertisement's words fill every spam place and a mailing list's own header
 fields, the evidence of how it came, may not get one on either side
 (docs/conflicting-evidence.md).
+
+Dependent clues (``model.clues_per_header_field``, ``model.tile_word_pairs``): before any
+of this, a clue that repeats a stronger one's evidence -- a header field's third token
+on a side, a word beside its own word pair -- is dropped (textnb/models/dependence.py,
+docs/dependent-evidence.md), and the places above are filled from the rest.
 """
 
 from __future__ import annotations
