@@ -187,3 +187,23 @@ def test_columns_classified_as_scoring_meets_them_give_the_same_scores():
     expected = eager.log_odds(raws)
     np.testing.assert_array_equal(first, expected[:5])
     np.testing.assert_array_equal(lazy.log_odds(raws), expected)
+
+
+def test_a_model_saved_before_the_settings_existed_keeps_every_token(dependent_model, tmp_path):
+    """A model file without the keys scores as it did when it was saved: every token of a
+    header field counts, and pairs beside their words."""
+    import zipfile
+
+    path = tmp_path / "old.tnb"
+    with zipfile.ZipFile(dependent_model) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    meta = json.loads(members["textnb-model.json"])
+    del meta["config"]["model"]["clues_per_header_field"]
+    del meta["config"]["model"]["tile_word_pairs"]
+    members["textnb-model.json"] = json.dumps(meta).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    old = store.load(path)
+    assert old.config.model.clues_per_header_field == 0 and not old.config.model.tile_word_pairs
+    assert old.dependence() is None
