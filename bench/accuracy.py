@@ -33,7 +33,7 @@ def run(name: str, cfg, cv: int, chronological: bool = False) -> dict:
     tokens, y, n_train, tok_seconds = tokenised_split(name, spam_filter, chronological)
     train_rows = np.arange(n_train)
     test_rows = np.arange(n_train, len(y))
-    scores, X, pairs, headers = test_scores(tokens, y, n_train, cfg)
+    scores, X, pairs, headers, dependence = test_scores(tokens, y, n_train, cfg)
     result = {"corpus": name, "n_train": n_train, "n_test": len(test_rows),
               "tokenise_msgs_per_s": round(len(y) / tok_seconds, 1),
               "test": {k: summary(y[test_rows], scores, np.log(cfg.decision.cost_ratio))[k]
@@ -41,7 +41,7 @@ def run(name: str, cfg, cv: int, chronological: bool = False) -> dict:
     if cv:
         folds = stratified_folds(y[train_rows], cv)
         oof = out_of_fold_log_odds(X[train_rows], y[train_rows], cfg.model, cfg.features, folds,
-                                   pairs, headers)
+                                   pairs, headers, dependence)
         result["cv"] = {k: summary(y[train_rows], oof, 0.0)[k] for k in KEYS}
     return result
 

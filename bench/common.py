@@ -15,6 +15,7 @@ from textnb.evaluation.cross_validation import fit_rows, score_rows
 from textnb.features.vectorize import Vocabulary, binarize
 from textnb.mail.corpora import (CHRONOLOGICAL, chronological_split, is_test, iter_corpus,
                                  split)
+from textnb.models.dependence import make_dependence
 from textnb.models.evidence import PAIR_PREFIX, header_columns, pair_columns
 from textnb.spamfilter import SpamFilter
 
@@ -64,6 +65,7 @@ class Corpus:
                            np.array([row[e.relpath] for e in valid]))
         self._tokens: dict[str, tuple] = {}
         self._headers: dict[str, object] = {}
+        self._vocabularies: dict[str, Vocabulary] = {}
 
     def matrix(self, cfg):
         key = repr(cfg.tokenizer)  # a frozen dataclass: its repr is every setting
@@ -78,7 +80,14 @@ class Corpus:
                 self.tokens_ = vocab.tokens_
             self._tokens[key] = (X, pair_columns(vocab.tokens_), seconds)
             self._headers[key] = header_columns(vocab.tokens_)
+            self._vocabularies[key] = vocab
         return self._tokens[key]
+
+    def dependence(self, cfg):
+        """Which columns of ``matrix(cfg)`` repeat another's evidence under ``cfg``
+        (:func:`dependence_of`)."""
+        self.matrix(cfg)
+        return dependence_of(self._vocabularies[repr(cfg.tokenizer)], cfg)
 
     def header_columns(self, cfg):
         """Which columns of ``matrix(cfg)`` come from header fields."""
@@ -89,13 +98,22 @@ class Corpus:
 def test_scores(tokens, y, n_train: int, cfg):
     """Train on the first ``n_train`` token lists, score the rest as a filter with
     ``cfg`` would: (their log-odds, the term-count matrix of all, its pair columns, its
-    header columns)."""
+    header columns, its dependence: :func:`dependence_of`)."""
     vocab = Vocabulary()
     X = vocab.transform(tokens, grow=True)
     model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
     pairs, headers = pair_columns(vocab.tokens_), header_columns(vocab.tokens_)
-    return score_rows(model, Xf[n_train:], cfg.model, pairs, headers), X, pairs, headers
+    dependence = dependence_of(vocab, cfg)
+    scores = score_rows(model, Xf[n_train:], cfg.model, pairs, headers, dependence)
+    return scores, X, pairs, headers, dependence
+
+
+def dependence_of(vocab: Vocabulary, cfg):
+    """Which of ``vocab``'s columns repeat another's evidence under ``cfg``
+    (textnb.models.dependence; None when the configuration drops no such clues)."""
+    return make_dependence(list(vocab.tokens_), vocab.columns,
+                           cfg.model.clues_per_header_field, cfg.model.tile_word_pairs)
 
 
 def tokenised(examples, spam_filter: SpamFilter) -> list[tuple[str, list[str]]]:

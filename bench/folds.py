@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import peers
+from bench.common import dependence_of
 from textnb.evaluation.cross_validation import fit_rows, score_rows
 from textnb.features.vectorize import Vocabulary, binarize
 from textnb.mail.corpora import chronological_split, iter_corpus
@@ -72,6 +73,7 @@ def textnb_folds(cfg, part, raw, y) -> tuple[np.ndarray, np.ndarray]:
     vocabulary = Vocabulary()
     X = vocabulary.transform([spam_filter.tokens(r) for r in raw], grow=True)
     pairs, headers = pair_columns(vocabulary.tokens_), header_columns(vocabulary.tokens_)
+    dependence = dependence_of(vocabulary, cfg)
     Xf = binarize(X) if cfg.features.features == "binary" else X
     part = np.asarray(part)
     scores = np.zeros(len(raw))
@@ -79,5 +81,5 @@ def textnb_folds(cfg, part, raw, y) -> tuple[np.ndarray, np.ndarray]:
         test = np.flatnonzero(part == name)
         model = fit_rows(X, y.astype(np.int64), np.flatnonzero(part != name), cfg.model,
                          cfg.features)
-        scores[test] = score_rows(model, Xf[test], cfg.model, pairs, headers)
+        scores[test] = score_rows(model, Xf[test], cfg.model, pairs, headers, dependence)
     return scores, scores > np.log(cfg.decision.cost_ratio)

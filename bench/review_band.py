@@ -33,17 +33,19 @@ BANDS = (0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
 def cell_scores(corpus: Corpus, cfg) -> dict:
     """cell -> (labels, log-odds) scored by models that never saw the messages."""
     X, pairs, _ = corpus.matrix(cfg)
-    headers = corpus.header_columns(cfg)
+    headers, dependence = corpus.header_columns(cfg), corpus.dependence(cfg)
     rows = corpus.hash_train
     y = corpus.y[rows]
     out = {"hash_cv": (y, out_of_fold_log_odds(X[rows], y, cfg.model, cfg.features,
-                                               stratified_folds(y, 5), pairs, headers))}
+                                               stratified_folds(y, 5), pairs, headers,
+                                               dependence))}
     if corpus.chrono is not None:
         fit, valid = corpus.chrono
         model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features)
         Xf = binarize(X) if cfg.features.features == "binary" else X
         out["chrono_val"] = (corpus.y[valid],
-                             score_rows(model, Xf[valid], cfg.model, pairs, headers))
+                             score_rows(model, Xf[valid], cfg.model, pairs, headers,
+                                        dependence))
     return out
 
 

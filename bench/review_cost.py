@@ -50,13 +50,15 @@ def run(name: str, cfg, peer: bool) -> dict:
     spam_filter = SpamFilter(cfg)
     X, y, n_train, _, _ = split_matrix(name, spam_filter)
     pairs, headers = spam_filter.pair_columns(), spam_filter.header_columns()
+    dependence = spam_filter.dependence()
     tr, te = np.arange(n_train), np.arange(n_train, len(y))
     folds = make_folds(y[tr], 5)
-    oof = out_of_fold_log_odds(X[tr], y[tr], cfg.model, cfg.features, folds, pairs, headers)
+    oof = out_of_fold_log_odds(X[tr], y[tr], cfg.model, cfg.features, folds, pairs, headers,
+                               dependence)
     calibration = cal.fit(oof, y[tr], "isotonic")
     model = fit_rows(X, y, tr, cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
-    test = score_rows(model, Xf[te], cfg.model, pairs, headers)
+    test = score_rows(model, Xf[te], cfg.model, pairs, headers, dependence)
     y_te = y[te].astype(bool)
     if peer:
         y_peer, spam_peer, unsure_peer = bogofilter_verdicts(name)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import require_corpora, tokenised_split, write_json
+from bench.common import dependence_of, require_corpora, tokenised_split, write_json
 from textnb.config import FilterConfig
 from textnb.decision import calibration as cal
 from textnb.evaluation import metrics
@@ -81,13 +81,16 @@ def settings_of(tokens, y, n_train: int, in_order: bool) -> list[dict]:
     X = vocab.transform(tokens, grow=True)
     pairs, headers = pair_columns(vocab.tokens_), header_columns(vocab.tokens_)
     base = FilterConfig()
+    dependence = dependence_of(vocab, base)
     settings = _settings(base, SEARCH_GRID)
     if base not in settings:
         settings.insert(0, base)
     y_train = y[:n_train]
     folds = make_folds(y_train, 5, chronological=in_order)
-    out_of_fold = _search_scores(X[:n_train], y_train, settings, folds, pairs, headers)
-    future = _search_scores(X, y, settings, [np.arange(n_train, len(y))], pairs, headers)
+    out_of_fold = _search_scores(X[:n_train], y_train, settings, folds, pairs, headers,
+                                 dependence)
+    future = _search_scores(X, y, settings, [np.arange(n_train, len(y))], pairs, headers,
+                            dependence)
     y_test = y[n_train:].astype(bool)
     rows = []
     for config, oof, scores in zip(settings, out_of_fold, future):

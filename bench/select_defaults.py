@@ -59,15 +59,16 @@ def evaluate(corpus: Corpus, cfg, folds: int = 5) -> dict:
     out = {}
     rows = corpus.hash_train
     y = corpus.y[rows]
+    dependence = corpus.dependence(cfg)
     oof = out_of_fold_log_odds(X[rows], y, cfg.model, cfg.features, stratified_folds(y, folds),
-                               pairs, headers)
+                               pairs, headers, dependence)
     out["hash_cv"] = cell(y, oof)
     if corpus.chrono is not None:
         fit, valid = corpus.chrono
         model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features)
         Xf = binarize(X) if cfg.features.features == "binary" else X
         out["chrono_val"] = cell(corpus.y[valid], score_rows(model, Xf[valid], cfg.model, pairs,
-                                                                   headers))
+                                                                   headers, dependence))
     return out
 
 

@@ -86,6 +86,7 @@ def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
     spam_filter = SpamFilter(cfg)
     X, y, n_train, _, _ = split_matrix(name, spam_filter)
     pairs, headers = spam_filter.pair_columns(), spam_filter.header_columns()
+    dependence = spam_filter.dependence()
     log(f"{name}: tokenised {len(y):,} messages in {time.perf_counter() - start:.0f} s")
     tr, te = np.arange(n_train), np.arange(n_train, len(y))
     y_tr, y_te = y[tr], y[te]
@@ -95,11 +96,12 @@ def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
     if do_search:
         start = time.perf_counter()
         search_rows = search(X[tr], y_tr, cfg, folds, lambdas, pair_columns=pairs,
-                             header_columns=headers)
+                             header_columns=headers, dependence=dependence)
         cfg = search_rows[0]["config"]
         log(f"  search: {len(search_rows)} settings in {time.perf_counter() - start:.0f} s; "
             f"chose {describe(cfg)}")
-    oof = out_of_fold_log_odds(X[tr], y_tr, cfg.model, cfg.features, folds, pairs, headers)
+    oof = out_of_fold_log_odds(X[tr], y_tr, cfg.model, cfg.features, folds, pairs, headers,
+                               dependence)
     maps = {m: cal.fit(oof, y_tr, m) for m in cal.METHODS}
     # The evidence the method was chosen on: training split only, each fold's scores
     # mapped (and thresholded) by a map fitted on the other folds' scores.
@@ -113,7 +115,7 @@ def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
             for lam, f in flagged.items()}}
     model = fit_rows(X, y, tr, cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
-    test = score_rows(model, Xf[te], cfg.model, pairs, headers)
+    test = score_rows(model, Xf[te], cfg.model, pairs, headers, dependence)
 
     bogo, note = bogofilter_test_verdicts(name)
     if bogo is not None and not np.array_equal(bogo["y"], y_te.astype(bool)):

@@ -31,6 +31,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from bench.common import dependence_of
 from bench import peers
 from bench.folds import chronological_parts, load_folds, peer_folds
 from textnb.config import load_config
@@ -57,6 +58,7 @@ def run(corpus: str, cfg, lambdas=DEFAULT_COST_RATIOS, do_search: bool = False,
     vocab = Vocabulary()
     X = vocab.transform([spam_filter.tokens(r) for r in raw], grow=True)
     pairs, headers = pair_columns(vocab.tokens_), header_columns(vocab.tokens_)
+    dependence = dependence_of(vocab, cfg)
     yi = y.astype(np.int64)
     with tempfile.TemporaryDirectory(prefix=f"textnb-tune-folds-{corpus}-") as tmp:
         _, bogo_spam, _ = peer_folds(peers.run_bogofilter, part, raw, y, Path(tmp), corpus)
@@ -65,11 +67,11 @@ def run(corpus: str, cfg, lambdas=DEFAULT_COST_RATIOS, do_search: bool = False,
         test, train = np.flatnonzero(part == name), np.flatnonzero(part != name)
         tuned = tune_matrix(X[train], yi[train], cfg, lambdas, make_folds(yi[train], 5),
                             do_search=do_search, pair_columns=pairs,
-                            header_columns=headers)
+                            header_columns=headers, dependence=dependence)
         chosen = tuned.config
         model = fit_rows(X, yi, train, chosen.model, chosen.features)
         Xc = binarize(X) if chosen.features.features == "binary" else X
-        scores = score_rows(model, Xc[test], chosen.model, pairs, headers)
+        scores = score_rows(model, Xc[test], chosen.model, pairs, headers, dependence)
         row = {"fold": name, "settings": describe(chosen),
                "n_ham": int((~y[test]).sum()), "n_spam": int(y[test].sum()),
                "top_test_hams": np.sort(scores[~y[test]])[::-1][:3].round(1).tolist(),

@@ -11,9 +11,9 @@ import numpy as np
 
 @lru_cache(maxsize=1)
 def spamassassin_split():
-    """(X, y, n_train, pairs, headers): term counts of the train then test messages, y 1 =
-    spam, and which of X's columns are word pairs and which come from header fields (for the
-    evidence selection)."""
+    """(X, y, n_train, pairs, headers, dependence): term counts of the train then test
+    messages, y 1 = spam, and which of X's columns are word pairs, which come from header
+    fields and which repeat another's evidence (for the evidence selection)."""
     from textnb.mail.corpora import iter_corpus, split
     from textnb.spamfilter import SpamFilter
 
@@ -22,7 +22,8 @@ def spamassassin_split():
     X = spam_filter.vocabulary.transform((spam_filter.tokens(e.raw) for e in train + test),
                                          grow=True)
     y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
-    return X, y, len(train), spam_filter.pair_columns(), spam_filter.header_columns()
+    return (X, y, len(train), spam_filter.pair_columns(), spam_filter.header_columns(),
+            spam_filter.dependence())
 
 
 @lru_cache(maxsize=1)
@@ -35,11 +36,11 @@ def spamassassin_tuned():
     from textnb.evaluation.tune import make_folds, tune_matrix
     from textnb.features.vectorize import binarize
 
-    X, y, n_train, pairs, headers = spamassassin_split()
+    X, y, n_train, pairs, headers, dependence = spamassassin_split()
     cfg = FilterConfig()
     tr, te = np.arange(n_train), np.arange(n_train, len(y))
     tuned = tune_matrix(X[tr], y[tr], cfg, (1, 9, 999), make_folds(y[tr], 5),
-                        pair_columns=pairs, header_columns=headers)
+                        pair_columns=pairs, header_columns=headers, dependence=dependence)
     model = fit_rows(X, y, tr, cfg.model, cfg.features)
     Xf = binarize(X) if cfg.features.features == "binary" else X
-    return tuned, y[te], score_rows(model, Xf[te], cfg.model, pairs, headers)
+    return tuned, y[te], score_rows(model, Xf[te], cfg.model, pairs, headers, dependence)

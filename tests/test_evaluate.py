@@ -8,6 +8,7 @@ from textnb.evaluation.cross_validation import (chronological_folds, out_of_fold
                                                 stratified_folds)
 from textnb.features.vectorize import Vocabulary
 from textnb.mail.sources import iter_index
+from textnb.models.dependence import make_dependence
 from textnb.models.evidence import header_columns, pair_columns
 from textnb.spamfilter import SpamFilter
 
@@ -41,7 +42,10 @@ def test_out_of_fold_scores_equal_filters_trained_per_fold(sample_index, event_m
     folds = stratified_folds(y, 4)
     oof = out_of_fold_log_odds(X, y, cfg.model, cfg.features, folds,
                                pair_columns(vocabulary.tokens_),
-                               header_columns(vocabulary.tokens_))
+                               header_columns(vocabulary.tokens_),
+                               make_dependence(list(vocabulary.tokens_), vocabulary.columns,
+                                               cfg.model.clues_per_header_field,
+                                               cfg.model.tile_word_pairs))
     for test in folds:
         train = np.setdiff1d(np.arange(len(y)), test)
         fold_filter = SpamFilter(cfg)

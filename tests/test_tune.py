@@ -96,7 +96,8 @@ def test_search_ranks_settings_and_tunes_the_best():
     folds = make_folds(y, 4)
     r = tune_matrix(X, y, FilterConfig(), (1, 9), folds, do_search=True, grid=TINY_GRID,
                     pair_columns=spam_filter.pair_columns(),
-                    header_columns=spam_filter.header_columns(), search_rule="least-cost")
+                    header_columns=spam_filter.header_columns(),
+                    dependence=spam_filter.dependence(), search_rule="least-cost")
     assert len(r.search_rows) == 9  # the grid's 8 and the model's own settings
     criteria = [row["criterion"] for row in r.search_rows]
     assert criteria == sorted(criteria)
@@ -114,7 +115,8 @@ def test_search_chooses_the_least_cost_among_the_settings_that_rank_well():
     X, y = tokenise(spam_filter, messages)
     folds = make_folds(y, 4)
     kwargs = dict(pair_columns=spam_filter.pair_columns(),
-                  header_columns=spam_filter.header_columns())
+                  header_columns=spam_filter.header_columns(),
+                  dependence=spam_filter.dependence())
     rows = search(X, y, FilterConfig(), folds, (9,), TINY_GRID, **kwargs)
     assert len(rows) == 9 and FilterConfig() in [r["config"] for r in rows]
     best_ranking = min(r["one_minus_auc_pct"] for r in rows)
@@ -156,9 +158,12 @@ def test_search_shares_fits_but_scores_each_setting_as_it_would_alone():
     assert len(settings) == 3 * 2 * (1 + 2 * 2 + 3 * 2)
     folds = make_folds(y, 4)
     pairs, headers = spam_filter.pair_columns(), spam_filter.header_columns()
+    dependence = spam_filter.dependence()
     assert pairs.any() and headers.any()
-    for config, got in zip(settings, _search_scores(X, y, settings, folds, pairs, headers)):
-        want = out_of_fold_log_odds(X, y, config.model, config.features, folds, pairs, headers)
+    for config, got in zip(settings, _search_scores(X, y, settings, folds, pairs, headers,
+                                                    dependence)):
+        want = out_of_fold_log_odds(X, y, config.model, config.features, folds, pairs, headers,
+                                    dependence)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, err_msg=describe(config))
     assert describe(settings[-1]).endswith("12 discriminators, half each side (at most 8 pairs)")
     no_pairs = _settings(FilterConfig(tokenizer=TokenizerConfig(bigrams=False)), grid)

@@ -66,6 +66,8 @@ class ModelConfig:
     max_pair_discriminators: int = 6
     evidence: str = "each-side"
     header_places: int = 2
+    clues_per_header_field: int = 2
+    tile_word_pairs: bool = False
     min_strength: float = 0.0
     combine: str = "sum"
     numeric_model: str = "none"
@@ -122,6 +124,12 @@ class FilterConfig:
         _check(isinstance(m.header_places, int) and m.header_places >= 0, "model.header_places",
                m.header_places, "use 0 (header clues compete with the rest) or a whole "
                "number of places a side")
+        _check(isinstance(m.clues_per_header_field, int) and m.clues_per_header_field >= 0,
+               "model.clues_per_header_field", m.clues_per_header_field,
+               "use 0 (every token of a header field may count) or a whole number of clues "
+               "one field may give each side")
+        _check(isinstance(m.tile_word_pairs, bool), "model.tile_word_pairs", m.tile_word_pairs,
+               "use true (a word pair and its own words never both count) or false")
         _check(m.min_strength >= 0 and math.isfinite(m.min_strength), "model.min_strength",
                m.min_strength, "use 0 (every token can be a clue) or a positive |log-likelihood "
                "ratio| a clue must exceed")

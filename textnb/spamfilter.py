@@ -23,6 +23,7 @@ from .features.vectorize import Vocabulary, feature_mask
 from .labels import LABEL_CODES, LABELS, require_both_classes
 from .mail.parse import MailLimits, parse_message
 from .models import evidence
+from .models.dependence import Dependence, make_dependence
 from .models.ledger import Ledger
 from .models.naive_bayes import make_model
 from .text.namespaces import is_header_token
@@ -385,7 +386,49 @@ class SpamFilter:
                                             m.max_pair_discriminators,
                                             m.evidence == "each-side", m.min_strength,
                                             m.combine, header=self.header_columns(X),
-                                            header_places=m.header_places)
+                                            header_places=m.header_places,
+                                            dependence=self.dependence(X))
+
+    def dependence(self, X=None) -> Dependence | None:
+        """Which clues repeat another's evidence (:mod:`textnb.models.dependence`: one
+        header field's tokens, a word pair and its own words), for the settings
+        ``model.clues_per_header_field`` and ``model.tile_word_pairs``; None when both are
+        off.
+
+        X (matrix | None): the columns to make sure of; None: every column. As
+        :meth:`header_columns`, a column is classified when scoring first meets it (a
+        model may hold millions of tokens, one message a few hundred); the others read
+        as no field's and no pair.
+        """
+        m = self.config.model
+        if not m.clues_per_header_field and not m.tile_word_pairs:
+            return None
+        vocabulary, known, made = getattr(self, "_dependence", (None, None, None))
+        n = len(self.vocabulary)
+        if vocabulary is not self.vocabulary:  # a new or loaded model: start again
+            known, made = np.zeros(0, bool), Dependence(
+                np.zeros(0, np.int64) if m.clues_per_header_field else None,
+                m.clues_per_header_field,
+                np.zeros((0, 2), np.int64) if m.tile_word_pairs else None)
+        if known.size < n:  # a vocabulary only grows: new columns not yet classified
+            known = np.concatenate([known, np.zeros(n - known.size, bool)])
+            made = made.extended(Dependence.unclassified(n - made.n_columns, made))
+        columns = np.arange(n) if X is None else np.asarray(X.indices)
+        new = columns[~known[columns]]
+        if new.size:
+            new = np.unique(new)
+            tokens = self.vocabulary.tokens_
+            take = getattr(tokens, "take", None)  # a TokenStore decodes many at once
+            words = take(new) if take is not None else [tokens[int(c)] for c in new]
+            part = make_dependence(list(words), self.vocabulary.columns,
+                                   m.clues_per_header_field, m.tile_word_pairs)
+            if made.field is not None:
+                made.field[new] = part.field
+            if made.pair_words is not None:
+                made.pair_words[new] = part.pair_words
+            known[new] = True
+        self._dependence = (self.vocabulary, known, made)
+        return made
 
     def header_columns(self, X=None) -> np.ndarray | None:
         """Which vocabulary columns come from header fields other than Subject (None when the
@@ -498,7 +541,8 @@ class SpamFilter:
         order = evidence.strongest(C, m.max_discriminators, self.pair_columns(),
                                    m.max_pair_discriminators, m.evidence == "each-side",
                                    m.min_strength, header=self.header_columns(X),
-                                   header_places=m.header_places)
+                                   header_places=m.header_places,
+                                   dependence=self.dependence(X))
         used = len(order)
         correction = 0.0
         if m.combine == "chi-square":

@@ -43,7 +43,9 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
                                                  m["max_pair_discriminators"],
                                                  m.get("evidence", "strongest"),
                                                  cfg["tokenizer"]["bigrams"],
-                                                 m.get("header_places", 0)))
+                                                 m.get("header_places", 0),
+                                                 m.get("clues_per_header_field", 0),
+                                                 m.get("tile_word_pairs", False)))
     typer.echo(f"decision:    cost ratio {cfg['decision']['cost_ratio']}, threshold "
                + (f"{threshold:.3f} (tuned)" if threshold is not None else "ln(cost ratio)"))
     d, band = cfg["decision"], summary["review_band"]

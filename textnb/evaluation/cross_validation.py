@@ -58,7 +58,7 @@ def fit_rows(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, model_cfg: Model
 
 
 def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None = None,
-               header_columns: np.ndarray | None = None) -> np.ndarray:
+               header_columns: np.ndarray | None = None, dependence=None) -> np.ndarray:
     """Log-odds of rows of X (features as the model was fit on) with the configured
     evidence selection: what a filter with ``model_cfg`` would score.
 
@@ -67,26 +67,36 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
         for pairs when the tokens hold none. header_columns is required when the
         selection keeps places for header clues: without it the scores would silently
         be another configuration's.
+    dependence (Dependence | None): the columns' dependence
+        (:mod:`textnb.models.dependence`), required when the configuration drops
+        dependent clues.
     """
     if (header_columns is None and model_cfg.header_places and model_cfg.max_discriminators
             and model_cfg.evidence == "each-side"):
         raise ValueError(f"model.header_places={model_cfg.header_places} keeps places for "
                          "header clues: pass header_columns "
                          "(textnb.models.evidence.header_columns(tokens))")
+    if dependence is None and model_cfg.max_discriminators and (
+            model_cfg.clues_per_header_field or model_cfg.tile_word_pairs):
+        raise ValueError("model.clues_per_header_field / model.tile_word_pairs drop clues that "
+                         "repeat another's evidence: pass dependence "
+                         "(textnb.models.dependence.make_dependence(tokens, columns, ...))")
     return model.selected_log_odds(X, model_cfg.max_discriminators, pair_columns,
                                    model_cfg.max_pair_discriminators,
                                    model_cfg.evidence == "each-side", model_cfg.min_strength,
                                    model_cfg.combine, header=header_columns,
-                                   header_places=model_cfg.header_places)
+                                   header_places=model_cfg.header_places,
+                                   dependence=dependence)
 
 
 def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig,
                          feature_cfg: FeatureConfig, folds: Sequence[np.ndarray],
                          pair_columns: np.ndarray | None = None,
-                         header_columns: np.ndarray | None = None) -> np.ndarray:
+                         header_columns: np.ndarray | None = None,
+                         dependence=None) -> np.ndarray:
     """Log-odds of every document from the model trained on the other folds.
 
-    pair_columns, header_columns: as :func:`score_rows`'s.
+    pair_columns, header_columns, dependence: as :func:`score_rows`'s.
     """
     X = sp.csr_matrix(X)
     y = np.asarray(y, dtype=np.int64)
@@ -96,5 +106,6 @@ def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig
     for test in folds:
         train = np.setdiff1d(all_rows, test, assume_unique=True)
         model = fit_rows(X, y, train, model_cfg, feature_cfg)
-        scores[test] = score_rows(model, Xf[test], model_cfg, pair_columns, header_columns)
+        scores[test] = score_rows(model, Xf[test], model_cfg, pair_columns, header_columns,
+                                  dependence)
     return scores

@@ -33,6 +33,7 @@ from ..decision import calibration as cal
 from ..errors import EmptyTrainingSetError
 from ..features.vectorize import binarize
 from ..labels import LABEL_CODES
+from ..models.dependence import independent_entries, restricted
 from ..models.evidence import RankedEvidence
 from ..models.naive_bayes import EVENT_MODELS
 from ..spamfilter import BATCH_SIZE, SpamFilter
@@ -325,13 +326,15 @@ def describe(config: FilterConfig) -> str:
 
 
 def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarray],
-                   pair_columns: np.ndarray | None, header_columns: np.ndarray | None = None
-                   ) -> list[np.ndarray]:
+                   pair_columns: np.ndarray | None, header_columns: np.ndarray | None = None,
+                   dependence=None) -> list[np.ndarray]:
     """Out-of-fold log-odds of every setting (what `out_of_fold_log_odds` gives each).
 
     Settings that share the model (event model, features, alpha) share its fits: per
     fold the model is fitted once, its contributions ranked once
     (:class:`textnb.models.evidence.RankedEvidence`), and each k and cap is a sum over that.
+    dependence: the base configuration's (:mod:`textnb.models.dependence`), the same for
+    every setting.
     """
     y = np.asarray(y, dtype=np.int64)
     X = sp.csr_matrix(X)
@@ -350,9 +353,16 @@ def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarra
             model = fit_rows(X, y, train, first.model, first.features)
             C, baseline = model.log_odds_contributions(Xf[test])
             ranked = RankedEvidence(C, pair_columns, header_columns)
+            # With k places, clues that repeat a stronger one's evidence are dropped
+            # before the ranking (textnb.models.dependence); k = 0 keeps every token.
+            independent = ranked
+            if dependence is not None and dependence.active:
+                independent = RankedEvidence(restricted(C, independent_entries(C, dependence))[0],
+                                             pair_columns, header_columns)
             for i in members:
                 m = settings[i].model
-                scores[i][test] = baseline + ranked.sums(m.max_discriminators,
+                chosen = independent if m.max_discriminators else ranked
+                scores[i][test] = baseline + chosen.sums(m.max_discriminators,
                                                          m.max_pair_discriminators,
                                                          m.evidence == "each-side",
                                                          m.min_strength, m.combine,
@@ -372,10 +382,11 @@ def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
            cost_ratios: Sequence[float], grid: dict | None = None, method: str = "isotonic",
            progress: Callable[[int], None] | None = None,
            pair_columns: np.ndarray | None = None,
-           header_columns: np.ndarray | None = None,
+           header_columns: np.ndarray | None = None, dependence=None,
            rule: str = "ranking-guard") -> list[dict]:
     """Every setting of the grid and ``base`` (the model's own), judged by its held-out
     cost; the chosen one first.
+
 
     The criterion is the mean over λ of ln(1 + held-out cost): a 10% saving counts
     the same at λ = 1 as at λ = 999 (a plain sum would be the λ = 999 cost alone).
@@ -401,7 +412,7 @@ def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
         settings.insert(0, base)
     rows = []
     for config, scores in zip(settings, _search_scores(X, y, settings, folds, pair_columns,
-                                                             header_columns)):
+                                                             header_columns, dependence)):
         _, flagged = cross_fitted(y, scores, folds, cost_ratios, method)
         costs = _held_out_costs(y, flagged)
         rows.append({
@@ -452,7 +463,7 @@ def tune(config: FilterConfig, messages: Iterable, cost_ratios: Sequence[float] 
                        chronological=chronological, do_search=do_search, method=method,
                        grid=grid, pair_columns=spam_filter.pair_columns(),
                        header_columns=spam_filter.header_columns(), review_cost=review_cost,
-                       search_rule=search_rule)
+                       dependence=spam_filter.dependence(), search_rule=search_rule)
 
 
 def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
@@ -460,10 +471,11 @@ def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
                 do_search: bool = False, method: str = "isotonic",
                 grid: dict | None = None, pair_columns: np.ndarray | None = None,
                 header_columns: np.ndarray | None = None, review_cost: float = 0.0,
-                search_rule: str = "ranking-guard") -> TuneResult:
+                dependence=None, search_rule: str = "ranking-guard") -> TuneResult:
     """`tune` on messages already counted (X raw term counts, y 1 = spam; pair_columns,
     header_columns: which columns are word pairs and which come from header fields, see
-    :mod:`textnb.models.evidence`)."""
+    :mod:`textnb.models.evidence`; dependence: which clues repeat another's evidence,
+    :mod:`textnb.models.dependence`)."""
     cost_ratios = tuple(float(r) for r in cost_ratios)
     if not cost_ratios or min(cost_ratios) <= 0:
         raise ValueError(f"cost ratios {cost_ratios} must be positive (e.g. 1, 9, 999)")
@@ -475,10 +487,10 @@ def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
     if do_search:
         search_rows = search(X, y, config, folds, cost_ratios, grid, method,
                              pair_columns=pair_columns, header_columns=header_columns,
-                             rule=search_rule)
+                             dependence=dependence, rule=search_rule)
         config = search_rows[0]["config"]
     scores = out_of_fold_log_odds(X, y, config.model, config.features, folds, pair_columns,
-                                  header_columns)
+                                  header_columns, dependence)
     calibration = cal.fit(scores, y, method)
     maps = fold_maps(y, scores, folds, method)
     p_cf, flagged = cross_fitted(y, scores, folds, cost_ratios, maps=maps)

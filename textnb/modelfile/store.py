@@ -569,6 +569,8 @@ _SAVED_BEFORE_THE_KEY_EXISTED = {("model", "evidence"): "strongest",
                                   ("model", "header_places"): 0,
                                   ("model", "min_strength"): 0.0,
                                   ("model", "combine"): "sum",
+                                  ("model", "clues_per_header_field"): 0,
+                                  ("model", "tile_word_pairs"): False,
                                   ("mail", "html_renderer"): "stdlib"}
 
 

@@ -28,6 +28,11 @@ go to its strongest remaining clues of any kind, header clues included. With one
 a long advertisement's words fill every spam place and a mailing list's own header
 fields, the evidence of how it came, may not get one on either side
 (docs/conflicting-evidence.md).
+
+Dependent clues (``model.clues_per_header_field``, ``model.tile_word_pairs``): before any
+of this, a clue that repeats a stronger one's evidence -- a header field's third token
+on a side, a word beside its own word pair -- is dropped (textnb/models/dependence.py,
+docs/dependent-evidence.md), and the places above are filled from the rest.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from ..features.csr_arrays import Rows
 from ..features.token_store import TokenStore
 from ..text.namespaces import PAIR_PREFIX, is_header_token
 from . import combining
+from .dependence import Dependence, independent_entries, restricted
 
 __all__ = ["PAIR_PREFIX", "RankedEvidence", "header_columns", "pair_columns", "selection_text",
            "split_places", "strongest", "strongest_positions"]
@@ -74,10 +80,21 @@ def split_places(k: int, max_limited: int | None) -> tuple[tuple[int, int | None
 
 
 def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True,
-                   header_places: int = 0) -> str:
+                   header_places: int = 0, clues_per_header_field: int = 0,
+                   tile_word_pairs: bool = False) -> str:
     """The selection in words, for `info` and the PMML export's notes."""
     if not k:
         return "every token (plain naive Bayes)"
+    text = _selection_text(k, max_pairs, mode, pairs, header_places)
+    if clues_per_header_field:
+        text += (f"; of one header field's tokens at most {clues_per_header_field} "
+                 f"{'clue' if clues_per_header_field == 1 else 'clues'} a side")
+    if tile_word_pairs and pairs:
+        text += "; a word pair and its own words never both count (tiling)"
+    return text
+
+
+def _selection_text(k: int, max_pairs: int, mode: str, pairs: bool, header_places: int) -> str:
     if mode == "each-side":
         (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_pairs)
         text = f"the {k_spam} strongest spam clues and the {k_ham} strongest ham clues"
@@ -96,7 +113,7 @@ def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True,
 def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
               max_limited: int | None = None, each_side: bool = False,
               min_strength: float = 0.0, *, header: np.ndarray | None = None,
-              header_places: int = 0) -> np.ndarray:
+              header_places: int = 0, dependence: Dependence | None = None) -> np.ndarray:
     """Positions in ``C.data`` of each row's ``k`` strongest entries, row by row.
 
     C (csr_matrix): per-token contributions (log-likelihood ratios), rows = documents,
@@ -111,9 +128,18 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     header_places (int): with ``each_side``, this many (at most ``k // 2``) of each side's
         places are kept for the side's strongest ``header`` entries, as far as it has them;
         the rest go to its strongest remaining entries of any kind (module docstring).
+    dependence (Dependence | None): with ``k``, entries that repeat a stronger entry's
+        evidence are dropped first (:mod:`textnb.models.dependence`: one header field's
+        tokens, a word pair and its own words); the rest are selected as above.
     RETURNS (ndarray of int): positions, grouped by row, strongest (largest |value|) first
         within a row, ties in column order.
     """
+    if k and dependence is not None and dependence.active:
+        keep = independent_entries(C, dependence)
+        if not keep.all():
+            sub, where = restricted(C, keep)
+            return where[strongest(sub, k, limited, max_limited, each_side, min_strength,
+                                   header=header, header_places=header_places)]
     if not (header_places and each_side and k and header is not None):
         return strongest_positions(C, k, limited, max_limited, each_side, min_strength)
     is_header = _widened(header, C.shape[1])[C.indices]

@@ -1,0 +1,493 @@
+"""Dependent evidence counted as what it is: one header field's tokens, and a word pair
+beside its own words, measured on real mail in delivery order and on the public cells.
+
+    python -m bench.dependent_evidence [--cache /tmp/evidence-cache] [--part P ...]
+        [--variant NAME=section.key=value,...] [--no-bogofilter] [--json OUT]
+    python -m bench.dependent_evidence --markdown RESULT.json
+
+Parts (``--part``, default every one):
+
+- ``windows``: trec07p-early (the one real mailbox in the shared corpora), trained on
+  its first messages in delivery order and scoring the next ones: first 40% -> next
+  20%, first 60% -> next 20%, first 15,084 -> next 7,542;
+- ``online``: the same mailbox, every message in delivery order scored by the model of
+  the messages before it, then learned (TREC's way, as ``bench.online``; an exact
+  repeat is scored each time and learned once, as the ledger does);
+- ``public``: the corpora README's hash split of SpamAssassin, Enron 1-3, Ling-Spam and
+  SMS, and its chronological split of SpamAssassin and Enron (``bench.accuracy``'s
+  cells).
+
+Reported per cell and variant: (1-AUC)% and sm% at hm 0.1%, and the 95% interval of the
+difference from the reference variant (``REFERENCE``: a paired stratified bootstrap,
+``bench.stats``); on the windows also the cost lambda * FP + FN at lambda = 9 and 999,
+the threshold of least cost on the training part's out-of-fold scores (five folds in
+delivery order). bogofilter 1.2.5 (default options, ``bench.peers.run_bogofilter``) runs
+on the same files, and online in the same order (score with ``-T``, then learn with
+``-s``/``-n``); its online run is kept under ``--cache`` (it does not depend on textnb's
+settings) and read back by later runs. ``--markdown`` prints the tables
+docs/dependent-evidence.md quotes from a result.
+
+Each corpus is tokenised once (textnb's tokenizer, default settings: every variant here
+changes the selection of clues, never the tokens) and kept as token ids under
+``--cache``; every variant then runs on the same counts. trec07p-early's terms allow
+aggregate figures only: nothing here prints or writes a message's name or label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from array import array
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from bench.common import named_variants, write_json
+from bench.peers import Split, run_bogofilter
+from bench.stats import paired_bootstrap
+from textnb.config import load_config
+from textnb.evaluation import metrics
+from textnb.evaluation.cross_validation import chronological_folds, fit_rows, score_rows
+from textnb.features.csr_arrays import Rows
+from textnb.features.vectorize import binarize
+from textnb.mail.corpora import (CHRONOLOGICAL, CORPORA, Example, chronological_split,
+                                 corpora_root, iter_corpus, split)
+from textnb.models.dependence import make_dependence
+from textnb.models.evidence import header_columns, pair_columns
+from textnb.models.ledger import normalise
+from textnb.models.naive_bayes import make_model
+from textnb.spamfilter import SpamFilter
+
+TREC = "trec07p-early"
+SEED = 2003  # the bootstrap's
+DEFAULT_CACHE = Path("/tmp/evidence-cache")
+
+
+# -- tokens, once per corpus ------------------------------------------------------------
+def _messages(name: str, root: Path):
+    """(key, label, raw) of every message of a corpus; trec07p-early in delivery order
+    (its index), keyed by position only."""
+    if name == TREC:
+        folder = root / TREC / "full"
+        for i, line in enumerate((folder / "index").read_text().split("\n")):
+            if line.strip():
+                label, path = line.split()
+                yield str(i), label, (folder / path).read_bytes()
+        return
+    for e in iter_corpus(name, root):
+        yield e.relpath, e.label, e.raw
+
+
+def tokenised(name: str, cache: Path) -> dict:
+    """The corpus as token ids: {"keys", "labels", "ids" (concatenated), "offsets",
+    "tokens" (id -> token), "digests" (of the message as the ledger knows it)}, from
+    ``cache`` or tokenised now and saved there."""
+    path = cache / f"{name}.npz"
+    if path.exists():
+        data = np.load(path, allow_pickle=False)
+        out = {k: data[k] for k in data.files}
+        out["tokens"] = json.loads((cache / f"{name}.tokens.json").read_text())
+        return out
+    root = corpora_root()
+    spam_filter = SpamFilter(load_config(None, {}))
+    index: dict[str, int] = {}
+    keys, labels, ids, offsets, digests = [], [], array("i"), [0], []
+    for key, label, raw in _messages(name, root):
+        # trec07p-early is learned as the ledger learns (bench.online: the normalised
+        # bytes); the public cells are tokenised as bench.accuracy does (raw).
+        text = normalise(raw) if name == TREC else raw
+        for token in spam_filter.tokens(text):
+            ids.append(index.setdefault(token, len(index)))
+        offsets.append(len(ids))
+        keys.append(key)
+        labels.append(label == "spam")
+        digests.append(hashlib.sha256(normalise(raw)).hexdigest()[:16])
+    tokens = list(index)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.savez(path, keys=np.array(keys), labels=np.array(labels), ids=np.frombuffer(ids, np.int32),
+             offsets=np.array(offsets, np.int64), digests=np.array(digests))
+    (cache / f"{name}.tokens.json").write_text(json.dumps(tokens))
+    return tokenised(name, cache)
+
+
+def matrix(corpus: dict, rows: np.ndarray) -> tuple[sp.csr_matrix, list[str]]:
+    """The term-count matrix of the messages ``rows`` (in that order) and its tokens,
+    columns in order of first sight as ``Vocabulary().transform(..., grow=True)`` numbers
+    them, so ties between clues break as the filter's would."""
+    offsets, ids = corpus["offsets"], corpus["ids"]
+    lengths = offsets[rows + 1] - offsets[rows]
+    take = np.concatenate([np.arange(offsets[r], offsets[r + 1]) for r in rows]) if len(rows) else np.zeros(0, np.int64)
+    seq = ids[take]
+    first_ids, first_at = np.unique(seq, return_index=True)
+    order = first_ids[np.argsort(first_at)]
+    column = np.full(len(corpus["tokens"]), -1, np.int64)
+    column[order] = np.arange(order.size)
+    doc = np.repeat(np.arange(len(rows)), lengths)
+    X = sp.csr_matrix((np.ones(seq.size), (doc, column[seq])), shape=(len(rows), order.size))
+    X.sum_duplicates()
+    X.sort_indices()
+    tokens = corpus["tokens"]
+    return X, [tokens[i] for i in order]
+
+
+# -- scoring a variant ---------------------------------------------------------------------
+class Columns:
+    """What the selection needs to know of a matrix's columns, made once per matrix: word
+    pairs, header fields, and each variant's :class:`Dependence`."""
+
+    def __init__(self, tokens: list[str]):
+        self.tokens = tokens
+        self.pairs = pair_columns(tokens)
+        self.headers = header_columns(tokens)
+        index = {t: i for i, t in enumerate(tokens)}
+        self._lookup = lambda words: np.array([index.get(w, -1) for w in words], np.int64)
+        self._dependence: dict[tuple, object] = {}
+
+    def dependence(self, m):
+        key = (m.clues_per_header_field, m.tile_word_pairs)
+        if key not in self._dependence:
+            self._dependence[key] = make_dependence(self.tokens, self._lookup, *key)
+        return self._dependence[key]
+
+    def score(self, model, X, cfg) -> np.ndarray:
+        return score_rows(model, X, cfg.model, self.pairs, self.headers,
+                          self.dependence(cfg.model))
+
+
+def figures(y: np.ndarray, s: np.ndarray) -> dict:
+    return {"one_minus_auc_pct": round(float(metrics.one_minus_auc_pct(y, s)), 4),
+            "sm_pct_at_hm_0.1pct": round(float(metrics.sm_at_hm(y, s, 0.001)), 2)}
+
+
+def interval(y: np.ndarray, reference: np.ndarray, other: np.ndarray) -> dict:
+    """95% intervals of other - reference for both metrics (``bench.stats.paired_bootstrap``:
+    hams and spams resampled apart, 1,000 times, the same messages for both)."""
+    out = paired_bootstrap(y, other, reference, 1000, seed=SEED)
+    return {name: [round(v, 4) for v in out[name]["diff_ci95"]] for name in out}
+
+
+def least_cost_threshold(y: np.ndarray, s: np.ndarray, lam: float) -> float:
+    """The threshold t (spam iff score > t) of least lam * fp + fn on (y, s)."""
+    order = np.argsort(s)
+    ss, yy = s[order], y[order]
+    # threshold just below each distinct score, and above all
+    fn = np.r_[0, np.cumsum(yy)]            # spams at or below the cut
+    fp = np.r_[(~yy).sum(), (~yy).sum() - np.cumsum(~yy)]
+    cost = lam * fp + fn
+    last = np.r_[ss[1:] != ss[:-1], True]    # cut only between distinct scores
+    valid = np.r_[True, last]
+    i = int(np.argmin(np.where(valid, cost, np.inf)))
+    if i == 0:
+        return float(ss[0]) - 1.0
+    if i == ss.size:
+        return float(ss[-1]) + 1.0
+    return float((ss[i - 1] + ss[i]) / 2)
+
+
+def costs(y_test, s_test, thresholds: dict) -> dict:
+    out = {}
+    for lam, t in thresholds.items():
+        fp = int(((s_test > t) & ~y_test).sum())
+        fn = int(((s_test <= t) & y_test).sum())
+        out[f"lambda_{lam:g}"] = {"fp": fp, "fn": fn, "cost": lam * fp + fn}
+    return out
+
+
+# -- trec07p-early: windows in delivery order -------------------------------------------------
+def windows(n: int) -> list[tuple[str, int, int]]:
+    return [("first 40% -> next 20%", int(0.4 * n), int(0.6 * n)),
+            ("first 60% -> next 20%", int(0.6 * n), int(0.8 * n)),
+            ("first 15,084 -> next 7,542", 15_084, 15_084 + 7_542)]
+
+
+def run_window(corpus: dict, a: int, b: int, variants: dict, bogofilter: bool,
+               log) -> dict:
+    y = corpus["labels"][:b].astype(bool)
+    X, tokens = matrix(corpus, np.arange(b))
+    Xb = binarize(X)
+    columns = Columns(tokens)
+    base_cfg = load_config(None, {})
+    train = np.arange(a)
+    model = fit_rows(X, y.astype(np.int64), train, base_cfg.model, base_cfg.features)
+    folds = chronological_folds(a, 5)
+    fold_models = [fit_rows(X, y.astype(np.int64), np.setdiff1d(train, f), base_cfg.model,
+                            base_cfg.features) for f in folds]
+    out = {"n_train": a, "n_test": b - a, "n_test_spam": int(y[a:].sum()), "variants": {}}
+    scores = {}
+    for name, overrides in variants.items():
+        cfg = load_config(None, overrides)
+        s = columns.score(model, Xb[a:], cfg)
+        oof = np.empty(a)
+        for f, m in zip(folds, fold_models):
+            oof[f] = columns.score(m, Xb[f], cfg)
+        thresholds = {lam: least_cost_threshold(y[:a], oof, lam) for lam in LAMBDAS}
+        scores[name] = s
+        row = {**figures(y[a:], s), "costs": costs(y[a:], s, thresholds)}
+        if name != REFERENCE:
+            row["vs_reference_95pct"] = interval(y[a:], scores[REFERENCE], s)
+        out["variants"][name] = row
+        log(f"  {name}: {row['one_minus_auc_pct']} / {row['sm_pct_at_hm_0.1pct']}")
+    if bogofilter:
+        out["bogofilter"] = bogofilter_window(corpus, a, b)
+        log(f"  bogofilter: {out['bogofilter']}")
+    return out
+
+
+def _trec_paths(corpus: dict) -> list[str]:
+    folder = corpora_root() / TREC / "full"
+    lines = [line.split() for line in (folder / "index").read_text().split("\n") if line.strip()]
+    return [str((folder / path).resolve()) for _, path in lines]
+
+
+def bogofilter_window(corpus: dict, a: int, b: int) -> dict:
+    """bogofilter 1.2.5 trained on the first ``a`` messages, scoring the next ones
+    (``bench.peers.run_bogofilter``: default options, the files as they are)."""
+    paths = _trec_paths(corpus)
+    y = corpus["labels"].astype(bool)
+    with tempfile.TemporaryDirectory(prefix="textnb-dependent-") as tmp:
+        s = Split(TREC, Path(tmp), [p for p, spam in zip(paths[:a], y[:a]) if spam],
+                  [p for p, spam in zip(paths[:a], y[:a]) if not spam], paths[a:b], y[a:b],
+                  [], y[:a], [])
+        run = run_bogofilter(s)
+    spam_verdict = run.is_spam_pred
+    return {**figures(y[a:b], run.scores),
+            "own_verdict": {"fp": int((spam_verdict & ~y[a:b]).sum()),
+                            "fn": int((~spam_verdict & y[a:b]).sum()),
+                            "unsure": run.n_unsure}}
+
+
+# -- trec07p-early: online -----------------------------------------------------------------
+def online_scores(X, y: np.ndarray, digests: np.ndarray, columns: Columns, cfg) -> np.ndarray:
+    """Each message scored by the model of the messages before it, then learned (an exact
+    repeat once); 0 until both classes were learned (bench.online's convention)."""
+    Xb = binarize(X)
+    n, width = Xb.shape
+    model = make_model(cfg.model.event_model, alpha=cfg.model.alpha,
+                       fit_prior=cfg.model.fit_prior, class_prior=cfg.model.class_prior)
+    model.fit(Xb[:0], np.zeros(0, np.int64))
+    model.set_feature_mask(np.zeros(width, bool))
+    seen = np.zeros(width, bool)
+    learned: set = set()
+    classes = np.zeros(2, np.int64)
+    scores = np.zeros(n)
+    indptr, indices = Xb.indptr, Xb.indices
+    for i in range(n):
+        cols = indices[indptr[i]:indptr[i + 1]]
+        if classes.all():
+            known = cols[seen[cols]]
+            row = Rows(np.ones(known.size), known, np.array([0, known.size]), (1, width))
+            scores[i] = columns.score(model, row, cfg)[0]
+        if digests[i] in learned:
+            continue
+        learned.add(digests[i])
+        model.partial_fit(Xb[i], y[i:i + 1].astype(np.int64))
+        new = cols[~seen[cols]]
+        if new.size:
+            seen[new] = True
+            model.set_feature_mask(np.ones(new.size, bool), new)
+        classes[int(y[i])] += 1
+    return scores
+
+
+def bogofilter_online(corpus: dict) -> dict:
+    """bogofilter in the same order: each message scored (``-T``), then learned under its
+    label (``-s`` / ``-n``), as bench.online runs it."""
+    paths = _trec_paths(corpus)
+    y = corpus["labels"].astype(bool)
+    scores = []
+    with tempfile.TemporaryDirectory(prefix="textnb-dependent-") as db:
+        for path, spam in zip(paths, y):
+            raw = Path(path).read_bytes()
+            out = subprocess.run(["bogofilter", "-C", "-d", db, "-T"], input=raw,
+                                 capture_output=True, check=False)
+            fields = out.stdout.split()
+            scores.append(float(fields[1]) if len(fields) >= 2 else 0.5)
+            subprocess.run(["bogofilter", "-C", "-d", db, "-s" if spam else "-n"], input=raw,
+                           check=True, capture_output=True)
+    return figures(y, np.array(scores))
+
+
+def run_online(corpus: dict, variants: dict, bogofilter: bool, cache: Path, log) -> dict:
+    y = corpus["labels"].astype(bool)
+    X, tokens = matrix(corpus, np.arange(y.size))
+    columns = Columns(tokens)
+    out = {"n": int(y.size), "n_spam": int(y.sum()), "variants": {}}
+    scores = {}
+    for name, overrides in variants.items():
+        s = online_scores(X, y, corpus["digests"], columns, load_config(None, overrides))
+        scores[name] = s
+        row = figures(y, s)
+        if name != REFERENCE:
+            row["vs_reference_95pct"] = interval(y, scores[REFERENCE], s)
+        out["variants"][name] = row
+        log(f"  online {name}: {row}")
+    if bogofilter:
+        saved = cache / "bogofilter-online.json"  # the peer's run does not change
+        if not saved.exists():
+            saved.write_text(json.dumps(bogofilter_online(corpus)))
+        out["bogofilter"] = json.loads(saved.read_text())
+        log(f"  online bogofilter: {out['bogofilter']}")
+    return out
+
+
+# -- the public cells ----------------------------------------------------------------------
+def run_public(name: str, chronological: bool, cache: Path, variants: dict, log) -> dict:
+    corpus = tokenised(name, cache)
+    examples = [Example(k, "spam" if s else "ham", b"") for k, s in
+                zip(corpus["keys"], corpus["labels"])]
+    position = {e.relpath: i for i, e in enumerate(examples)}
+    if chronological:
+        train, test = chronological_split(name, iter_corpus(name))
+    else:
+        train, test = split(examples)
+    rows = np.array([position[e.relpath] for e in train + test])
+    n_train = len(train)
+    y = corpus["labels"][rows].astype(bool)
+    X, tokens = matrix(corpus, rows)
+    columns = Columns(tokens)
+    base_cfg = load_config(None, {})
+    model = fit_rows(X, y.astype(np.int64), np.arange(n_train), base_cfg.model, base_cfg.features)
+    Xb = binarize(X)[n_train:]
+    out = {"corpus": name, "split": "chronological" if chronological else "hash",
+           "n_train": n_train, "n_test": len(test), "variants": {}}
+    scores = {}
+    for vname, overrides in variants.items():
+        s = columns.score(model, Xb, load_config(None, overrides))
+        scores[vname] = s
+        row = figures(y[n_train:], s)
+        if vname != REFERENCE:
+            row["vs_reference_95pct"] = interval(y[n_train:], scores[REFERENCE], s)
+        out["variants"][vname] = row
+        log(f"  {name} {out['split']} {vname}: {row}")
+    return out
+
+
+LAMBDAS = (9.0, 999.0)
+# "textnb" is the defaults (one header field gives at most 2 clues a side, no tiling);
+# every other variant names both settings, so its row means the same whatever the
+# defaults become.
+# The reference (what the bootstrap compares with) is textnb before either: every token
+# of a header field may count, and a word pair beside its own words.
+REFERENCE = "every-field-token"
+VARIANTS = [
+    f"{REFERENCE}=model.clues_per_header_field=0,model.tile_word_pairs=false",
+    "field-1=model.clues_per_header_field=1,model.tile_word_pairs=false",
+    "field-3=model.clues_per_header_field=3,model.tile_word_pairs=false",
+    "tiling=model.clues_per_header_field=0,model.tile_word_pairs=true",
+    "tiling-no-pair-cap=model.clues_per_header_field=0,model.tile_word_pairs=true,"
+    "model.max_pair_discriminators=16",
+    "field-1+tiling=model.clues_per_header_field=1,model.tile_word_pairs=true",
+    "field-2+tiling=model.clues_per_header_field=2,model.tile_word_pairs=true",
+]
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--tokenise-only", action="append", default=[], metavar="CORPUS")
+    parser.add_argument("--part", action="append", choices=("windows", "online", "public"))
+    parser.add_argument("--variant", action="append", metavar="NAME=section.key=value,...",
+                        help="variants against the defaults (default: this script's list)")
+    parser.add_argument("--no-bogofilter", action="store_true")
+    parser.add_argument("--json")
+    parser.add_argument("--markdown", type=Path, metavar="JSON",
+                        help="print the docs' tables from a result of this script, and stop")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(args.markdown.read_text())))
+        return
+    if corpora_root() is None:
+        sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
+    log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    for name in args.tokenise_only:
+        corpus = tokenised(name, args.cache)
+        log(f"{name}: {len(corpus['keys'])} messages, {len(corpus['tokens'])} tokens")
+    if args.tokenise_only:
+        return
+    variants = named_variants(args.variant or VARIANTS)
+    if REFERENCE in variants:  # scored first: the others are compared with it
+        variants = {REFERENCE: variants.pop(REFERENCE), **variants}
+    else:  # --variant lists: compared with the defaults
+        variants = {REFERENCE: variants.pop("textnb"), **variants}
+    bogofilter = not args.no_bogofilter and shutil.which("bogofilter") is not None
+    parts = args.part or ["windows", "online", "public"]
+    result = {"variants": variants, "reference": REFERENCE,
+              "bogofilter": bogofilter_version() if bogofilter else None}
+    if "windows" in parts or "online" in parts:
+        corpus = tokenised(TREC, args.cache)
+    if "windows" in parts:
+        result["windows"] = {}
+        for label, a, b in windows(len(corpus["keys"])):
+            log(f"{TREC} {label}")
+            result["windows"][label] = run_window(corpus, a, b, variants, bogofilter, log)
+    if "online" in parts:
+        result["online"] = run_online(corpus, variants, bogofilter, args.cache, log)
+    if "public" in parts:
+        result["public"] = [run_public(name, chron, args.cache, variants, log)
+                            for chron, names in ((False, CORPORA), (True, CHRONOLOGICAL))
+                            for name in names]
+    write_json(args.json, result)
+
+
+def markdown(result: dict) -> str:
+    """The tables docs/dependent-evidence.md quotes, from a result of this script."""
+    def cell(row):
+        return f"{row['one_minus_auc_pct']:.4f} / {row['sm_pct_at_hm_0.1pct']:.2f}"
+
+    def interval(row):
+        ci = row.get("vs_reference_95pct")
+        if ci is None:
+            return "(reference)"
+        a, s = ci["one_minus_auc_pct"], ci["sm_pct_at_hm_0.1pct"]
+        return f"[{a[0]:+.4f}, {a[1]:+.4f}] / [{s[0]:+.2f}, {s[1]:+.2f}]"
+
+    lines = []
+    trec = [(label, w) for label, w in result.get("windows", {}).items()]
+    if "online" in result:
+        trec.append(("online, all in delivery order", result["online"]))
+    if trec:
+        lines += ["| variant | " + " | ".join(label for label, _ in trec) + " |",
+                  "|---|" + "---|" * len(trec)]
+        for name in result["variants"]:
+            lines.append(f"| {name} | " + " | ".join(cell(w["variants"][name]) for _, w in trec)
+                         + " |")
+        if all("bogofilter" in w for _, w in trec):
+            lines.append("| bogofilter | " + " | ".join(cell(w["bogofilter"]) for _, w in trec)
+                         + " |")
+        lines += ["", "| variant | " + " | ".join(label for label, _ in trec) + " |",
+                  "|---|" + "---|" * len(trec)]
+        for name in result["variants"]:
+            lines.append(f"| {name} | " + " | ".join(interval(w["variants"][name])
+                                                      for _, w in trec) + " |")
+        windows = result.get("windows", {})
+        if windows:
+            lines += ["", "| variant | " + " | ".join(f"{label}: lambda 9 / 999" for label in windows)
+                      + " |", "|---|" + "---|" * len(windows)]
+            for name in result["variants"]:
+                lines.append(f"| {name} | " + " | ".join(
+                    "{:g} / {:g}".format(*(w["variants"][name]["costs"][f"lambda_{lam:g}"]["cost"]
+                                       for lam in LAMBDAS)) for w in windows.values()) + " |")
+    for part in result.get("public", []):
+        lines += ["", f"{part['corpus']}, {part['split']} split ({part['n_train']:,} / "
+                  f"{part['n_test']:,}):", "",
+                  "| variant | (1-AUC)% / sm% at hm 0.1% | 95% interval of the difference |",
+                  "|---|---|---|"]
+        for name, row in part["variants"].items():
+            lines.append(f"| {name} | {cell(row)} | {interval(row)} |")
+    return "\n".join(lines)
+
+
+def bogofilter_version() -> str:
+    out = subprocess.run(["bogofilter", "-V"], capture_output=True, text=True, check=False)
+    return (out.stdout + out.stderr).strip().splitlines()[0]
+
+
+if __name__ == "__main__":
+    main()
