@@ -30,6 +30,7 @@ def web_cli(
     port: int = typer.Option(8025, "--port", help="Port to listen on."),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="Permit a non-loopback --host."),
     secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Mark the session cookie Secure (when a TLS proxy serves the page)."),
+    trusted_proxy: Optional[str] = typer.Option(None, "--trusted-proxy", help="The address of the reverse proxy in front (e.g. 127.0.0.1): only its X-Forwarded-For names the client, for the login throttle. Without it the header is ignored."),
     imap: Optional[str] = typer.Option(None, "--imap", help="Also let users log in with their mail password, checked by this IMAP server's LOGIN ([HOST:]PORT, e.g. 143 for the local Dovecot); the users file's names are checked there first. Such logins are never admins."),
 ):
     # fmt: on
@@ -50,6 +51,16 @@ def web_cli(
     if not (loopback or allow_remote):
         raise typer.BadParameter(f"{host!r} is not a loopback address; pass --allow-remote "
                                  "(and serve it behind TLS)", param_hint="--host")
+    if allow_remote and not secure_cookies:
+        raise typer.BadParameter("a page reachable from other hosts sends passwords and "
+                                 "session cookies: serve it behind a TLS proxy and pass "
+                                 "--secure-cookies too", param_hint="--allow-remote")
+    if trusted_proxy is not None:
+        try:
+            ipaddress.ip_address(trusted_proxy)
+        except ValueError:
+            raise typer.BadParameter(f"{trusted_proxy!r} is not an IP address",
+                                     param_hint="--trusted-proxy") from None
     if not record.exists():
         raise typer.BadParameter(f"{record} does not exist; start 'textnb serve --record "
                                  f"{record}' first", param_hint="--record")
@@ -61,7 +72,7 @@ def web_cli(
             raise typer.BadParameter(f"{imap!r} is not [HOST:]PORT", param_hint="--imap")
     with operator_errors():
         web(record, users or _default_users(), address, host, port,
-            secure_cookies=secure_cookies, imap=imap_address,
+            secure_cookies=secure_cookies, imap=imap_address, trusted_proxy=trusted_proxy,
             say=lambda line: typer.echo(line, err=True))
 
 

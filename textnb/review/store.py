@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["FIELD_CHARS", "REVIEW_BAND", "Row", "SEARCH_ROWS", "StoreError", "VerdictStore",
-           "headers_of", "in_review_band"]
+           "headers_of", "held_elsewhere", "in_review_band", "missing"]
 
 # Sender and subject are cut to this many characters: enough for any list view, and a
 # 1 MB Subject header costs a row nothing.
@@ -95,7 +95,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
     clues TEXT,
     has_raw INTEGER NOT NULL DEFAULT 0,
     taught TEXT,
-    before TEXT
+    before TEXT,
+    prior REAL
 );
 DROP INDEX IF EXISTS verdicts_user;
 CREATE INDEX IF NOT EXISTS verdicts_user_text ON verdicts (user, id, sender, subject);
@@ -108,6 +109,10 @@ CREATE INDEX IF NOT EXISTS verdicts_kept ON verdicts (user, id, size) WHERE has_
 CREATE TABLE IF NOT EXISTS raws (
     id INTEGER PRIMARY KEY,
     raw BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    at REAL NOT NULL,
+    what TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS dropped (
     reason TEXT PRIMARY KEY,
@@ -141,10 +146,11 @@ class Row:
     has_raw: bool
     taught: str | None
     before: str | None
+    prior: float | None = None  # the model's prior log-odds, recorded with the clues
 
 
 _COLUMNS = ("id, at, user, model, source, sender, subject, label, log_odds, p_spam, threshold, "
-            "action, digest, size, clues, has_raw, taught, before")
+            "action, digest, size, clues, has_raw, taught, before, prior")
 
 
 def _row(values) -> Row:
@@ -189,20 +195,41 @@ def headers_of(raw: bytes) -> tuple[str, str]:
     return _decoded(found.get(b"from", b"")), _decoded(found.get(b"subject", b""))
 
 
+# An RFC 2047 encoded word: =?charset?Q|B?text?= (an RFC 2231 language after '*' ignored).
+_WORD = re.compile(r"=\?([^?*\s]+)(?:\*[^?\s]*)?\?([QqBb])\?([^?\s]*)\?=")
+# Whitespace between two encoded words is not part of the text (RFC 2047, section 6.2).
+_BETWEEN_WORDS = re.compile(r"(\?=)\s+(?==\?[^?*\s]+(?:\*[^?\s]*)?\?[QqBb]\?)")
+
+
 def _decoded(value: bytes) -> str:
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError:
         text = value.decode("latin-1")
     if "=?" in text:
-        from email.header import decode_header, make_header
-
-        try:
-            text = str(make_header(decode_header(text)))
-        except Exception:  # noqa: BLE001 - a broken encoded word is shown as it came
-            pass
+        # each encoded word in place, the text around it as it came: email.header's
+        # decode_header turns a field that mixes raw UTF-8 with encoded words into
+        # escaped bytes or leaves the words undecoded
+        text = _WORD.sub(_word, _BETWEEN_WORDS.sub(r"\1", text))
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates (UTF-7 words)
     return " ".join(_CONTROL.sub(" ", text).split())[:FIELD_CHARS]
+
+
+def _word(match) -> str:
+    import base64
+    import binascii
+    import codecs
+
+    charset, encoding, payload = match.group(1), match.group(2).upper(), match.group(3)
+    try:
+        if encoding == "B":
+            data = base64.b64decode(payload + "=" * (-len(payload) % 4))
+        else:
+            data = re.sub(rb"=([0-9A-Fa-f]{2})", lambda m: bytes([int(m.group(1), 16)]),
+                          payload.replace("_", " ").encode("ascii", "replace"))
+        return data.decode(codecs.lookup(charset).name, "replace")
+    except (LookupError, ValueError, binascii.Error):  # an unknown charset, bad base64
+        return match.group(0)
 
 
 class VerdictStore:
@@ -219,7 +246,7 @@ class VerdictStore:
 
     def __init__(self, path, days: float = 30.0, max_bytes: int = 200 * 2**20,
                  readonly: bool = False, clock=time.time, max_user_bytes: int | None = None,
-                 wait_ms: int = BUSY_MS):
+                 wait_ms: int = BUSY_MS, create: bool = True):
         if not days > 0 or max_bytes < 2**20:
             raise ValueError(f"days={days} must be > 0 and max_bytes={max_bytes} at least "
                              "1 MB (2**20)")
@@ -229,17 +256,22 @@ class VerdictStore:
                                else max_user_bytes)
         self._clock = clock
         self._wait_ms = wait_ms
-        self.db = self._open(readonly)
+        self.created = False  # this store made the file
+        self.db = self._open(readonly, create)
 
-    def _open(self, readonly: bool) -> sqlite3.Connection:
-        if not readonly and not self.path.exists():
+    def _open(self, readonly: bool, create: bool) -> sqlite3.Connection:
+        if not self.path.exists():
+            if readonly or not create:
+                raise StoreError(missing(self.path))
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.close(fd)
+            self.created = True
+        self.identity = _identity(self.path)
         uri = f"file:{self.path}?mode={'ro' if readonly else 'rw'}"
         try:
             db = sqlite3.connect(uri, uri=True, timeout=self._wait_ms / 1000,
                                  check_same_thread=False, isolation_level=None)
-            if not readonly:
+            if not readonly and (self.created or create or not _current(db)):
                 db.execute("PRAGMA auto_vacuum = FULL")  # before the first table
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("PRAGMA synchronous = NORMAL")  # WAL: a power cut loses the last commits, never the file
@@ -248,11 +280,25 @@ class VerdictStore:
                 # the log is checkpointed (and reused) past a tenth of the cap
                 db.execute(f"PRAGMA wal_autocheckpoint = {max(16, self.max_bytes // page // 10)}")
                 db.executescript(_SCHEMA)
+                _add_column(db, "prior REAL")
+            elif not readonly:  # the page: a reader first, which a lock held elsewhere
+                db.execute("PRAGMA synchronous = NORMAL")  # does not stop
             else:
                 db.execute("SELECT count(*) FROM verdicts WHERE id < 0").fetchone()
         except sqlite3.Error as exc:
             raise StoreError(describe(exc, self.path)) from None
+        except FileNotFoundError:
+            raise StoreError(missing(self.path)) from None
+        if _identity(self.path) != self.identity:  # replaced while being opened
+            db.close()
+            raise StoreError(missing(self.path))
         return db
+
+    def replaced(self) -> bool:
+        """Whether the file at the store's path is no longer the one this store has open
+        (moved aside, deleted, or another put there): a stat, cheap enough for every
+        request and every batch."""
+        return _identity(self.path) != self.identity
 
     def close(self) -> None:
         self.db.close()
@@ -290,9 +336,9 @@ class VerdictStore:
             raise
         return ids
 
-    def set_clues(self, verdict_id: int, clues: list) -> None:
-        self.db.execute("UPDATE verdicts SET clues = ? WHERE id = ?",
-                        (json.dumps(clues), verdict_id))
+    def set_clues(self, verdict_id: int, clues: list, prior: float | None = None) -> None:
+        self.db.execute("UPDATE verdicts SET clues = ?, prior = ? WHERE id = ?",
+                        (json.dumps(clues), prior, verdict_id))
 
     def size(self) -> int:
         """Bytes the store occupies on disk: the database file and its write-ahead log."""
@@ -474,12 +520,52 @@ class VerdictStore:
         return bytes(found[0]) if found else None
 
     def mark(self, verdict_id: int, taught: str | None, before: str | None) -> None:
-        """Record what the page taught a verdict as (StoreError when the log cannot be
-        written: the lesson itself is in the model already, and teaching it again is a
-        no-op for the ledger)."""
+        """Record what the page taught a verdict as; inside :meth:`begin_lesson`'s
+        transaction when the page teaches (StoreError when the log cannot be written)."""
         try:
             self.db.execute("UPDATE verdicts SET taught = ?, before = ? WHERE id = ?",
                             (taught, before, verdict_id))
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+
+    def begin_lesson(self, verdict_id: int) -> None:
+        """Take the log's write lock for one verdict's lesson, before the scorer is told:
+        a log that is locked or damaged refuses the lesson while nothing has changed
+        (StoreError). :meth:`mark` then writes inside it and :meth:`end_lesson` commits."""
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            # the row's own pages read and written now: damage there shows before teaching
+            db.execute("UPDATE verdicts SET taught = taught WHERE id = ?", (verdict_id,))
+        except sqlite3.Error as exc:
+            self.end_lesson(commit=False)
+            raise StoreError(describe(exc, self.path)) from None
+
+    def end_lesson(self, commit: bool) -> None:
+        """Commit the lesson's mark (StoreError when the log will not take it: the caller
+        puts the scorer back), or roll it back."""
+        db = self.db
+        try:
+            if db.in_transaction:
+                db.execute("COMMIT" if commit else "ROLLBACK")
+        except sqlite3.Error as exc:
+            try:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if commit:
+                raise StoreError(describe(exc, self.path)) from None
+
+    def note(self, what: str) -> None:
+        """Record an event the page tells every reader of (a log begun anew)."""
+        self.db.execute("INSERT INTO events (at, what) VALUES (?, ?)", (self._clock(), what))
+
+    def events(self) -> list[tuple[float, str]]:
+        """(when, what) of the events within the retention days, oldest first."""
+        try:
+            return self.db.execute("SELECT at, what FROM events WHERE at >= ? ORDER BY at",
+                                   (self._clock() - self.days * 86400,)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(describe(exc, self.path)) from None
 
@@ -498,6 +584,80 @@ class VerdictStore:
 
     def users(self) -> list[str]:
         return [u for (u,) in self.db.execute("SELECT DISTINCT user FROM verdicts ORDER BY user")]
+
+
+def _identity(path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _current(db) -> bool:
+    """Whether the log has this version's tables and columns (nothing to write)."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return ({"verdicts", "raws", "events", "dropped"} <= tables
+            and "prior" in [c[1] for c in db.execute("PRAGMA table_info(verdicts)")])
+
+
+def _add_column(db, column: str) -> None:
+    """A column a log written by an older textnb lacks."""
+    name = column.split()[0]
+    if name not in [c[1] for c in db.execute("PRAGMA table_info(verdicts)")]:
+        try:
+            db.execute(f"ALTER TABLE verdicts ADD COLUMN {column}")
+        except sqlite3.OperationalError as exc:  # another program added it meanwhile
+            if "duplicate column" not in str(exc):
+                raise
+
+
+def held_elsewhere(path) -> bool:
+    """Whether a connection, of any process, has the write-ahead files at ``path`` open:
+    each holds a shared lock on byte 128 of the ``-shm`` file (SQLite's "dead man's
+    switch") while open. Write-ahead files nobody holds were left by a process that
+    died, with the old file's last writes: they are renamed ``PATH.orphaned-wal`` and
+    ``-shm``, out of a new log's way.
+
+    The test is an open file description lock, which conflicts with SQLite's record
+    locks even in this process; and the descriptor is never closed, since closing any
+    descriptor of a file drops every record lock this process's connections hold on it.
+    """
+    import fcntl
+    import struct
+
+    shm = f"{path}-shm"
+    try:
+        found = os.stat(shm)
+    except FileNotFoundError:
+        return False
+    key = (found.st_dev, found.st_ino)
+    fd = _SHM_FDS.get(key)
+    if fd is None:
+        try:
+            fd = _SHM_FDS[key] = os.open(shm, os.O_RDWR)
+        except FileNotFoundError:
+            return False
+    try:  # struct flock: type, whence, start, length, pid (0 for these locks)
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 128, 1, 0))
+    except OSError:
+        return True
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_UNLCK, 0, 128, 1, 0))
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.replace(f"{path}{suffix}", f"{path}.orphaned{suffix}")
+        except FileNotFoundError:
+            pass
+    return False
+
+
+# held_elsewhere's descriptors of -shm files, by (device, inode): one per file it looked at
+_SHM_FDS: dict[tuple[int, int], int] = {}
+
+
+def missing(path) -> str:
+    return (f"the verdict log {path} is missing (moved aside or deleted); the scorer "
+            "begins a new one there with its next verdict, and this page reads that one")
 
 
 def describe(exc: BaseException, path) -> str:
