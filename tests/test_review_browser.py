@@ -129,11 +129,19 @@ def _submit(driver, element):
         lambda d: d.execute_script("return document.readyState") == "complete")
 
 
-def _shot(driver, name):
+def _shot(driver, name, whole=False):
+    """The page as a PNG in $TEXTNB_SCREENSHOTS; ``whole``: all its height, not the window's."""
     folder = os.environ.get("TEXTNB_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
+        size = driver.get_window_size()
+        if whole:
+            height = driver.execute_script("return document.documentElement.scrollHeight")
+            driver.set_window_size(size["width"], height + size["height"]
+                                   - driver.execute_script("return window.innerHeight"))
         driver.save_screenshot(str(Path(folder) / name))
+        if whole:
+            driver.set_window_size(size["width"], size["height"])
 
 
 def test_alice_teaches_her_unsure_message_once_and_undoes_it(tmp_path, users_file,
@@ -164,7 +172,7 @@ def test_alice_teaches_her_unsure_message_once_and_undoes_it(tmp_path, users_fil
             assert browser.find_element(By.ID, "notice").text == "taught as spam", \
                 browser.find_element(By.TAG_NAME, "main").text
             assert browser.find_element(By.ID, "taught").text == "as spam"
-            _shot(browser, "message.png")
+            _shot(browser, "message.png", whole=True)
             assert scorer.counts("alice") == (spam + 1, ham)
             _submit(browser, browser.find_element(By.ID, "teach-spam"))  # a second click
             assert "already taught as spam" in browser.find_element(By.ID, "notice").text
@@ -206,8 +214,10 @@ def _scored(scorer, db, user, n):
 
 
 def _rows(db, user):
+    if not db.exists():  # the log between two files
+        return []
     try:
-        store = VerdictStore(db, create=False)
+        store = VerdictStore(db)
     except Exception:  # noqa: BLE001 - the log between two files
         return []
     try:
