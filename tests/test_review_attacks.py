@@ -457,3 +457,83 @@ def test_p14_an_admin_is_asked_to_confirm_teaching_the_shared_model(tmp_path, us
     assert scorer.calls == [("ham", "alice")]  # alice's own lesson goes to her model
     done = _teach(client, rows[""], "spam", token, confirm="shared")
     assert "taught as spam" in done.text and scorer.calls[-1] == ("spam", None)
+
+
+# -- the review queue as peers' users expect it ------------------------------------------
+
+
+def _queue_ids(html):
+    return [int(i) for i in re.findall(r'name="ids" value="(\d+)"', html)]
+
+
+def test_the_queue_comes_closest_to_the_threshold_first_and_pages_on(tmp_path, users_file,
+                                                                     monkeypatch):
+    monkeypatch.setattr(web_module, "PAGE_ROWS", 4)
+    db = tmp_path / "v.db"
+    odds = [3.5, -0.2, 1.9, 0.05, -1.5, 0.7, 6.0, -0.7]
+    record(db, [(unsure_message("alice", n), Verdict("spam" if lo > 0 else "unsure", lo, 0.5, 0.0),
+                 "alice", "user") for n, lo in enumerate(odds)])
+    client = TestClient(make_app(db, users_file, "-", learn=FakeScorer().learn,
+                                 ping=FakeScorer().ping))
+    log_in(client, "alice")
+    by_id = {row.id: row.log_odds for row in VerdictStore(db).history("alice")}
+    page = client.get("/review").text
+    first = _queue_ids(page)
+    more = re.search(r'href="(/review\?after=[^"]+)" id="older"', page).group(1)
+    second = _queue_ids(client.get(more.replace("&amp;", "&")).text)
+    shown = [abs(by_id[i]) for i in first + second]
+    assert shown == sorted(abs(lo) for lo in odds) and len(set(first + second)) == 8
+
+
+def test_the_queue_filters_by_sender_subject_verdict_and_day(tmp_path, users_file):
+    def at(text):
+        return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
+
+    db = tmp_path / "v.db"
+    for when, sender, subject, label in (
+            ("2026-12-01T10:00:00", "shop@a.example", "invoice 1", "spam"),
+            ("2026-12-02T10:00:00", "news@b.example", "invoice 2", "unsure"),
+            ("2026-12-03T10:00:00", "shop@a.example", "meeting", "unsure")):
+        recorder = VerdictRecorder(db, clock=lambda w=when: at(w)).start()
+        raw = f"From: {sender}\nSubject: {subject}\n\nhello\n".encode()
+        recorder.submit(raw, Verdict(label, 0.5, 0.6, 0.0), user="alice", model="user")
+        recorder.close()
+    client = TestClient(make_app(db, users_file, "-", learn=FakeScorer().learn,
+                                 ping=FakeScorer().ping))
+    log_in(client, "alice")
+
+    def subjects(query):
+        page = client.get("/review?" + query).text
+        return sorted(re.findall(r'<td class="c-subject"><a href="/message/\d+">([^<]+)</a>',
+                                 page.split("Recently taught")[0]))
+
+    assert subjects("") == ["invoice 1", "invoice 2", "meeting"]
+    assert subjects("sender=shop%40a") == ["invoice 1", "meeting"]
+    assert subjects("subject=invoice&verdict=unsure") == ["invoice 2"]
+    assert subjects("since=2026-12-02&until=2026-12-02") == ["invoice 2"]
+    assert subjects("since=2026-12-02") == ["invoice 2", "meeting"]
+    assert subjects("verdict=nonsense&since=yesterday") == ["invoice 1", "invoice 2", "meeting"]
+    assert subjects("after=nonsense") == ["invoice 1", "invoice 2", "meeting"]
+
+
+def test_the_queue_teaches_all_on_a_page_and_undoes_in_bulk(tmp_path, users_file):
+    db = tmp_path / "v.db"
+    record(db, [(unsure_message("alice", n), UNSURE, "alice", "user") for n in range(3)]
+           + [(unsure_message("bob", 9), UNSURE, "bob", "user")])
+    scorer = FakeScorer()
+    client = TestClient(make_app(db, users_file, "-", learn=scorer.learn, ping=scorer.ping))
+    token = log_in(client, "alice")
+    page = client.get("/review").text
+    shown = re.findall(r'name="shown" value="(\d+)"', page)
+    bobs = str(VerdictStore(db).history("bob")[0].id)
+    page = client.post("/review", data={"csrf": token, "all": "ham",
+                                        "shown": shown + [bobs]}).text
+    assert "3 taught as ham" in page and _queue_ids(page) == []
+    assert scorer.calls == [("ham", "alice")] * 3  # bob's id, slipped in, is not hers
+    undo = re.findall(r'name="undo_ids" value="(\d+)"', page)
+    assert len(undo) == 3
+    page = client.post("/review", data={"csrf": token, "action": "undo",
+                                        "undo_ids": undo[:2]}).text
+    assert "2 undone" in page and len(_queue_ids(page)) == 2
+    page = client.post("/review", data={"csrf": token, "one": undo[2]}).text
+    assert "1 undone" in page and len(_queue_ids(page)) == 3 and scorer.state == {}

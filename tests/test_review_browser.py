@@ -384,3 +384,64 @@ def test_p10_long_words_wrap_and_the_verdict_stays_in_view_at_1280_and_375_pixel
             assert len(verdicts) == 4 and max(verdicts) <= width, (width, verdicts)
             _shot(browser, f"history-{width}.png")
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_the_queue_by_keyboard_closest_first_select_all_and_bulk_undo(tmp_path, users_file,
+                                                                     browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from test_review_web import record
+    from textnb.delivery.verdict_headers import Verdict
+
+    db = tmp_path / "verdicts.db"
+    odds = [2.5, -0.3, 1.2, 0.1]
+    record(db, [(unsure_message("alice", n), Verdict("spam" if lo > 0 else "unsure", lo, 0.5, 0.0),
+                 "alice", "user") for n, lo in enumerate(odds)])
+    taught = []
+
+    def learn(raw, label, user):
+        taught.append(label)
+        return f"{label} new" if label else "spam"
+
+    with WebPage(make_app(db, users_file, "-", learn=learn, ping=lambda u: {})) as base:
+        _log_in(browser, base, "alice")
+        _submit(browser, browser.find_element(By.LINK_TEXT, "Review queue"))
+        subjects = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, "td.c-subject")]
+        assert subjects == ["alice's offer 3", "alice's offer 1", "alice's offer 2",
+                            "alice's offer 0"]  # |log-odds| 0.1, 0.3, 1.2, 2.5
+        boxes = browser.find_elements(By.CSS_SELECTOR, "input[name=ids]")
+        assert [box.accessible_name for box in boxes] == [f"select: {s}" for s in subjects]
+        # the bulk buttons come right after the filters, before 4 rows of links and boxes
+        browser.find_element(By.ID, "filter").send_keys(Keys.TAB)
+        assert browser.switch_to.active_element.get_attribute("id") == "bulk-spam"
+        boxes[0].send_keys(Keys.SPACE)
+        boxes[1].send_keys(Keys.SPACE)
+        old = browser.find_element(By.TAG_NAME, "html")
+        browser.find_element(By.ID, "bulk-spam").send_keys(Keys.ENTER)
+        _wait_gone(browser, old)
+        assert _text(browser, "notice") == "2 taught as spam"
+        assert len(browser.find_elements(By.CSS_SELECTOR, "input[name=ids]")) == 2
+        _submit(browser, browser.find_element(By.ID, "all-ham"))  # all on the page
+        assert _text(browser, "notice") == "2 taught as ham"
+        assert not browser.find_elements(By.CSS_SELECTOR, "input[name=ids]")
+        for box in browser.find_elements(By.CSS_SELECTOR, "input[name=undo_ids]"):
+            box.send_keys(Keys.SPACE)
+        _submit(browser, browser.find_element(By.ID, "bulk-undo"))
+        assert _text(browser, "notice") == "4 undone"
+        assert len(browser.find_elements(By.CSS_SELECTOR, "input[name=ids]")) == 4
+        assert taught == ["spam", "spam", "ham", "ham", None, None, None, None]
+
+
+def _wait_gone(driver, old):
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def gone(_driver):
+        try:
+            old.is_enabled()
+        except WebDriverException:
+            return True
+        return False
+
+    WebDriverWait(driver, 15).until(gone)

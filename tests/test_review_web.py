@@ -300,7 +300,7 @@ class _Tags(HTMLParser):
 # Every tag the page's own templates use: a message's markup adds none.
 OWN_TAGS = {"html", "head", "meta", "title", "link", "body", "nav", "a", "span", "form", "input",
             "button", "main", "p", "h1", "h2", "dl", "dt", "dd", "table", "thead", "tbody", "tr",
-            "th", "td", "code", "pre", "ul", "li", "label", "tfoot"}
+            "th", "td", "code", "pre", "ul", "li", "label", "tfoot", "div", "select", "option"}
 ATTACKS = [
     b"From: <script>alert(1)</script> <x@evil.example>\nSubject: <img src=http://evil.example/t.png>"
     b"\nContent-Type: text/html\n\n<html><body><script>alert(2)</script><img src='http://evil.example/p.gif'>"

@@ -104,6 +104,10 @@ CREATE INDEX IF NOT EXISTS verdicts_at ON verdicts (at);
 CREATE INDEX IF NOT EXISTS verdicts_queue ON verdicts (user, id) WHERE has_raw AND taught IS NULL;
 CREATE INDEX IF NOT EXISTS verdicts_taught ON verdicts (user, id) WHERE taught IS NOT NULL;
 CREATE INDEX IF NOT EXISTS verdicts_queue_all ON verdicts (id) WHERE has_raw AND taught IS NULL;
+CREATE INDEX IF NOT EXISTS verdicts_queue_close ON verdicts (user, abs(log_odds - threshold), id)
+    WHERE has_raw AND taught IS NULL;
+CREATE INDEX IF NOT EXISTS verdicts_queue_close_all ON verdicts (abs(log_odds - threshold), id)
+    WHERE has_raw AND taught IS NULL;
 CREATE INDEX IF NOT EXISTS verdicts_taught_all ON verdicts (id) WHERE taught IS NOT NULL;
 CREATE INDEX IF NOT EXISTS verdicts_kept ON verdicts (user, id, size) WHERE has_raw;
 CREATE TABLE IF NOT EXISTS raws (
@@ -481,6 +485,48 @@ class VerdictStore:
             return [_row(v) for v in rows], (past[0] + 1 if past else None)
         except sqlite3.Error as exc:
             raise StoreError(describe(exc, self.path)) from None
+
+    def queue(self, user: str | None, after: tuple[float, int] | None = None, limit: int = 50,
+              sender: str = "", subject: str = "", label: str = "",
+              since: float | None = None, until: float | None = None
+              ) -> tuple[list[Row], tuple[float, int] | None]:
+        """A page of the review queue (a message kept, not taught yet), the verdicts
+        closest to their threshold first (the likeliest mistakes), then the newest:
+        ``user``'s (None: everybody's), past the cursor ``after`` (the distance and id of
+        the previous page's last row), filtered by sender and subject (contains), label,
+        and time (``since`` <= at < ``until``). RETURNS (rows, the next page's cursor or
+        None). An index range on the distance: the filters cost only the rows they pass
+        over, and a user's queue is bounded by the messages kept for them."""
+        close = "abs(log_odds - threshold)"
+        extra, args = ["has_raw AND taught IS NULL"], []
+        if after is not None:
+            extra.append(f"({close} > ? OR ({close} = ? AND id < ?))")
+            args += [after[0], after[0], after[1]]
+        for column, text in (("sender", sender), ("subject", subject)):
+            if text:
+                extra.append(f"{column} LIKE ? ESCAPE '\\'")
+                args.append("%" + re.sub(r"([\\%_])", r"\\\1", text) + "%")
+        if label:
+            extra.append("label = ?")
+            args.append(label)
+        if since is not None:
+            extra.append("at >= ?")
+            args.append(since)
+        if until is not None:
+            extra.append("at < ?")
+            args.append(until)
+        where, values = self._where(user, " AND ".join(extra), args)
+        try:
+            found = self.db.execute(f"SELECT {_COLUMNS} FROM verdicts{where} "
+                                    f"ORDER BY {close}, id DESC LIMIT ?",
+                                    (*values, limit + 1)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+        rows = [_row(v) for v in found[:limit]]
+        if len(found) <= limit:
+            return rows, None
+        last = rows[-1]
+        return rows, (abs(last.log_odds - last.threshold), last.id)
 
     def recently_taught(self, user: str | None, limit: int = 20) -> list[Row]:
         """The verdicts the page taught last, newest first."""

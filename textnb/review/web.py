@@ -82,6 +82,9 @@ SHOWN_MESSAGES = 32
 # The longest message the client sends the scorer (textnb.delivery.client's
 # MAX_MESSAGE_BYTES): a verdict of that size was given on the message's head only.
 CUT_AT = 10_000_001
+# The review queue's filters (query parameters): sender and subject contain, the
+# verdict, and the first and last day (UTC).
+QUEUE_FILTERS = ("sender", "subject", "verdict", "since", "until")
 # The largest verdict id SQLite holds; a larger number in a URL or a form is no id.
 MAX_ID = 2**63 - 1
 # What the page calls each reason the recorder dropped verdicts for.
@@ -271,28 +274,54 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     async def home(request: Request):
         return RedirectResponse("/history" if current(request) else "/login", status_code=303)
 
-    def listing(request: Request, session: dict, queue: bool) -> HTMLResponse:
-        search = "" if queue else request.query_params.get("q", "")[:200]
+    def listing(request: Request, session: dict) -> HTMLResponse:
+        search = request.query_params.get("q", "")[:200]
         before = verdict_id(request.query_params.get("before", ""))
         user = scope_user(session, request)
         with connections.use("read") as store:
-            rows, next_before = store.page(user, search, before, PAGE_ROWS, queue)
-            taught = store.recently_taught(user) if queue else []
-            return shown(request, "review.html" if queue else "history.html", session, store,
-                         rows=rows, table=verdict_table(rows, session["admin"], select=queue),
-                         search=search, next_before=next_before, user=user, taught=taught)
+            rows, next_before = store.page(user, search, before, PAGE_ROWS)
+            return shown(request, "history.html", session, store,
+                         rows=rows, table=verdict_table(rows, session["admin"]),
+                         search=search, next_before=next_before, user=user)
 
-    async def history(request: Request, queue: bool = False):
+    def queue_page(request: Request, session: dict) -> HTMLResponse:
+        params = request.query_params
+        user = scope_user(session, request)
+        filters = queue_filters(params)
+        with connections.use("read") as store:
+            rows, next_after = store.queue(
+                user, _cursor(params.get("after", "")), PAGE_ROWS, filters["sender"],
+                filters["subject"], filters["verdict"], *_days(filters["since"], filters["until"]))
+            taught = store.recently_taught(user)
+            kept = {key: value for key, value in filters.items() if value}
+            if user and session["admin"]:
+                kept["user"] = user
+            filter_query = "".join(f"&{key}={_quote(value)}" for key, value in kept.items())
+            return shown(request, "review.html", session, store, rows=rows,
+                         table=verdict_table(rows, session["admin"], select=True),
+                         next_after=(f"{next_after[0]!r}:{next_after[1]}" if next_after
+                                     else None),
+                         filters=filters, filter_query=filter_query,
+                         query=("?" + filter_query[1:]) if filter_query else "",
+                         user=user, taught=taught)
+
+    async def history(request: Request):
         session = current(request)
         if session is None:
             return to_login()
         try:
-            return listing(request, session, queue)
+            return listing(request, session)
         except StoreError as exc:
             return store_failed(request, session, exc)
 
     async def review(request: Request):
-        return await history(request, queue=True)
+        session = current(request)
+        if session is None:
+            return to_login()
+        try:
+            return queue_page(request, session)
+        except StoreError as exc:
+            return store_failed(request, session, exc)
 
     def text_of(row) -> tuple[str, list[str], bool]:
         """(text, attachments, cut) of a kept message: on a worker thread, one at a time,
@@ -375,7 +404,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
                     done += 1
                 except TeachError as exc:
                     failed.append(str(exc))
-        said = f"{done} {'forgotten' if action == 'forget' else 'taught as ' + action}"
+        said = f"{done} " + {"forget": "forgotten", "undo": "undone"}.get(action,
+                                                                       "taught as " + action)
         if shared:
             said += (f"; {shared} not done: verdicts of the shared model, which every new "
                      "user's model starts from: teach each from its own page, which asks "
@@ -388,14 +418,23 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         session, form, refused = await signed_post(request)
         if refused is not None:
             return refused
-        action = str(form.get("action", ""))
-        if action not in ("spam", "ham", "forget"):
+        action, ids = str(form.get("action", "")), form.getlist("ids")
+        if form.get("all"):  # every row the page showed
+            action, ids = str(form.get("all")), form.getlist("shown")
+        elif form.get("one"):  # one row's own Undo
+            action, ids = "undo", [form.get("one")]
+        elif action == "undo":  # the recently taught, selected
+            ids = form.getlist("undo_ids")
+        if action not in ACTIONS:
             return HTMLResponse("unknown action", status_code=400)
         try:
-            said = await run_in_threadpool(teach_selected, session, action, form.getlist("ids"))
+            said = await run_in_threadpool(teach_selected, session, action, ids)
         except StoreError as exc:
             return store_failed(request, session, exc)
-        return RedirectResponse(f"/review?notice={_quote(said)}", status_code=303)
+        back = "&".join(f"{key}={_quote(value)}" for key, value in request.query_params.items()
+                        if key in QUEUE_FILTERS + ("user",))
+        return RedirectResponse(f"/review?notice={_quote(said)}" + (f"&{back}" if back else ""),
+                                status_code=303)
 
     def figures(user):
         with connections.use("stats") as store:
@@ -436,6 +475,45 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     ]
     app = Starlette(routes=routes)
     return SecurityHeaders(app)
+
+
+def queue_filters(params) -> dict:
+    """The review queue's filters from a query string, each cut to a sane length; an
+    unknown verdict or a malformed day is no filter."""
+    found = {key: str(params.get(key, ""))[:200] for key in QUEUE_FILTERS}
+    if found["verdict"] not in ("spam", "unsure", "ham"):
+        found["verdict"] = ""
+    for key in ("since", "until"):
+        if _day(found[key]) is None:
+            found[key] = ""
+    return found
+
+
+def _day(text: str) -> float | None:
+    """The start of a day given as YYYY-MM-DD, UTC; None for anything else."""
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def _days(since: str, until: str) -> tuple[float | None, float | None]:
+    """(since, until) as times: from the start of ``since`` to the end of ``until``."""
+    end = _day(until)
+    return _day(since), (end + 86400 if end is not None else None)
+
+
+def _cursor(text: str) -> tuple[float, int] | None:
+    """The queue's "More" cursor, "distance:id"; None when malformed."""
+    import math
+
+    distance, _, number = text.partition(":")
+    try:
+        value = float(distance)
+    except ValueError:
+        return None
+    number = verdict_id(number)
+    return (value, number) if number is not None and math.isfinite(value) else None
 
 
 def verdict_id(text) -> int | None:
