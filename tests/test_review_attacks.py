@@ -537,3 +537,30 @@ def test_the_queue_teaches_all_on_a_page_and_undoes_in_bulk(tmp_path, users_file
     assert "2 undone" in page and len(_queue_ids(page)) == 2
     page = client.post("/review", data={"csrf": token, "one": undo[2]}).text
     assert "1 undone" in page and len(_queue_ids(page)) == 3 and scorer.state == {}
+
+
+def test_the_pages_show_local_time_and_count_its_hours_and_days(tmp_path, users_file):
+    from zoneinfo import ZoneInfo
+
+    def at(text):
+        return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
+
+    db = tmp_path / "v.db"
+    for n, when in enumerate(("2026-12-06T23:30:00", "2026-12-07T06:05:00")):
+        recorder = VerdictRecorder(db, clock=lambda w=when: at(w)).start()
+        recorder.submit(unsure_message("alice", n), UNSURE, user="alice", model="user")
+        recorder.close()
+    client = TestClient(make_app(db, users_file, "-", learn=FakeScorer().learn,
+                                 ping=FakeScorer().ping, zone=ZoneInfo("Europe/Berlin"),
+                                 clock=lambda: at("2026-12-07T08:30:00")))
+    log_in(client, "alice")
+    history = client.get("/history").text
+    assert "Time (CET)" in history
+    assert "2026-12-07 07:05:00" in history and "2026-12-07 00:30:00" in history
+    stats = client.get("/stats").text
+    assert "<title>07 07h: 1 unsure</title>" in stats and "<title>07 00h: 1 unsure</title>" in stats
+    assert "<title>12-07: 2 unsure</title>" in stats  # both on the 7th by the local clock
+    queue = client.get("/review?since=2026-12-07&until=2026-12-07").text
+    assert len(_queue_ids(queue)) == 2
+    message = client.get(f"/message/{VerdictStore(db).history('alice')[0].id}").text
+    assert "2026-12-07 07:05:00 CET" in message

@@ -31,6 +31,7 @@ def web_cli(
     allow_remote: bool = typer.Option(False, "--allow-remote", help="Permit a non-loopback --host."),
     secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Mark the session cookie Secure (when a TLS proxy serves the page)."),
     trusted_proxy: Optional[str] = typer.Option(None, "--trusted-proxy", help="The address of the reverse proxy in front (e.g. 127.0.0.1): only its X-Forwarded-For names the client, for the login throttle. Without it the header is ignored."),
+    time_zone: Optional[str] = typer.Option(None, "--time-zone", help="The time zone the pages show times in and the statistics count hours and days of (e.g. Europe/Berlin, UTC). Default: the host's ($TZ, else /etc/localtime)."),
     imap: Optional[str] = typer.Option(None, "--imap", help="Also let users log in with their mail password, checked by this IMAP server's LOGIN ([HOST:]PORT, e.g. 143 for the local Dovecot); the users file's names are checked there first. Such logins are never admins."),
 ):
     # fmt: on
@@ -70,8 +71,14 @@ def web_cli(
         imap_address = parse_address(imap if ":" in imap else f"127.0.0.1:{imap}")
         if not isinstance(imap_address, tuple):
             raise typer.BadParameter(f"{imap!r} is not [HOST:]PORT", param_hint="--imap")
+    from ..review.zones import local_zone, named_zone
+
+    try:
+        zone = named_zone(time_zone) if time_zone else local_zone()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--time-zone") from None
     with operator_errors():
-        web(record, users or _default_users(), address, host, port,
+        web(record, users or _default_users(), address, host, port, zone=zone,
             secure_cookies=secure_cookies, imap=imap_address, trusted_proxy=trusted_proxy,
             say=lambda line: typer.echo(line, err=True))
 

@@ -210,13 +210,14 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
 
 def web(record: Path, users: Path, scorer_address, host: str = "127.0.0.1", port: int = 8025,
         secure_cookies: bool = False, imap=None, trusted_proxy: str | None = None,
-        say: Say = _silent) -> None:
+        zone=None, say: Say = _silent) -> None:
     """The review page (``textnb web``) on http://host:port/ until SIGTERM.
 
     record (Path): the verdict log ``serve --record`` writes; users (Path): the logins
     file; scorer_address: the scorer the page teaches through (a socket path or (host,
     port)); imap ((host, port) | None): an IMAP server whose LOGIN also admits users;
-    trusted_proxy (str | None): the one address whose X-Forwarded-For is believed.
+    trusted_proxy (str | None): the one address whose X-Forwarded-For is believed;
+    zone (tzinfo | None): the time zone of the pages' times (None: UTC).
     ImportError when the page's libraries (``textnb[web]``) are missing.
     """
     import uvicorn
@@ -227,7 +228,7 @@ def web(record: Path, users: Path, scorer_address, host: str = "127.0.0.1", port
         raise TextnbError(f"{record} does not exist; start 'textnb serve --record {record}' first")
     check_users_file(users, imap is not None, say)
     application = make_app(record, users, scorer_address, secure_cookies=secure_cookies,
-                           imap=imap)
+                           imap=imap, **({"zone": zone} if zone is not None else {}))
     say(f"textnb web: http://{host}:{port}/ (verdicts {record}, teaching through "
         f"{scorer_address})")
     uvicorn.run(application, **server_options(host, port, trusted_proxy))

@@ -8,26 +8,33 @@ around the table stays a template. The table's markup is this module's alone.
 
 from __future__ import annotations
 
-import time
+from datetime import datetime, timezone
 from html import escape
 
 from markupsafe import Markup
 
-__all__ = ["verdict_table", "when"]
+__all__ = ["verdict_table", "when", "zone_label"]
 
 
-def when(at: float) -> str:
-    """A verdict's time, UTC, to the second."""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at))
+def when(at: float, zone=timezone.utc) -> str:
+    """A verdict's time in ``zone`` (a tzinfo), to the second."""
+    return datetime.fromtimestamp(at, zone).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def verdict_table(rows, admin: bool, select: bool = False) -> Markup:
+def zone_label(zone, at: float | None = None) -> str:
+    """What the page calls ``zone``: its abbreviation now (CET, UTC), or its name."""
+    found = datetime.fromtimestamp(at, zone) if at is not None else datetime.now(zone)
+    return found.strftime("%Z") or str(zone)
+
+
+def verdict_table(rows, admin: bool, select: bool = False, zone=timezone.utc) -> Markup:
     """rows (list[Row]) as the page's table: a checkbox per row with ``select`` (the
     review queue's bulk form), the user's column for an admin. Each cell's class names
-    its column (the narrow layout of style.css hides some)."""
+    its column (the narrow layout of style.css hides some); times in ``zone``."""
     head = ("<table class=\"verdicts\">\n<thead><tr>"
             + ("<th class=\"c-select\"><span class=\"hidden\">Select</span></th>" if select else "")
-            + "<th class=\"c-time\">Time (UTC)</th>" + ("<th class=\"c-user\">User</th>" if admin else "")
+            + f"<th class=\"c-time\">Time ({escape(zone_label(zone))})</th>"
+            + ("<th class=\"c-user\">User</th>" if admin else "")
             + "<th class=\"c-from\">From</th><th class=\"c-subject\">Subject</th>"
               "<th class=\"c-verdict\">Verdict</th><th class=\"c-lo\">Log-odds</th>"
               "<th class=\"c-p\">P(spam)</th><th class=\"c-clues\">Clues</th>"
@@ -43,7 +50,7 @@ def verdict_table(rows, admin: bool, select: bool = False) -> Markup:
             f'<tr class="{label}" id="row-{int(row.id)}">'
             + (f'<td class="c-select"><input type="checkbox" name="ids" value="{int(row.id)}" '
                f'id="select-{int(row.id)}" aria-label="select: {subject}"></td>' if select else "")
-            + f'<td class="c-time">{link}{when(row.at)}</a></td>'
+            + f'<td class="c-time">{link}{when(row.at, zone)}</a></td>'
             + (f'<td class="c-user">{escape(row.user)}</td>' if admin else "")
             + f'<td class="c-from">{escape(row.sender)}</td>'
             f'<td class="c-subject">{link}{subject}</a></td>'

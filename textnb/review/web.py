@@ -42,7 +42,8 @@ import hmac
 import threading
 import time
 from collections import OrderedDict
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from datetime import time as dtime
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -59,7 +60,7 @@ from .guard import (HASHES_AT_ONCE, LOGINS_WAITING, SESSION_SECONDS, Cache, Logi
                     SecurityHeaders, Sessions, Throttle, same_origin)
 from .logfile import LogConnections
 from .store import SEARCH_ROWS, StoreError
-from .table import verdict_table, when
+from .table import verdict_table, when, zone_label
 from .teach import ACTIONS, TeachError, teach, teaching_user
 
 __all__ = ["make_app", "needs_confirming"]
@@ -83,7 +84,7 @@ SHOWN_MESSAGES = 32
 # MAX_MESSAGE_BYTES): a verdict of that size was given on the message's head only.
 CUT_AT = 10_000_001
 # The review queue's filters (query parameters): sender and subject contain, the
-# verdict, and the first and last day (UTC).
+# verdict, and the first and last day (in the page's time zone).
 QUEUE_FILTERS = ("sender", "subject", "verdict", "since", "until")
 # The largest verdict id SQLite holds; a larger number in a URL or a form is no id.
 MAX_ID = 2**63 - 1
@@ -98,7 +99,7 @@ _HERE = Path(__file__).resolve().parent
 
 def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = False,
              learn=None, ping=None, days: float = 30.0, max_mb: int = 200, imap=None,
-             clock=time.time):
+             clock=time.time, zone=timezone.utc):
     """The review page's ASGI app.
 
     db_path (Path): the verdict log ``textnb serve --record`` writes.
@@ -109,6 +110,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     imap (tuple[str, int] | None): an IMAP server that checks the logins the users file
         does not hold (their mail passwords; textnb.review.accounts.ImapLogin).
     clock: the time the statistics end at (tests).
+    zone (tzinfo): the time zone the pages show times in, and whose hours and days the
+        statistics count.
     """
     from ..delivery.client import learn_remote, ping as ping_remote
 
@@ -136,7 +139,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     # the templates are compiled once (they change only with the package)
     env = Environment(loader=FileSystemLoader(str(_HERE / "templates")), auto_reload=False,
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    env.filters["when"] = when
+    env.filters["when"] = lambda at: when(at, zone)
+    env.filters["zone"] = lambda at: zone_label(zone, at)
     env.globals.update(reasons=DROP_REASONS, page_rows=PAGE_ROWS, search_rows=SEARCH_ROWS,
                        cut_at=CUT_AT, max_body_chars=MAX_BODY_CHARS)
     figures_cache = Cache(STATS_SECONDS)
@@ -281,7 +285,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         with connections.use("read") as store:
             rows, next_before = store.page(user, search, before, PAGE_ROWS)
             return shown(request, "history.html", session, store,
-                         rows=rows, table=verdict_table(rows, session["admin"]),
+                         rows=rows, table=verdict_table(rows, session["admin"], zone=zone),
                          search=search, next_before=next_before, user=user)
 
     def queue_page(request: Request, session: dict) -> HTMLResponse:
@@ -291,14 +295,15 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         with connections.use("read") as store:
             rows, next_after = store.queue(
                 user, _cursor(params.get("after", "")), PAGE_ROWS, filters["sender"],
-                filters["subject"], filters["verdict"], *_days(filters["since"], filters["until"]))
+                filters["subject"], filters["verdict"],
+                *_days(filters["since"], filters["until"], zone))
             taught = store.recently_taught(user)
             kept = {key: value for key, value in filters.items() if value}
             if user and session["admin"]:
                 kept["user"] = user
             filter_query = "".join(f"&{key}={_quote(value)}" for key, value in kept.items())
             return shown(request, "review.html", session, store, rows=rows,
-                         table=verdict_table(rows, session["admin"], select=True),
+                         table=verdict_table(rows, session["admin"], select=True, zone=zone),
                          next_after=(f"{next_after[0]!r}:{next_after[1]}" if next_after
                                      else None),
                          filters=filters, filter_query=filter_query,
@@ -438,7 +443,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
 
     def figures(user):
         with connections.use("stats") as store:
-            return _statistics(store, user, clock())
+            return _statistics(store, user, clock(), zone)
 
     async def stats(request: Request):
         session = current(request)
@@ -489,18 +494,19 @@ def queue_filters(params) -> dict:
     return found
 
 
-def _day(text: str) -> float | None:
-    """The start of a day given as YYYY-MM-DD, UTC; None for anything else."""
+def _day(text: str, zone=timezone.utc, after: int = 0) -> float | None:
+    """The start of the day given as YYYY-MM-DD in ``zone`` (of the day ``after`` it);
+    None for anything else."""
     try:
-        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc).timestamp()
+        day = datetime.strptime(text, "%Y-%m-%d").date() + timedelta(days=after)
     except ValueError:
         return None
+    return datetime.combine(day, dtime(0), zone).timestamp()
 
 
-def _days(since: str, until: str) -> tuple[float | None, float | None]:
+def _days(since: str, until: str, zone=timezone.utc) -> tuple[float | None, float | None]:
     """(since, until) as times: from the start of ``since`` to the end of ``until``."""
-    end = _day(until)
-    return _day(since), (end + 86400 if end is not None else None)
+    return _day(since, zone), _day(until, zone, after=1)
 
 
 def _cursor(text: str) -> tuple[float, int] | None:
@@ -563,24 +569,32 @@ def _inert_text(raw: bytes) -> tuple[str, list[str], bool]:
     return text[:MAX_BODY_CHARS], attachments, len(text) > MAX_BODY_CHARS
 
 
-def _statistics(store, user, now: float) -> dict:
-    """The statistics page's figures: bars per clock hour (the last 48, the current one
-    last) and per UTC day (the last 30), each labelled with the hour or day it counts."""
-    hour = int(now // 3600) * 3600 - 47 * 3600
-    day = int(now // 86400) * 86400 - 29 * 86400
+def _statistics(store, user, now: float, zone) -> dict:
+    """The statistics page's figures: bars per hour (the last 48, the current one last)
+    and per day (the last 30, today last) of ``zone``'s clock, each labelled with the
+    hour or day it counts. Days are counted from quarter hours (every zone's offset is
+    a whole number of them), so a day of 23 or 25 hours is counted as the clock has it."""
+    local = datetime.fromtimestamp(now, zone)
+    hour = local.replace(minute=0, second=0, microsecond=0).timestamp() - 47 * 3600
+    first_day = datetime.combine(local.date() - timedelta(days=29), dtime(0), zone)
+    day = first_day.timestamp()
     hourly = _buckets(store.counts(user, hour, 3600), 48)
-    daily = _buckets(store.counts(user, day, 86400), 30)
-    hour_labels = [datetime.fromtimestamp(hour + i * 3600, timezone.utc).strftime("%d %Hh")
+    daily = [{} for _ in range(30)]
+    for quarter, label, count in store.counts(user, day, 900):
+        index = (datetime.fromtimestamp(day + quarter * 900, zone).date() - first_day.date()).days
+        if 0 <= index < 30:
+            daily[index][label] = daily[index].get(label, 0) + count
+    hour_labels = [datetime.fromtimestamp(hour + i * 3600, zone).strftime("%d %Hh")
                    for i in range(48)]
-    day_labels = [datetime.fromtimestamp(day + i * 86400, timezone.utc).strftime("%m-%d")
-                  for i in range(30)]
+    day_labels = [(first_day.date() + timedelta(days=i)).strftime("%m-%d") for i in range(30)]
     scores = store.scores(user, now - 7 * 86400)
     totals = {label: sum(b.get(label, 0) for b in daily) for label in ("spam", "unsure", "ham")}
+    named = zone_label(zone, now)
     return {
         "per_hour": Markup(charts.stacked_bars(hourly, hour_labels,
-                                               "verdicts per hour (UTC), last 48 hours")),
+                                               f"verdicts per hour ({named}), last 48 hours")),
         "per_day": Markup(charts.stacked_bars(daily, day_labels,
-                                              "verdicts per day (UTC), last 30 days")),
+                                              f"verdicts per day ({named}), last 30 days")),
         "score_histogram": Markup(charts.histogram(scores, "log-odds of the last 7 days")),
         "totals": totals,
         "taught": store.db.execute(
