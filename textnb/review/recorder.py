@@ -12,6 +12,13 @@ after ``RETRY_SECONDS``; either way the mail path never waits, and ``counts`` (w
 how many were recorded and how many dropped, and why. The dropped are also written to
 the store with the next batch that gets in (``dropped``), for the page to show.
 
+A log moved aside or deleted while the writer runs (the fix for a damaged one) is
+noticed before the next batch (the file at the path is not the one open): the writer
+lets go of it and begins a new log at the path, once no other process (``textnb
+web``) has the old one open, since SQLite names a log's write-ahead files by its path
+(:func:`textnb.review.store.held_elsewhere`); the verdicts wait in the queue meanwhile,
+and the new log records that it was begun anew.
+
 Clues: a verdict in the review band gets the ``CLUES`` strongest of
 ``SpamFilter.explain``, computed by the writer after its row is in, with the model's lock
 held (the tokenizer is not meant for threads), only while the scorer is idle (no

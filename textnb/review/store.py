@@ -26,11 +26,15 @@ count of the table), and a search looks at no more than ``SEARCH_ROWS`` rows a p
 
 Verdicts the recorder could not record (its queue full, the store locked, full or
 damaged) are counted in ``dropped`` by reason, written with the next batch that gets
-in, so the page can say how many are missing.
+in, so the page can say how many are missing. ``events`` holds what every reader is
+told about the log itself (that it was begun anew after the one before was moved or
+deleted). With the clues, ``prior`` keeps the model's prior log-odds, so the page can
+show the score as prior + clues + the rest.
 
-Only the writer thread of :mod:`textnb.review.recorder` writes verdicts; ``textnb web``
-reads them and writes the ``taught``/``before`` columns (WAL lets both go on at once;
-a writer waits at most ``BUSY_MS`` for the other).
+Only the writer thread of :mod:`textnb.review.recorder` writes verdicts and creates
+the file; ``textnb web`` reads them and writes the ``taught``/``before`` columns, each
+lesson in a transaction of its own around the scorer's answer (:meth:`begin_lesson`;
+WAL lets readers go on meanwhile; a writer waits at most ``BUSY_MS`` for the other).
 """
 
 from __future__ import annotations

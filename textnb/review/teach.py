@@ -11,6 +11,10 @@ answer to that first request says where that was (``new``: the model did not hav
 had, or ``not-found``), and the row keeps it in ``before``; undo sends FORGET (it was
 absent) or LEARN with that label. A row the page has taught as ``spam`` that is clicked
 ``spam`` again sends nothing.
+
+A click happens completely or not at all (:func:`teach`): the log's write lock is
+taken before the scorer is asked, the row is marked in that transaction, and a commit
+that fails is undone at the scorer by the inverse of what its answer says it did.
 """
 
 from __future__ import annotations

@@ -6,17 +6,24 @@ sessions, the login throttle, the headers and the body limit are
 
 - **Who.** Every page but /login needs a session: a random token in a cookie
   (HttpOnly, SameSite=Strict, Secure with ``secure_cookies``) naming a server-side
-  session, which ends after ``SESSION_SECONDS`` or at logout (and at a restart).
+  session, which ends after ``SESSION_SECONDS``, at logout (and at a restart), or at
+  its next request once its user's entry in the users file is changed or removed.
   Passwords are checked against the argon2 hashes of :mod:`textnb.review.accounts`
-  (or, for a name not there, by the IMAP server's LOGIN with ``imap``);
-  after ``MAX_FAILURES`` failed logins in ``FAILURE_WINDOW`` seconds for one name or
-  from one address, further tries are refused (429) until the window passes.
+  (or, for a name not there, by the IMAP server's LOGIN with ``imap``), at most
+  ``HASHES_AT_ONCE`` at a time; a try counts as failed from its start, and after
+  ``MAX_FAILURES`` in ``FAILURE_WINDOW`` seconds for one name or from one address
+  (the connection's, or what ``textnb web --trusted-proxy`` names says), further tries
+  are refused (429) before any hashing until the window passes.
 - **Whose.** A user sees only the verdicts recorded for their name; a message id that
   is not theirs is answered exactly as one that does not exist (404). An admin sees
   every user's.
-- **Changes.** Every POST carries the session's CSRF token (the login form a token of
-  its own, double-submitted in a cookie); without it: 403. Teaching goes through the
-  scorer (:mod:`textnb.review.teach`).
+- **Changes.** Every POST comes from this site's own pages (``guard.same_origin``) and
+  carries the session's CSRF token (the login form a token of its own, issued here
+  and double-submitted in a cookie); without it: 403. Teaching goes through the scorer
+  and is recorded in the same transaction of the log (:mod:`textnb.review.teach`); a
+  verdict of the shared model asks to be confirmed.
+- **Ids.** An id is ASCII digits up to 2**63-1 (:func:`verdict_id`); anything else is
+  an id that does not exist.
 - **Size.** No request body is read past ``MAX_FORM_BYTES``: a declared length over
   it is refused before reading (413), and a chunked body (no length) when it gets there.
 - **Mail is inert.** A message is shown as text only (textnb.mail.parse's decoded parts; HTML
@@ -25,14 +32,16 @@ sessions, the login throttle, the headers and the body limit are
   allows only this site's stylesheet and forms, no script at all, and no frames.
 
 What a page costs: its reads of the verdict log and its rendering run in the event
-loop, on one connection: every read is a bounded index range (textnb.review.store),
+loop, on one connection (:mod:`textnb.review.logfile`, which follows a log moved
+aside or deleted): every read is a bounded index range (textnb.review.store),
 the tables are :mod:`textnb.review.table`, and a reader in WAL mode never waits for
 the writer, so a page is a millisecond or two of CPU with nothing to wait for
 (docs/review-page.md#pages-under-load), and a hop to a worker thread and back (two
 wake-ups, and the GIL taken back from whatever runs) would cost more than it spares.
 What may wait runs on worker threads: argon2 (only for a login), teaching (the
-scorer's socket, then a write), the statistics (drawn at most once a minute per user)
-and the scorer's ping.
+scorer's socket, then a write), a kept message's text (parsed once, one at a time,
+kept for its next view), the statistics (drawn at most once a minute per user) and
+the scorer's ping.
 """
 
 from __future__ import annotations
