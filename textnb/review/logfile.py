@@ -13,6 +13,7 @@ new one only when nobody has the old one open, and the page opens that.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
@@ -20,7 +21,7 @@ from contextlib import contextmanager
 
 from .store import StoreError, VerdictStore
 
-__all__ = ["LogConnections", "WATCH_SECONDS"]
+__all__ = ["LogConnections", "WATCH_SECONDS", "held_elsewhere"]
 
 # How often an idle page looks whether the log at its path was replaced: the scorer's
 # new log waits for the page to let go of the old one (its verdicts wait in the queue).
@@ -97,3 +98,46 @@ class LogConnections:
 
         self._watcher = threading.Thread(target=watch, name="textnb-web-log", daemon=True)
         self._watcher.start()
+
+
+def held_elsewhere(path) -> bool:
+    """Whether a connection, of any process, has the write-ahead files at ``path`` open:
+    each holds a shared lock on byte 128 of the ``-shm`` file (SQLite's "dead man's
+    switch") while open. Write-ahead files nobody holds were left by a process that
+    died, with the old file's last writes: they are renamed ``PATH.orphaned-wal`` and
+    ``-shm``, out of a new log's way.
+
+    The test is an open file description lock, which conflicts with SQLite's record
+    locks even in this process; and the descriptor is never closed, since closing any
+    descriptor of a file drops every record lock this process's connections hold on it.
+    """
+    import fcntl
+    import struct
+
+    shm = f"{path}-shm"
+    try:
+        found = os.stat(shm)
+    except FileNotFoundError:
+        return False
+    key = (found.st_dev, found.st_ino)
+    fd = _SHM_FDS.get(key)
+    if fd is None:
+        try:
+            fd = _SHM_FDS[key] = os.open(shm, os.O_RDWR)
+        except FileNotFoundError:
+            return False
+    try:  # struct flock: type, whence, start, length, pid (0 for these locks)
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 128, 1, 0))
+    except OSError:
+        return True
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_UNLCK, 0, 128, 1, 0))
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.replace(f"{path}{suffix}", f"{path}.orphaned{suffix}")
+        except FileNotFoundError:
+            pass
+    return False
+
+
+# held_elsewhere's descriptors of -shm files, by (device, inode): one per file it looked at
+_SHM_FDS: dict[tuple[int, int], int] = {}

@@ -16,7 +16,7 @@ A log moved aside or deleted while the writer runs (the fix for a damaged one) i
 noticed before the next batch (the file at the path is not the one open): the writer
 lets go of it and begins a new log at the path, once no other process (``textnb
 web``) has the old one open, since SQLite names a log's write-ahead files by its path
-(:func:`textnb.review.store.held_elsewhere`); the verdicts wait in the queue meanwhile,
+(:func:`textnb.review.logfile.held_elsewhere`); the verdicts wait in the queue meanwhile,
 and the new log records that it was begun anew.
 
 Clues: a verdict in the review band gets the ``CLUES`` strongest of
@@ -39,8 +39,10 @@ import time
 from pathlib import Path
 
 from ..delivery.request_reader import Throttle
-from .store import (HEAD_BYTES, PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, describe,
-                    headers_of, held_elsewhere, in_review_band, reason)
+from .headers import HEAD_BYTES, headers_of
+from .logfile import held_elsewhere
+from .store import (PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, describe, in_review_band,
+                    reason)
 
 __all__ = ["BATCH", "CLUES", "QUEUE", "VerdictRecorder"]
 

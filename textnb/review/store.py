@@ -47,12 +47,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FIELD_CHARS", "REVIEW_BAND", "Row", "SEARCH_ROWS", "StoreError", "VerdictStore",
-           "headers_of", "held_elsewhere", "in_review_band", "missing"]
+from .headers import FIELD_CHARS, HEAD_BYTES, headers_of  # noqa: F401 - part of this module's face
 
-# Sender and subject are cut to this many characters: enough for any list view, and a
-# 1 MB Subject header costs a row nothing.
-FIELD_CHARS = 200
+__all__ = ["FIELD_CHARS", "REVIEW_BAND", "Row", "SEARCH_ROWS", "StoreError", "VerdictStore",
+           "headers_of", "in_review_band", "missing"]
+
 # Verdicts whose log-odds lie within this distance of the threshold keep their raw
 # message for the review queue (with the default threshold 0: P(spam) between 0.12 and
 # 0.88), as does every spam verdict (mail the user may want back) and every 'unsure'.
@@ -76,9 +75,6 @@ USER_SHARE = 0.25
 SEARCH_ROWS = 2000
 # How long a writer (the recorder, or the page marking a row taught) waits for the other.
 BUSY_MS = 1000
-# The head of a message read for From and Subject: headers past it are not looked at.
-HEAD_BYTES = 64 * 1024
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS verdicts (
@@ -172,72 +168,6 @@ def in_review_band(label: str, log_odds: float, threshold: float,
                    band: float = REVIEW_BAND) -> bool:
     """Whether a verdict's raw message is kept for the review queue."""
     return label in ("spam", "unsure") or abs(log_odds - threshold) < band
-
-
-def headers_of(raw: bytes) -> tuple[str, str]:
-    """(From, Subject) of a raw message, decoded (RFC 2047 words; raw bytes as UTF-8 or
-    Latin-1), without control characters, cut to ``FIELD_CHARS``.
-
-    A scan of the header block for the two fields, not a parse of the message: the
-    recorder's writer calls it for every verdict, and a parse with email.parser costs
-    many times this scan (docs/design/review-page.md#from-and-subject-of-every-verdict).
-    """
-    head = bytes(raw[:HEAD_BYTES])
-    for blank in (b"\n\n", b"\r\n\r\n"):
-        end = head.find(blank)
-        if end >= 0:
-            head = head[:end]
-            break
-    found: dict[bytes, bytes] = {}
-    current = None
-    for line in head.split(b"\n"):
-        if line[:1] in (b" ", b"\t"):  # a folded continuation of the field before
-            if current is not None:
-                found[current] += b" " + line.strip()
-            continue
-        name, colon, value = line.partition(b":")
-        key = name.strip().lower()
-        current = key if colon and key in (b"from", b"subject") and key not in found else None
-        if current is not None:
-            found[current] = value.strip()
-    return _decoded(found.get(b"from", b"")), _decoded(found.get(b"subject", b""))
-
-
-# An RFC 2047 encoded word: =?charset?Q|B?text?= (an RFC 2231 language after '*' ignored).
-_WORD = re.compile(r"=\?([^?*\s]+)(?:\*[^?\s]*)?\?([QqBb])\?([^?\s]*)\?=")
-# Whitespace between two encoded words is not part of the text (RFC 2047, section 6.2).
-_BETWEEN_WORDS = re.compile(r"(\?=)\s+(?==\?[^?*\s]+(?:\*[^?\s]*)?\?[QqBb]\?)")
-
-
-def _decoded(value: bytes) -> str:
-    try:
-        text = value.decode("utf-8")
-    except UnicodeDecodeError:
-        text = value.decode("latin-1")
-    if "=?" in text:
-        # each encoded word in place, the text around it as it came: email.header's
-        # decode_header turns a field that mixes raw UTF-8 with encoded words into
-        # escaped bytes or leaves the words undecoded
-        text = _WORD.sub(_word, _BETWEEN_WORDS.sub(r"\1", text))
-    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates (UTF-7 words)
-    return " ".join(_CONTROL.sub(" ", text).split())[:FIELD_CHARS]
-
-
-def _word(match) -> str:
-    import base64
-    import binascii
-    import codecs
-
-    charset, encoding, payload = match.group(1), match.group(2).upper(), match.group(3)
-    try:
-        if encoding == "B":
-            data = base64.b64decode(payload + "=" * (-len(payload) % 4))
-        else:
-            data = re.sub(rb"=([0-9A-Fa-f]{2})", lambda m: bytes([int(m.group(1), 16)]),
-                          payload.replace("_", " ").encode("ascii", "replace"))
-        return data.decode(codecs.lookup(charset).name, "replace")
-    except (LookupError, ValueError, binascii.Error):  # an unknown charset, bad base64
-        return match.group(0)
 
 
 class VerdictStore:
@@ -660,49 +590,6 @@ def _add_column(db, column: str) -> None:
         except sqlite3.OperationalError as exc:  # another program added it meanwhile
             if "duplicate column" not in str(exc):
                 raise
-
-
-def held_elsewhere(path) -> bool:
-    """Whether a connection, of any process, has the write-ahead files at ``path`` open:
-    each holds a shared lock on byte 128 of the ``-shm`` file (SQLite's "dead man's
-    switch") while open. Write-ahead files nobody holds were left by a process that
-    died, with the old file's last writes: they are renamed ``PATH.orphaned-wal`` and
-    ``-shm``, out of a new log's way.
-
-    The test is an open file description lock, which conflicts with SQLite's record
-    locks even in this process; and the descriptor is never closed, since closing any
-    descriptor of a file drops every record lock this process's connections hold on it.
-    """
-    import fcntl
-    import struct
-
-    shm = f"{path}-shm"
-    try:
-        found = os.stat(shm)
-    except FileNotFoundError:
-        return False
-    key = (found.st_dev, found.st_ino)
-    fd = _SHM_FDS.get(key)
-    if fd is None:
-        try:
-            fd = _SHM_FDS[key] = os.open(shm, os.O_RDWR)
-        except FileNotFoundError:
-            return False
-    try:  # struct flock: type, whence, start, length, pid (0 for these locks)
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 128, 1, 0))
-    except OSError:
-        return True
-    fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_UNLCK, 0, 128, 1, 0))
-    for suffix in ("-wal", "-shm"):
-        try:
-            os.replace(f"{path}{suffix}", f"{path}.orphaned{suffix}")
-        except FileNotFoundError:
-            pass
-    return False
-
-
-# held_elsewhere's descriptors of -shm files, by (device, inode): one per file it looked at
-_SHM_FDS: dict[tuple[int, int], int] = {}
 
 
 def missing(path) -> str:

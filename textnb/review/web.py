@@ -51,23 +51,22 @@ import hmac
 import threading
 import time
 from collections import OrderedDict
-from datetime import datetime, timedelta, timezone
-from datetime import time as dtime
+from datetime import timezone
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from . import charts
 from .accounts import AccountError, Accounts, ImapLogin
 from .guard import (HASHES_AT_ONCE, LOGINS_WAITING, SESSION_SECONDS, Cache, LoginForms,
                     SecurityHeaders, Sessions, Throttle, same_origin)
+from .figures import statistics
 from .logfile import LogConnections
+from .query import QUEUE_FILTERS, days_between, queue_cursor, queue_filters, verdict_id
 from .store import SEARCH_ROWS, StoreError
 from .table import verdict_table, when, zone_label
 from .teach import ACTIONS, TeachError, teach, teaching_user
@@ -92,11 +91,6 @@ SHOWN_MESSAGES = 32
 # The longest message the client sends the scorer (textnb.delivery.client's
 # MAX_MESSAGE_BYTES): a verdict of that size was given on the message's head only.
 CUT_AT = 10_000_001
-# The review queue's filters (query parameters): sender and subject contain, the
-# verdict, and the first and last day (in the page's time zone).
-QUEUE_FILTERS = ("sender", "subject", "verdict", "since", "until")
-# The largest verdict id SQLite holds; a larger number in a URL or a form is no id.
-MAX_ID = 2**63 - 1
 # What the page calls each reason the recorder dropped verdicts for.
 DROP_REASONS = {"queue_full": "the recorder's queue was full", "locked": "the log was locked",
                 "full": "the disk was full", "damaged": "the log was damaged",
@@ -303,9 +297,9 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         filters = queue_filters(params)
         with connections.use("read") as store:
             rows, next_after = store.queue(
-                user, _cursor(params.get("after", "")), PAGE_ROWS, filters["sender"],
+                user, queue_cursor(params.get("after", "")), PAGE_ROWS, filters["sender"],
                 filters["subject"], filters["verdict"],
-                *_days(filters["since"], filters["until"], zone))
+                *days_between(filters["since"], filters["until"], zone))
             taught = store.recently_taught(user)
             kept = {key: value for key, value in filters.items() if value}
             if user and session["admin"]:
@@ -452,7 +446,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
 
     def figures(user):
         with connections.use("stats") as store:
-            return _statistics(store, user, clock(), zone)
+            return statistics(store, user, clock(), zone)
 
     async def stats(request: Request):
         session = current(request)
@@ -491,56 +485,6 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     return SecurityHeaders(app)
 
 
-def queue_filters(params) -> dict:
-    """The review queue's filters from a query string, each cut to a sane length; an
-    unknown verdict or a malformed day is no filter."""
-    found = {key: str(params.get(key, ""))[:200] for key in QUEUE_FILTERS}
-    if found["verdict"] not in ("spam", "unsure", "ham"):
-        found["verdict"] = ""
-    for key in ("since", "until"):
-        if _day(found[key]) is None:
-            found[key] = ""
-    return found
-
-
-def _day(text: str, zone=timezone.utc, after: int = 0) -> float | None:
-    """The start of the day given as YYYY-MM-DD in ``zone`` (of the day ``after`` it);
-    None for anything else."""
-    try:
-        day = datetime.strptime(text, "%Y-%m-%d").date() + timedelta(days=after)
-    except ValueError:
-        return None
-    return datetime.combine(day, dtime(0), zone).timestamp()
-
-
-def _days(since: str, until: str, zone=timezone.utc) -> tuple[float | None, float | None]:
-    """(since, until) as times: from the start of ``since`` to the end of ``until``."""
-    return _day(since, zone), _day(until, zone, after=1)
-
-
-def _cursor(text: str) -> tuple[float, int] | None:
-    """The queue's "More" cursor, "distance:id"; None when malformed."""
-    import math
-
-    distance, _, number = text.partition(":")
-    try:
-        value = float(distance)
-    except ValueError:
-        return None
-    number = verdict_id(number)
-    return (value, number) if number is not None and math.isfinite(value) else None
-
-
-def verdict_id(text) -> int | None:
-    """A verdict id from a URL or a form: ASCII digits naming a number SQLite can hold;
-    None for anything else (answered as an id that does not exist)."""
-    text = str(text)
-    if not (text.isascii() and text.isdigit()) or len(text) > 19:
-        return None
-    number = int(text)
-    return number if 0 < number <= MAX_ID else None
-
-
 def needs_confirming(row) -> bool:
     """Whether teaching this verdict changes the shared model: scored without a user
     under a model per user, its lesson goes to ``_shared``, which every new user's
@@ -576,49 +520,6 @@ def _inert_text(raw: bytes) -> tuple[str, list[str], bool]:
     attachments = [f"{a.filename or '(no name)'} ({a.content_type}, {a.size} bytes)"
                    for a in parsed.attachments]
     return text[:MAX_BODY_CHARS], attachments, len(text) > MAX_BODY_CHARS
-
-
-def _statistics(store, user, now: float, zone) -> dict:
-    """The statistics page's figures: bars per hour (the last 48, the current one last)
-    and per day (the last 30, today last) of ``zone``'s clock, each labelled with the
-    hour or day it counts. Days are counted from quarter hours (every zone's offset is
-    a whole number of them), so a day of 23 or 25 hours is counted as the clock has it."""
-    local = datetime.fromtimestamp(now, zone)
-    hour = local.replace(minute=0, second=0, microsecond=0).timestamp() - 47 * 3600
-    first_day = datetime.combine(local.date() - timedelta(days=29), dtime(0), zone)
-    day = first_day.timestamp()
-    hourly = _buckets(store.counts(user, hour, 3600), 48)
-    daily = [{} for _ in range(30)]
-    for quarter, label, count in store.counts(user, day, 900):
-        index = (datetime.fromtimestamp(day + quarter * 900, zone).date() - first_day.date()).days
-        if 0 <= index < 30:
-            daily[index][label] = daily[index].get(label, 0) + count
-    hour_labels = [datetime.fromtimestamp(hour + i * 3600, zone).strftime("%d %Hh")
-                   for i in range(48)]
-    day_labels = [(first_day.date() + timedelta(days=i)).strftime("%m-%d") for i in range(30)]
-    scores = store.scores(user, now - 7 * 86400)
-    totals = {label: sum(b.get(label, 0) for b in daily) for label in ("spam", "unsure", "ham")}
-    named = zone_label(zone, now)
-    return {
-        "per_hour": Markup(charts.stacked_bars(hourly, hour_labels,
-                                               f"verdicts per hour ({named}), last 48 hours")),
-        "per_day": Markup(charts.stacked_bars(daily, day_labels,
-                                              f"verdicts per day ({named}), last 30 days")),
-        "score_histogram": Markup(charts.histogram(scores, "log-odds of the last 7 days")),
-        "totals": totals,
-        "taught": store.db.execute(
-            "SELECT taught, count(*) FROM verdicts WHERE taught IS NOT NULL"
-            + (" AND user = ?" if user else "") + " GROUP BY taught",
-            (user,) if user else ()).fetchall(),
-    }
-
-
-def _buckets(counts, n: int) -> list[dict]:
-    out = [{} for _ in range(n)]
-    for bucket, label, count in counts:
-        if 0 <= bucket < n:
-            out[bucket][label] = count
-    return out
 
 
 def _quote(text: str) -> str:
