@@ -150,7 +150,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
     connections = LogConnections(db_path, days, max_mb * 2**20, {"read": READ_WAIT_MS})
     shown_texts: OrderedDict = OrderedDict()  # (verdict id, digest) -> (text, attachments)
-    parsing = threading.Lock()
+    parsing, shown_lock = threading.Lock(), threading.Lock()
 
     def page(request, name: str, session, status: int = 200, **context) -> HTMLResponse:
         body = env.get_template(name).render(session=session, path=request.url.path,
@@ -332,20 +332,25 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             return store_failed(request, session, exc)
 
     def text_of(row) -> tuple[str, list[str], bool]:
-        """(text, attachments, cut) of a kept message: on a worker thread, one at a time,
-        and kept for the next view."""
+        """(text, attachments, cut) of a kept message: on a worker thread, one parse at a
+        time, and kept for the next view (which a parse in progress does not hold up)."""
         key = (row.id, row.digest)
-        with parsing:
+        with shown_lock:
             found = shown_texts.get(key)
+            if found is not None:
+                shown_texts.move_to_end(key)
+                return found
+        with parsing:
+            with shown_lock:
+                found = shown_texts.get(key)
             if found is None:
                 with connections.use("message") as store:
                     raw = store.raw(row.id)
                 found = _inert_text(raw) if raw is not None else ("", [], False)
-                shown_texts[key] = found
-                while len(shown_texts) > SHOWN_MESSAGES:
-                    shown_texts.popitem(last=False)
-            else:
-                shown_texts.move_to_end(key)
+                with shown_lock:
+                    shown_texts[key] = found
+                    while len(shown_texts) > SHOWN_MESSAGES:
+                        shown_texts.popitem(last=False)
         return found
 
     async def message(request: Request):
