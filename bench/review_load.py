@@ -28,8 +28,8 @@ off); the load average before it. ``--control`` records on neither scorer: the r
 A/A run gives, the noise the real ratio is read against. ``--limit`` adds the machine's own limit: the same
 readers (no pause) against a Starlette endpoint that only returns a page of the
 history's size, under uvicorn the same way, with the scorers and the mail running.
-``--big-message`` keeps one message of 10,000,001 bytes (the most the client sends) in
-the log and adds one more session that reloads its page without pause; its pages are
+``--big-message`` keeps one HTML message of 10,000,001 bytes (the most the client sends)
+in the log and adds one more session that reloads its page without pause; its pages are
 reported apart (``big``), the others' as before.
 """
 
@@ -89,8 +89,11 @@ def fill(db: Path, n: int, big: bool = False) -> int | None:
         store.add_many(rows)
     big_id = None
     if big:
-        line = b"a long message kept for review, its text shown on its page\n"
-        raw = b"From: big@example.com\nSubject: a large one\n\n" + line * (BIG_BYTES // len(line))
+        # HTML, as large mail mostly is: its visible text takes the parser about 1.1 s
+        # for 10 MB on this machine, against 40 ms for as much plain text
+        line = b"<p>a long message kept for <b>review</b>, shown on its page</p>\n"
+        raw = (b"From: big@example.com\nSubject: a large one\nContent-Type: text/html\n\n"
+               + line * (BIG_BYTES // len(line)))
         raw = raw[:BIG_BYTES].ljust(BIG_BYTES, b"x")
         (big_id,) = store.add_many([{
             "at": now, "user": USERS[0], "model": "user", "source": "serve",

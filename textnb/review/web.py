@@ -84,9 +84,10 @@ READ_WAIT_MS = 100
 # (counting a user's 30 days of verdicts reads all of them).
 STATS_SECONDS = 60.0
 # Messages shown as text, kept for their next view: a kept message may be 10 MB, and
-# parsing one takes a quarter of a second of the page's CPU. Parsing runs on a worker
-# thread, one message at a time, so one session reloading a large message leaves every
-# other page's reads and rendering to the event loop (docs/review-page.md#pages-under-load).
+# parsing 10 MB of HTML into its visible text takes about a second of the page's CPU
+# (docs/design/review-page.md#a-messages-page). Parsing runs on a worker thread, one
+# message at a time, so one session reloading a large message leaves every other
+# page's reads and rendering to the event loop (docs/review-page.md#pages-under-load).
 SHOWN_MESSAGES = 32
 # The longest message the client sends the scorer (textnb.delivery.client's
 # MAX_MESSAGE_BYTES): a verdict of that size was given on the message's head only.
