@@ -2,7 +2,7 @@
 searching a large verdict log.
 
     python -m bench.review_load [--verdicts 100000] [--sessions 50] [--seconds 60]
-        [--think 0 1] [--rate 10] [--limit] [--control] [--json OUT]
+        [--think 0 1] [--rate 10] [--limit] [--control] [--big-message] [--json OUT]
 
 A verdict log of ``--verdicts`` rows spread over 10 users and 30 days (a tenth of them
 with a 2 KB message kept for review) is written directly. Then, each in a process of
@@ -28,6 +28,9 @@ off); the load average before it. ``--control`` records on neither scorer: the r
 A/A run gives, the noise the real ratio is read against. ``--limit`` adds the machine's own limit: the same
 readers (no pause) against a Starlette endpoint that only returns a page of the
 history's size, under uvicorn the same way, with the scorers and the mail running.
+``--big-message`` keeps one HTML message of 10,000,001 bytes (the most the client sends)
+in the log and adds one more session that reloads its page without pause; its pages are
+reported apart (``big``), the others' as before.
 """
 
 from __future__ import annotations
@@ -55,7 +58,11 @@ WORDS = ["invoice", "meeting", "offer", "viagra", "report", "lottery", "project"
 KINDS = ("history", "search", "older", "review", "message")
 
 
-def fill(db: Path, n: int) -> None:
+BIG_BYTES = 10_000_001
+
+
+def fill(db: Path, n: int, big: bool = False) -> int | None:
+    """Write the log; RETURNS the id of the large kept message (``big``), else None."""
     from textnb.review.store import VerdictStore
 
     store = VerdictStore(db, max_bytes=2**31)
@@ -80,7 +87,21 @@ def fill(db: Path, n: int) -> None:
             rows = []
     if rows:
         store.add_many(rows)
+    big_id = None
+    if big:
+        # HTML, as large mail mostly is: its visible text takes the parser about 1.1 s
+        # for 10 MB on this machine, against 40 ms for as much plain text
+        line = b"<p>a long message kept for <b>review</b>, shown on its page</p>\n"
+        raw = (b"From: big@example.com\nSubject: a large one\nContent-Type: text/html\n\n"
+               + line * (BIG_BYTES // len(line)))
+        raw = raw[:BIG_BYTES].ljust(BIG_BYTES, b"x")
+        (big_id,) = store.add_many([{
+            "at": now, "user": USERS[0], "model": "user", "source": "serve",
+            "sender": "big@example.com", "subject": "a large one", "label": "unsure",
+            "log_odds": 0.5, "p_spam": 0.6, "threshold": 0.0, "action": "scored",
+            "digest": "1" * 64, "size": BIG_BYTES, "clues": None, "raw": raw}])
     store.close()
+    return big_id
 
 
 def train(model: Path, folder: Path, n: int = 600) -> str:
@@ -183,17 +204,35 @@ async def _browse(conn, cookie, user, start, until, think, times, errors, n_verd
                 break
 
 
+async def _reload(conn, cookie, path, start, until, times, errors):
+    """One session loading ``path`` again and again, without pause."""
+    await asyncio.sleep(max(0.0, start - time.time()))
+    while time.time() < until:
+        started = time.perf_counter()
+        status, _, _ = await conn.request("GET", path, cookie=cookie)
+        times.append(time.perf_counter() - started)
+        if status != 200:
+            errors.append(f"big {path}: {status}")
+
+
 def readers(port: int, sessions: int, start: float, seconds: float, think: float,
-            n_verdicts: int, log_in: bool = True) -> dict:
-    """The readers' process: log in, wait for ``start``, browse; the latencies."""
+            n_verdicts: int, log_in: bool = True, big_id: int | None = None) -> dict:
+    """The readers' process: log in, wait for ``start``, browse; the latencies. With
+    ``big_id``, one more session reloads that message's page."""
     async def main():
         conns = [_Connection(port) for _ in range(sessions)]
         users = [USERS[i % len(USERS)] for i in range(sessions)]
         cookies = [await _log_in(c, u) if log_in else "" for c, u in zip(conns, users)]
         times = {kind: [] for kind in KINDS}
         errors: list = []
-        await asyncio.gather(*(_browse(c, k, u, start, start + seconds, think, times, errors,
-                                       n_verdicts) for c, k, u in zip(conns, cookies, users)))
+        work = [_browse(c, k, u, start, start + seconds, think, times, errors, n_verdicts)
+                for c, k, u in zip(conns, cookies, users)]
+        if big_id is not None:
+            times["big"] = []
+            conn = _Connection(port)
+            work.append(_reload(conn, await _log_in(conn, USERS[0]), f"/message/{big_id}",
+                                start, start + seconds, times["big"], errors))
+        await asyncio.gather(*work)
         return {"times": times, "errors": errors, "late": max(0.0, time.time() - start - seconds)}
 
     return asyncio.run(main())
@@ -268,7 +307,7 @@ def _summary(values: list[float]) -> dict:
 
 def run_one(tmp: Path, db: Path, users: Path, model: Path, messages: Path, n: int,
             sessions: int, seconds: float, think: float, rate: float,
-            trivial: bool = False, control: bool = False) -> dict:
+            trivial: bool = False, control: bool = False, big_id: int | None = None) -> dict:
     """One timed run: scorers, the page (or the trivial endpoint), mail and readers."""
     from textnb.delivery.client import ping
 
@@ -293,7 +332,7 @@ def run_one(tmp: Path, db: Path, users: Path, model: Path, messages: Path, n: in
         start = time.time() + 3 + sessions * 0.1  # the readers log in meanwhile
         with multiprocessing.get_context("spawn").Pool(2) as pool:
             browsing = pool.apply_async(readers, (port, sessions, start, seconds, think, n,
-                                                  not trivial))
+                                                  not trivial, None if trivial else big_id))
             scoring = pool.apply_async(mail, (addresses, str(messages), start, seconds, rate))
             pages, scored = browsing.get(), scoring.get()
     finally:
@@ -307,9 +346,12 @@ def run_one(tmp: Path, db: Path, users: Path, model: Path, messages: Path, n: in
         "readers_late_s": round(pages["late"], 2)}
     if pages["errors"]:
         out["first_errors"] = pages["errors"][:3]
+    big = pages["times"].pop("big", None)
     every = [t for values in pages["times"].values() for t in values]
     out["pages"] = {kind: _summary(values) for kind, values in
                     [*(([] if trivial else pages["times"].items())), ("all", every)]}
+    if big is not None:
+        out["pages"]["big"] = _summary(big)
     out["pages_per_second"] = round(len(every) / seconds, 1)
     out["scorer"] = {name: _summary(values) for name, values in scored.items()}
     for stat in ("median_ms", "p90_ms", "p95_ms"):
@@ -319,18 +361,18 @@ def run_one(tmp: Path, db: Path, users: Path, model: Path, messages: Path, n: in
 
 
 def run(n: int, sessions: int, seconds: float, thinks: list[float], rate: float,
-        limit: bool, control: bool = False) -> dict:
+        limit: bool, control: bool = False, big: bool = False) -> dict:
     from textnb.review.accounts import Accounts
     from textnb.review.store import VerdictStore
 
     out: dict = {"verdicts": n, "mail_per_second_per_scorer": rate, "cores": os.cpu_count(),
-                 "control": control}
+                 "control": control, "big_message": big}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         db, users, model, messages = (tmp / "verdicts.db", tmp / "users.json",
                                       tmp / "model.tnb", tmp / "messages")
         started = time.perf_counter()
-        fill(db, n)
+        big_id = fill(db, n, big)
         out["fill_seconds"] = round(time.perf_counter() - started, 1)
         out["corpus"] = train(model, messages)
         accounts = Accounts(users)
@@ -338,7 +380,8 @@ def run(n: int, sessions: int, seconds: float, thinks: list[float], rate: float,
             accounts.add(user, PASSWORD)
         for think in thinks:
             out[f"think_{think:g}s"] = run_one(tmp, db, users, model, messages, n, sessions,
-                                               seconds, think, rate, control=control)
+                                               seconds, think, rate, control=control,
+                                               big_id=big_id)
         if limit:
             out["limit"] = run_one(tmp, db, users, model, messages, n, sessions, seconds,
                                    0.0, rate, trivial=True, control=control)
@@ -365,10 +408,12 @@ def main() -> None:
                         help="also time a trivial endpoint under the same readers and mail")
     parser.add_argument("--control", action="store_true",
                         help="A/A: neither scorer records (what the ratio is by chance)")
+    parser.add_argument("--big-message", action="store_true",
+                        help="one more session reloads the page of a kept 10 MB message")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     result = run(args.verdicts, args.sessions, args.seconds, args.think, args.rate, args.limit,
-                 args.control)
+                 args.control, args.big_message)
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

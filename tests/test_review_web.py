@@ -255,7 +255,8 @@ def test_a_verdict_of_one_model_or_without_a_user_is_taught_without_a_user(tmp_p
     client = TestClient(make_app(db, users_file, "-", learn=scorer.learn, ping=scorer.ping))
     token = log_in(client, "root")  # only the admin sees the verdict without a user
     for row in VerdictStore(db).history(None):
-        client.post(f"/message/{row.id}/teach", data={"action": "ham", "csrf": token})
+        client.post(f"/message/{row.id}/teach", data={"action": "ham", "csrf": token,
+                                                      "confirm": "shared"})
     assert scorer.calls == [("ham", None), ("ham", None)]
 
 
@@ -299,7 +300,7 @@ class _Tags(HTMLParser):
 # Every tag the page's own templates use: a message's markup adds none.
 OWN_TAGS = {"html", "head", "meta", "title", "link", "body", "nav", "a", "span", "form", "input",
             "button", "main", "p", "h1", "h2", "dl", "dt", "dd", "table", "thead", "tbody", "tr",
-            "th", "td", "code", "pre", "ul", "li", "label"}
+            "th", "td", "code", "pre", "ul", "li", "label", "tfoot", "div", "select", "option"}
 ATTACKS = [
     b"From: <script>alert(1)</script> <x@evil.example>\nSubject: <img src=http://evil.example/t.png>"
     b"\nContent-Type: text/html\n\n<html><body><script>alert(2)</script><img src='http://evil.example/p.gif'>"

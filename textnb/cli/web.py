@@ -44,6 +44,8 @@ def web_cli(
     port: int = typer.Option(8025, "--port", help="Port to listen on."),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="Permit a non-loopback --host."),
     secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Mark the session cookie Secure (when a TLS proxy serves the page)."),
+    trusted_proxy: Optional[str] = typer.Option(None, "--trusted-proxy", help="The address of the reverse proxy in front (e.g. 127.0.0.1): only its X-Forwarded-For names the client, for the login throttle. Without it the header is ignored."),
+    time_zone: Optional[str] = typer.Option(None, "--time-zone", help="The time zone the pages show times in and the statistics count hours and days of (e.g. Europe/Berlin, UTC). Default: the host's ($TZ, else /etc/localtime)."),
     imap: Optional[str] = typer.Option(None, "--imap", help="Also let users log in with their mail password, checked by this IMAP server's LOGIN ([HOST:]PORT, e.g. 143 for the local Dovecot); the users file's names are checked there first. Such logins are never admins."),
 ):
     # fmt: on
@@ -57,6 +59,16 @@ def web_cli(
     if not (loopback or allow_remote):
         raise typer.BadParameter(f"{host!r} is not a loopback address; pass --allow-remote "
                                  "(and serve it behind TLS)", param_hint="--host")
+    if allow_remote and not secure_cookies:
+        raise typer.BadParameter("a page reachable from other hosts sends passwords and "
+                                 "session cookies: serve it behind a TLS proxy and pass "
+                                 "--secure-cookies too", param_hint="--allow-remote")
+    if trusted_proxy is not None:
+        try:
+            ipaddress.ip_address(trusted_proxy)
+        except ValueError:
+            raise typer.BadParameter(f"{trusted_proxy!r} is not an IP address",
+                                     param_hint="--trusted-proxy") from None
     if not record.exists():
         raise typer.BadParameter(f"{record} does not exist; start 'textnb serve --record "
                                  f"{record}' first", param_hint="--record")
@@ -66,12 +78,18 @@ def web_cli(
         imap_address = parse_address(imap if ":" in imap else f"127.0.0.1:{imap}")
         if not isinstance(imap_address, tuple):
             raise typer.BadParameter(f"{imap!r} is not [HOST:]PORT", param_hint="--imap")
+    from ..review.zones import local_zone, named_zone
+
+    try:
+        zone = named_zone(time_zone) if time_zone else local_zone()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--time-zone") from None
     with operator_errors():
         _need_the_libraries("uvicorn", "starlette", "jinja2", "argon2")
         from ..commands import web
 
-        web(record, users or _default_users(), address, host, port,
-            secure_cookies=secure_cookies, imap=imap_address,
+        web(record, users or _default_users(), address, host, port, zone=zone,
+            secure_cookies=secure_cookies, imap=imap_address, trusted_proxy=trusted_proxy,
             say=lambda line: typer.echo(line, err=True))
 
 

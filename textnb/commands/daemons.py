@@ -216,24 +216,59 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
 
 
 def web(record: Path, users: Path, scorer_address, host: str = "127.0.0.1", port: int = 8025,
-        secure_cookies: bool = False, imap=None, say: Say = _silent) -> None:
+        secure_cookies: bool = False, imap=None, trusted_proxy: str | None = None,
+        zone=None, say: Say = _silent) -> None:
     """The review page (``textnb web``) on http://host:port/ until SIGTERM.
 
     record (Path): the verdict log ``serve --record`` writes; users (Path): the logins
     file; scorer_address: the scorer the page teaches through (a socket path or (host,
-    port)); imap ((host, port) | None): an IMAP server whose LOGIN also admits users.
-    The record is checked before the page's libraries are imported, so a bad set-up is
-    named as such on a machine without them; then ImportError when they are missing
-    (``textnb[web]``).
+    port)); imap ((host, port) | None): an IMAP server whose LOGIN also admits users;
+    trusted_proxy (str | None): the one address whose X-Forwarded-For is believed;
+    zone (tzinfo | None): the time zone of the pages' times (None: UTC).
+    The record and the users file are checked before the page's libraries are imported,
+    so a bad set-up is named as such on a machine without them; then ImportError when
+    they are missing (``textnb[web]``).
     """
     if not record.exists():
         raise TextnbError(f"{record} does not exist; start 'textnb serve --record {record}' first")
+    check_users_file(users, imap is not None, say)
     import uvicorn
 
     from ..review.web import make_app
 
     application = make_app(record, users, scorer_address, secure_cookies=secure_cookies,
-                           imap=imap)
+                           imap=imap, **({"zone": zone} if zone is not None else {}))
     say(f"textnb web: http://{host}:{port}/ (verdicts {record}, teaching through "
         f"{scorer_address})")
-    uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(application, **server_options(host, port, trusted_proxy))
+
+
+def server_options(host: str, port: int, trusted_proxy: str | None) -> dict:
+    """uvicorn's options for the page. uvicorn believes X-Forwarded-For from 127.0.0.1
+    by default, so any local client could name itself a new address for every guess
+    at a password; the header is read only from the proxy the operator names."""
+    options = {"host": host, "port": port, "log_level": "warning", "access_log": False,
+               "proxy_headers": trusted_proxy is not None}
+    if trusted_proxy is not None:
+        options["forwarded_allow_ips"] = trusted_proxy
+    return options
+
+
+def check_users_file(users: Path, imap: bool, say: Say = _silent) -> None:
+    """Refuse a users file others may read (its hashes can be guessed offline), and a
+    missing one unless IMAP logins are on (every login would fail); TextnbError naming
+    the fix."""
+    import stat
+
+    try:
+        mode = stat.S_IMODE(users.stat().st_mode)
+    except FileNotFoundError:
+        if not imap:
+            raise TextnbError(f"the users file {users} does not exist, so nobody could log "
+                              f"in; add a login first: textnb web-user add NAME --users {users}") from None
+        say(f"textnb web: warning: no users file {users}: only mail passwords (--imap) log "
+            "in, and nobody is an admin")
+        return
+    if mode & 0o077:
+        raise TextnbError(f"the users file {users} is readable by others (mode {mode:04o}): "
+                          f"its password hashes can be guessed offline; chmod 600 {users}")

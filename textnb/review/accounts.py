@@ -34,8 +34,34 @@ class Accounts:
         self._hasher = PasswordHasher()
         # a hash to check against when the name is unknown: the answer takes as long
         self._dummy = self._hasher.hash("not a password anyone has")
+        self._cached: tuple = (None, {})  # (the file's stat key, its users)
 
     def load(self) -> dict:
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise AccountError(f"cannot read the users file {self.path} ({exc})") from None
+        key = (found.st_ino, found.st_mtime_ns, found.st_size)
+        if self._cached[0] == key:  # every request checks its session against the file
+            return self._cached[1]
+        users = self._read()
+        self._cached = (key, users)
+        return users
+
+    def proof(self, name: str) -> str | None:
+        """What a session opened by a password in the file keeps to stay valid: a digest
+        of the user's entry (hash and role), which a new password, a new role or the
+        user's removal changes; None when the file does not hold the name."""
+        import hashlib
+
+        entry = self.load().get(name)
+        if entry is None:
+            return None
+        return hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
+
+    def _read(self) -> dict:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:

@@ -12,6 +12,13 @@ after ``RETRY_SECONDS``; either way the mail path never waits, and ``counts`` (w
 how many were recorded and how many dropped, and why. The dropped are also written to
 the store with the next batch that gets in (``dropped``), for the page to show.
 
+A log moved aside or deleted while the writer runs (the fix for a damaged one) is
+noticed before the next batch (the file at the path is not the one open): the writer
+lets go of it and begins a new log at the path, once no other process (``textnb
+web``) has the old one open, since SQLite names a log's write-ahead files by its path
+(:func:`textnb.review.logfile.held_elsewhere`); the verdicts wait in the queue meanwhile,
+and the new log records that it was begun anew.
+
 Clues: a verdict in the review band gets the ``CLUES`` strongest of
 ``SpamFilter.explain``, computed by the writer after its row is in, with the model's lock
 held (the tokenizer is not meant for threads), only while the scorer is idle (no
@@ -29,10 +36,13 @@ import collections
 import logging
 import threading
 import time
+from pathlib import Path
 
 from ..delivery.request_reader import Throttle
-from .store import (HEAD_BYTES, PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, describe,
-                    headers_of, in_review_band, reason)
+from .headers import HEAD_BYTES, headers_of
+from .logfile import held_elsewhere
+from .store import (PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, describe, in_review_band,
+                    reason)
 
 __all__ = ["BATCH", "CLUES", "QUEUE", "VerdictRecorder"]
 
@@ -53,6 +63,9 @@ CLUES = 8
 CLUE_WAIT = 0.005
 # After a failed write the store is opened again this much later (and then retried).
 RETRY_SECONDS = 2.0
+# While the old log's last readers let go of its write-ahead files, the writer looks
+# again this often.
+WAIT_SECONDS = 0.1
 # Pruned (retention and size caps) every this many verdicts, or a tenth of the cap
 # recorded (less when a user's cap is smaller), and at least this often.
 PRUNE_EVERY = 500
@@ -120,6 +133,8 @@ class VerdictRecorder:
         self._pending_bytes = 0
         self._last_submit = 0.0
         self._explain_after = 0.0  # no explaining before this (EXPLAIN_SHARE)
+        self._waiting = False  # a new log waits for the old one's readers to let go
+        self._begun_anew = False  # the log was moved or deleted under the writer
         self._thread = threading.Thread(target=self._run, name="textnb-record", daemon=True)
 
     def start(self) -> "VerdictRecorder":
@@ -217,14 +232,20 @@ class VerdictRecorder:
             if clues is None:
                 continue
             try:
-                self._store.set_clues(verdict_id, clues)
+                self._store.set_clues(verdict_id, *clues)
             except Exception as exc:  # noqa: BLE001 - the verdict is recorded; clues are extra
                 self._failed(exc, 0)
                 return
             self.counts["explained"] += 1
 
     def _write(self, batch: list) -> None:
+        if self._store is not None and self._store.replaced():
+            self._let_go()
         if self._store is None and not self._reopen():
+            if self._waiting and not self._stop:  # the old log's readers are letting go
+                self._queue.extendleft(reversed(batch))
+                self.queued_bytes += sum(len(entry[1]) for entry in batch)
+                return
             self._drop(len(batch), self._last_reason)
             return
         rows = []
@@ -268,14 +289,17 @@ class VerdictRecorder:
                 "digest": message_digest(raw).hex() if keep else "", "size": size,
                 "clues": None, "raw": bytes(raw) if keep else None, "explainer": explainer}
 
-    def _clues(self, raw: bytes, explainer) -> list | None:
+    def _clues(self, raw: bytes, explainer) -> tuple[list, float] | None:
+        """(the CLUES strongest [token, contribution], the prior log-odds), as ``textnb
+        explain`` gives them, so the page can show what its score is made of."""
         from ..mail.sources import RawMessage
 
         try:  # the caller holds the model's lock
             found = explainer.spam_filter.explain(RawMessage("-", bytes(raw), None), k=CLUES)
         except Exception:  # noqa: BLE001 - a message explain cannot take is still recorded
             return None
-        return [[token, round(contribution, 3)] for token, contribution, *_ in found.clues]
+        return ([[token, round(contribution, 3)] for token, contribution, *_ in found.clues],
+                round(found.prior_log_odds, 3))
 
     def _maybe_prune(self) -> None:
         if self._store is None:
@@ -309,13 +333,40 @@ class VerdictRecorder:
     def _drop(self, n: int, why: str) -> None:
         self.counts[why] = self.counts.get(why, 0) + n
 
+    def _let_go(self) -> None:
+        """The file at the log's path is not the one open (moved aside, deleted): close
+        it, so that a new log begins at the path (:meth:`_reopen`)."""
+        log.warning("the verdict log %s was moved or deleted; a new one begins there",
+                    self.path)
+        try:
+            self._store.close()
+        except Exception:  # noqa: BLE001 - it is being replaced anyway
+            pass
+        self._store, self._begun_anew = None, True
+
     def _reopen(self) -> bool:
         if time.monotonic() < self._retry_at:
             return False
+        self._waiting = False
+        if not Path(self.path).exists() and held_elsewhere(self.path):
+            # SQLite names a log's write-ahead files by its path: a new log there would
+            # share them with the old one's last readers (textnb web) and corrupt both.
+            # They let go within a second (textnb.review.web); the verdicts wait.
+            self._waiting = True
+            self._retry_at = time.monotonic() + WAIT_SECONDS
+            return False
         try:
             self._store = self._open_store()
-            return True
         except Exception as exc:  # noqa: BLE001 - damaged, locked, no space: retried later
             self._store = None
             self._failed(exc, 0)
             return False
+        if self._begun_anew and self._store.created:
+            try:
+                self._store.note("begun anew: the log before was moved aside or deleted "
+                                 "while the scorer recorded")
+            except Exception as exc:  # noqa: BLE001 - a note the next start gives again
+                self._failed(exc, 0)
+                return False
+        self._begun_anew = False
+        return True

@@ -26,11 +26,15 @@ count of the table), and a search looks at no more than ``SEARCH_ROWS`` rows a p
 
 Verdicts the recorder could not record (its queue full, the store locked, full or
 damaged) are counted in ``dropped`` by reason, written with the next batch that gets
-in, so the page can say how many are missing.
+in, so the page can say how many are missing. ``events`` holds what every reader is
+told about the log itself (that it was begun anew after the one before was moved or
+deleted). With the clues, ``prior`` keeps the model's prior log-odds, so the page can
+show the score as prior + clues + the rest.
 
-Only the writer thread of :mod:`textnb.review.recorder` writes verdicts; ``textnb web``
-reads them and writes the ``taught``/``before`` columns (WAL lets both go on at once;
-a writer waits at most ``BUSY_MS`` for the other).
+Only the writer thread of :mod:`textnb.review.recorder` writes verdicts and creates
+the file; ``textnb web`` reads them and writes the ``taught``/``before`` columns, each
+lesson in a transaction of its own around the scorer's answer (:meth:`begin_lesson`;
+WAL lets readers go on meanwhile; a writer waits at most ``BUSY_MS`` for the other).
 """
 
 from __future__ import annotations
@@ -43,12 +47,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FIELD_CHARS", "REVIEW_BAND", "Row", "SEARCH_ROWS", "StoreError", "VerdictStore",
-           "headers_of", "in_review_band"]
+from .headers import FIELD_CHARS, HEAD_BYTES, headers_of  # noqa: F401 - part of this module's face
 
-# Sender and subject are cut to this many characters: enough for any list view, and a
-# 1 MB Subject header costs a row nothing.
-FIELD_CHARS = 200
+__all__ = ["FIELD_CHARS", "REVIEW_BAND", "Row", "SEARCH_ROWS", "StoreError", "VerdictStore",
+           "headers_of", "in_review_band", "missing"]
+
 # Verdicts whose log-odds lie within this distance of the threshold keep their raw
 # message for the review queue (with the default threshold 0: P(spam) between 0.12 and
 # 0.88), as does every spam verdict (mail the user may want back) and every 'unsure'.
@@ -72,9 +75,6 @@ USER_SHARE = 0.25
 SEARCH_ROWS = 2000
 # How long a writer (the recorder, or the page marking a row taught) waits for the other.
 BUSY_MS = 1000
-# The head of a message read for From and Subject: headers past it are not looked at.
-HEAD_BYTES = 64 * 1024
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS verdicts (
@@ -95,7 +95,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
     clues TEXT,
     has_raw INTEGER NOT NULL DEFAULT 0,
     taught TEXT,
-    before TEXT
+    before TEXT,
+    prior REAL
 );
 DROP INDEX IF EXISTS verdicts_user;
 CREATE INDEX IF NOT EXISTS verdicts_user_text ON verdicts (user, id, sender, subject);
@@ -103,11 +104,19 @@ CREATE INDEX IF NOT EXISTS verdicts_at ON verdicts (at);
 CREATE INDEX IF NOT EXISTS verdicts_queue ON verdicts (user, id) WHERE has_raw AND taught IS NULL;
 CREATE INDEX IF NOT EXISTS verdicts_taught ON verdicts (user, id) WHERE taught IS NOT NULL;
 CREATE INDEX IF NOT EXISTS verdicts_queue_all ON verdicts (id) WHERE has_raw AND taught IS NULL;
+CREATE INDEX IF NOT EXISTS verdicts_queue_close ON verdicts (user, abs(log_odds - threshold), id)
+    WHERE has_raw AND taught IS NULL;
+CREATE INDEX IF NOT EXISTS verdicts_queue_close_all ON verdicts (abs(log_odds - threshold), id)
+    WHERE has_raw AND taught IS NULL;
 CREATE INDEX IF NOT EXISTS verdicts_taught_all ON verdicts (id) WHERE taught IS NOT NULL;
 CREATE INDEX IF NOT EXISTS verdicts_kept ON verdicts (user, id, size) WHERE has_raw;
 CREATE TABLE IF NOT EXISTS raws (
     id INTEGER PRIMARY KEY,
     raw BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    at REAL NOT NULL,
+    what TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS dropped (
     reason TEXT PRIMARY KEY,
@@ -141,10 +150,11 @@ class Row:
     has_raw: bool
     taught: str | None
     before: str | None
+    prior: float | None = None  # the model's prior log-odds, recorded with the clues
 
 
 _COLUMNS = ("id, at, user, model, source, sender, subject, label, log_odds, p_spam, threshold, "
-            "action, digest, size, clues, has_raw, taught, before")
+            "action, digest, size, clues, has_raw, taught, before, prior")
 
 
 def _row(values) -> Row:
@@ -158,51 +168,6 @@ def in_review_band(label: str, log_odds: float, threshold: float,
                    band: float = REVIEW_BAND) -> bool:
     """Whether a verdict's raw message is kept for the review queue."""
     return label in ("spam", "unsure") or abs(log_odds - threshold) < band
-
-
-def headers_of(raw: bytes) -> tuple[str, str]:
-    """(From, Subject) of a raw message, decoded (RFC 2047 words; raw bytes as UTF-8 or
-    Latin-1), without control characters, cut to ``FIELD_CHARS``.
-
-    A scan of the header block for the two fields, not a parse of the message: the
-    recorder's writer calls it for every verdict, and a parse with email.parser costs
-    many times this scan (docs/design/review-page.md#from-and-subject-of-every-verdict).
-    """
-    head = bytes(raw[:HEAD_BYTES])
-    for blank in (b"\n\n", b"\r\n\r\n"):
-        end = head.find(blank)
-        if end >= 0:
-            head = head[:end]
-            break
-    found: dict[bytes, bytes] = {}
-    current = None
-    for line in head.split(b"\n"):
-        if line[:1] in (b" ", b"\t"):  # a folded continuation of the field before
-            if current is not None:
-                found[current] += b" " + line.strip()
-            continue
-        name, colon, value = line.partition(b":")
-        key = name.strip().lower()
-        current = key if colon and key in (b"from", b"subject") and key not in found else None
-        if current is not None:
-            found[current] = value.strip()
-    return _decoded(found.get(b"from", b"")), _decoded(found.get(b"subject", b""))
-
-
-def _decoded(value: bytes) -> str:
-    try:
-        text = value.decode("utf-8")
-    except UnicodeDecodeError:
-        text = value.decode("latin-1")
-    if "=?" in text:
-        from email.header import decode_header, make_header
-
-        try:
-            text = str(make_header(decode_header(text)))
-        except Exception:  # noqa: BLE001 - a broken encoded word is shown as it came
-            pass
-    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates (UTF-7 words)
-    return " ".join(_CONTROL.sub(" ", text).split())[:FIELD_CHARS]
 
 
 class VerdictStore:
@@ -219,7 +184,7 @@ class VerdictStore:
 
     def __init__(self, path, days: float = 30.0, max_bytes: int = 200 * 2**20,
                  readonly: bool = False, clock=time.time, max_user_bytes: int | None = None,
-                 wait_ms: int = BUSY_MS):
+                 wait_ms: int = BUSY_MS, create: bool = True):
         if not days > 0 or max_bytes < 2**20:
             raise ValueError(f"days={days} must be > 0 and max_bytes={max_bytes} at least "
                              "1 MB (2**20)")
@@ -229,17 +194,22 @@ class VerdictStore:
                                else max_user_bytes)
         self._clock = clock
         self._wait_ms = wait_ms
-        self.db = self._open(readonly)
+        self.created = False  # this store made the file
+        self.db = self._open(readonly, create)
 
-    def _open(self, readonly: bool) -> sqlite3.Connection:
-        if not readonly and not self.path.exists():
+    def _open(self, readonly: bool, create: bool) -> sqlite3.Connection:
+        if not self.path.exists():
+            if readonly or not create:
+                raise StoreError(missing(self.path))
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.close(fd)
+            self.created = True
+        self.identity = _identity(self.path)
         uri = f"file:{self.path}?mode={'ro' if readonly else 'rw'}"
         try:
             db = sqlite3.connect(uri, uri=True, timeout=self._wait_ms / 1000,
                                  check_same_thread=False, isolation_level=None)
-            if not readonly:
+            if not readonly and (self.created or create or not _current(db)):
                 db.execute("PRAGMA auto_vacuum = FULL")  # before the first table
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("PRAGMA synchronous = NORMAL")  # WAL: a power cut loses the last commits, never the file
@@ -248,11 +218,25 @@ class VerdictStore:
                 # the log is checkpointed (and reused) past a tenth of the cap
                 db.execute(f"PRAGMA wal_autocheckpoint = {max(16, self.max_bytes // page // 10)}")
                 db.executescript(_SCHEMA)
+                _add_column(db, "prior REAL")
+            elif not readonly:  # the page: a reader first, which a lock held elsewhere
+                db.execute("PRAGMA synchronous = NORMAL")  # does not stop
             else:
                 db.execute("SELECT count(*) FROM verdicts WHERE id < 0").fetchone()
         except sqlite3.Error as exc:
             raise StoreError(describe(exc, self.path)) from None
+        except FileNotFoundError:
+            raise StoreError(missing(self.path)) from None
+        if _identity(self.path) != self.identity:  # replaced while being opened
+            db.close()
+            raise StoreError(missing(self.path))
         return db
+
+    def replaced(self) -> bool:
+        """Whether the file at the store's path is no longer the one this store has open
+        (moved aside, deleted, or another put there): a stat, cheap enough for every
+        request and every batch."""
+        return _identity(self.path) != self.identity
 
     def close(self) -> None:
         self.db.close()
@@ -290,9 +274,9 @@ class VerdictStore:
             raise
         return ids
 
-    def set_clues(self, verdict_id: int, clues: list) -> None:
-        self.db.execute("UPDATE verdicts SET clues = ? WHERE id = ?",
-                        (json.dumps(clues), verdict_id))
+    def set_clues(self, verdict_id: int, clues: list, prior: float | None = None) -> None:
+        self.db.execute("UPDATE verdicts SET clues = ?, prior = ? WHERE id = ?",
+                        (json.dumps(clues), prior, verdict_id))
 
     def size(self) -> int:
         """Bytes the store occupies on disk: the database file and its write-ahead log."""
@@ -436,6 +420,48 @@ class VerdictStore:
         except sqlite3.Error as exc:
             raise StoreError(describe(exc, self.path)) from None
 
+    def queue(self, user: str | None, after: tuple[float, int] | None = None, limit: int = 50,
+              sender: str = "", subject: str = "", label: str = "",
+              since: float | None = None, until: float | None = None
+              ) -> tuple[list[Row], tuple[float, int] | None]:
+        """A page of the review queue (a message kept, not taught yet), the verdicts
+        closest to their threshold first (the likeliest mistakes), then the newest:
+        ``user``'s (None: everybody's), past the cursor ``after`` (the distance and id of
+        the previous page's last row), filtered by sender and subject (contains), label,
+        and time (``since`` <= at < ``until``). RETURNS (rows, the next page's cursor or
+        None). An index range on the distance: the filters cost only the rows they pass
+        over, and a user's queue is bounded by the messages kept for them."""
+        close = "abs(log_odds - threshold)"
+        extra, args = ["has_raw AND taught IS NULL"], []
+        if after is not None:
+            extra.append(f"({close} > ? OR ({close} = ? AND id < ?))")
+            args += [after[0], after[0], after[1]]
+        for column, text in (("sender", sender), ("subject", subject)):
+            if text:
+                extra.append(f"{column} LIKE ? ESCAPE '\\'")
+                args.append("%" + re.sub(r"([\\%_])", r"\\\1", text) + "%")
+        if label:
+            extra.append("label = ?")
+            args.append(label)
+        if since is not None:
+            extra.append("at >= ?")
+            args.append(since)
+        if until is not None:
+            extra.append("at < ?")
+            args.append(until)
+        where, values = self._where(user, " AND ".join(extra), args)
+        try:
+            found = self.db.execute(f"SELECT {_COLUMNS} FROM verdicts{where} "
+                                    f"ORDER BY {close}, id DESC LIMIT ?",
+                                    (*values, limit + 1)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+        rows = [_row(v) for v in found[:limit]]
+        if len(found) <= limit:
+            return rows, None
+        last = rows[-1]
+        return rows, (abs(last.log_odds - last.threshold), last.id)
+
     def recently_taught(self, user: str | None, limit: int = 20) -> list[Row]:
         """The verdicts the page taught last, newest first."""
         where, values = self._where(user, "taught IS NOT NULL")
@@ -474,12 +500,52 @@ class VerdictStore:
         return bytes(found[0]) if found else None
 
     def mark(self, verdict_id: int, taught: str | None, before: str | None) -> None:
-        """Record what the page taught a verdict as (StoreError when the log cannot be
-        written: the lesson itself is in the model already, and teaching it again is a
-        no-op for the ledger)."""
+        """Record what the page taught a verdict as; inside :meth:`begin_lesson`'s
+        transaction when the page teaches (StoreError when the log cannot be written)."""
         try:
             self.db.execute("UPDATE verdicts SET taught = ?, before = ? WHERE id = ?",
                             (taught, before, verdict_id))
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+
+    def begin_lesson(self, verdict_id: int) -> None:
+        """Take the log's write lock for one verdict's lesson, before the scorer is told:
+        a log that is locked or damaged refuses the lesson while nothing has changed
+        (StoreError). :meth:`mark` then writes inside it and :meth:`end_lesson` commits."""
+        db = self.db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            # the row's own pages read and written now: damage there shows before teaching
+            db.execute("UPDATE verdicts SET taught = taught WHERE id = ?", (verdict_id,))
+        except sqlite3.Error as exc:
+            self.end_lesson(commit=False)
+            raise StoreError(describe(exc, self.path)) from None
+
+    def end_lesson(self, commit: bool) -> None:
+        """Commit the lesson's mark (StoreError when the log will not take it: the caller
+        puts the scorer back), or roll it back."""
+        db = self.db
+        try:
+            if db.in_transaction:
+                db.execute("COMMIT" if commit else "ROLLBACK")
+        except sqlite3.Error as exc:
+            try:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if commit:
+                raise StoreError(describe(exc, self.path)) from None
+
+    def note(self, what: str) -> None:
+        """Record an event the page tells every reader of (a log begun anew)."""
+        self.db.execute("INSERT INTO events (at, what) VALUES (?, ?)", (self._clock(), what))
+
+    def events(self) -> list[tuple[float, str]]:
+        """(when, what) of the events within the retention days, oldest first."""
+        try:
+            return self.db.execute("SELECT at, what FROM events WHERE at >= ? ORDER BY at",
+                                   (self._clock() - self.days * 86400,)).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(describe(exc, self.path)) from None
 
@@ -498,6 +564,37 @@ class VerdictStore:
 
     def users(self) -> list[str]:
         return [u for (u,) in self.db.execute("SELECT DISTINCT user FROM verdicts ORDER BY user")]
+
+
+def _identity(path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _current(db) -> bool:
+    """Whether the log has this version's tables and columns (nothing to write)."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return ({"verdicts", "raws", "events", "dropped"} <= tables
+            and "prior" in [c[1] for c in db.execute("PRAGMA table_info(verdicts)")])
+
+
+def _add_column(db, column: str) -> None:
+    """A column a log written by an older textnb lacks."""
+    name = column.split()[0]
+    if name not in [c[1] for c in db.execute("PRAGMA table_info(verdicts)")]:
+        try:
+            db.execute(f"ALTER TABLE verdicts ADD COLUMN {column}")
+        except sqlite3.OperationalError as exc:  # another program added it meanwhile
+            if "duplicate column" not in str(exc):
+                raise
+
+
+def missing(path) -> str:
+    return (f"the verdict log {path} is missing (moved aside or deleted); the scorer "
+            "begins a new one there with its next verdict, and this page reads that one")
 
 
 def describe(exc: BaseException, path) -> str:

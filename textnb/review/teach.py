@@ -11,6 +11,10 @@ answer to that first request says where that was (``new``: the model did not hav
 had, or ``not-found``), and the row keeps it in ``before``; undo sends FORGET (it was
 absent) or LEARN with that label. A row the page has taught as ``spam`` that is clicked
 ``spam`` again sends nothing.
+
+A click happens completely or not at all (:func:`teach`): the log's write lock is
+taken before the scorer is asked, the row is marked in that transaction, and a commit
+that fails is undone at the scorer by the inverse of what its answer says it did.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from __future__ import annotations
 import threading
 
 from ..errors import TextnbError
+from .store import StoreError
 
-__all__ = ["ACTIONS", "TeachError", "teach"]
+__all__ = ["ACTIONS", "TeachError", "teach", "teaching_user"]
 
 ACTIONS = ("spam", "ham", "forget", "undo")
 _OTHER = {"spam": "ham", "ham": "spam"}
@@ -35,6 +40,12 @@ class TeachError(TextnbError):
 def teach(store, row, action: str, learn) -> str:
     """Teach one recorded verdict's message; RETURNS what the page says happened.
 
+    The lesson and its record in the log are one operation: the log's write lock is
+    taken first (a locked or damaged log refuses the lesson before the scorer is told:
+    StoreError), the row is marked inside that transaction once the scorer has answered,
+    and when the commit fails after all, the scorer is told the inverse of what it just
+    did (its answer says what that is), so that either both changed or neither did.
+
     store (VerdictStore): where ``row`` is, and its raw message.
     action (str): 'spam', 'ham', 'forget' or 'undo'.
     learn (Callable[[bytes, str | None, str | None], str]): sends LEARN (a label) or
@@ -43,31 +54,83 @@ def teach(store, row, action: str, learn) -> str:
     """
     if action not in ACTIONS:
         raise TeachError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
-    # one model: no user; a verdict scored without a user (recorded as ""): the shared model
-    user = None if row.model == "model" or not row.user else row.user
+    user = teaching_user(row)
     with _LOCK:
-        row = store.get(row.id, None)  # as it is now, not as the page showed it
-        if action == "undo":
-            if row.before is None:
-                return "nothing to undo"
-            raw = _raw(store, row)
-            _send(learn, raw, None if row.before == "absent" else row.before, user)
-            store.mark(row.id, None, None)
-            return "undone: " + ("forgotten again" if row.before == "absent"
-                                 else f"learned as {row.before} again")
-        if (row.taught == action) or (action == "forget" and row.taught == "forgotten"):
-            return f"already {'forgotten' if action == 'forget' else 'taught as ' + action}"
+        try:
+            store.begin_lesson(row.id)
+        except StoreError as exc:
+            raise StoreError(f"not done: {exc}; nothing was taught") from None
+        sent = None
+        try:
+            row = store.get(row.id, None)  # as it is now, not as the page showed it
+            said, sent = _lesson(store, row, action, learn, user)
+            store.end_lesson(commit=True)
+        except StoreError as exc:
+            store.end_lesson(commit=False)
+            if sent is None:
+                raise
+            raise StoreError(f"not done: {exc}; " + _take_back(learn, sent, user)) from None
+        except BaseException:
+            store.end_lesson(commit=False)
+            raise
+    return said
+
+
+def teaching_user(row) -> str | None:
+    """The user whose model a verdict's lesson goes to; None: the scorer's one model, or
+    the shared model (a verdict scored without a user)."""
+    return None if row.model == "model" or not row.user else row.user
+
+
+def _lesson(store, row, action: str, learn, user):
+    """(what the page says, (raw, label sent, the scorer's answer) or None when nothing
+    was sent), with the row marked."""
+    if action == "undo":
+        if row.before is None:
+            return "nothing to undo", None
         raw = _raw(store, row)
-        if action == "forget":
-            answer = _send(learn, raw, None, user)
-            before = row.before or (answer if answer in _OTHER else "absent")
-            store.mark(row.id, "forgotten", before)
-            return "forgotten" if answer in _OTHER else "forgotten (the model did not have it)"
-        answer = _send(learn, raw, action, user)
-        outcome = answer.split()[-1]
-        before = row.before or {"new": "absent", "moved": _OTHER[action]}.get(outcome, action)
-        store.mark(row.id, action, before)
-        return f"taught as {action}" + (" (the model had it so already)" if outcome == "known" else "")
+        label = None if row.before == "absent" else row.before
+        sent = (raw, label, _send(learn, raw, label, user))
+        store.mark(row.id, None, None)
+        return "undone: " + ("forgotten again" if row.before == "absent"
+                             else f"learned as {row.before} again"), sent
+    if (row.taught == action) or (action == "forget" and row.taught == "forgotten"):
+        return f"already {'forgotten' if action == 'forget' else 'taught as ' + action}", None
+    raw = _raw(store, row)
+    if action == "forget":
+        answer = _send(learn, raw, None, user)
+        before = row.before or (answer if answer in _OTHER else "absent")
+        store.mark(row.id, "forgotten", before)
+        return ("forgotten" if answer in _OTHER else "forgotten (the model did not have it)",
+                (raw, None, answer))
+    answer = _send(learn, raw, action, user)
+    outcome = answer.split()[-1]
+    before = row.before or {"new": "absent", "moved": _OTHER[action]}.get(outcome, action)
+    store.mark(row.id, action, before)
+    return (f"taught as {action}" + (" (the model had it so already)" if outcome == "known" else ""),
+            (raw, action, answer))
+
+
+def _take_back(learn, sent, user) -> str:
+    """Undo at the scorer what one request did, from its answer: a LEARN that was
+    ``new`` is forgotten, one that ``moved`` the message is learned as the other label
+    again, one ``known`` changed nothing; a FORGET that removed a label learns it again.
+    RETURNS what the page says of it."""
+    raw, label, answer = sent
+    outcome = answer.split()[-1]
+    if label is None:
+        inverse = (answer,) if answer in _OTHER else ()
+    else:
+        inverse = {"new": (None,), "moved": (_OTHER[label],)}.get(outcome, ())
+    if not inverse:
+        return "the model did not change: nothing changed"
+    try:
+        _send(learn, raw, inverse[0], user)
+    except TeachError as exc:
+        raise TeachError(f"the log did not take the lesson and the scorer could not be put "
+                         f"back ({exc}): the model has it as {label or 'forgotten'}, the log "
+                         "does not say so; click it again once the log can be written") from None
+    return "the scorer was put back: nothing changed"
 
 
 def _raw(store, row) -> bytes:

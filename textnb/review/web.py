@@ -6,17 +6,24 @@ sessions, the login throttle, the headers and the body limit are
 
 - **Who.** Every page but /login needs a session: a random token in a cookie
   (HttpOnly, SameSite=Strict, Secure with ``secure_cookies``) naming a server-side
-  session, which ends after ``SESSION_SECONDS`` or at logout (and at a restart).
+  session, which ends after ``SESSION_SECONDS``, at logout (and at a restart), or at
+  its next request once its user's entry in the users file is changed or removed.
   Passwords are checked against the argon2 hashes of :mod:`textnb.review.accounts`
-  (or, for a name not there, by the IMAP server's LOGIN with ``imap``);
-  after ``MAX_FAILURES`` failed logins in ``FAILURE_WINDOW`` seconds for one name or
-  from one address, further tries are refused (429) until the window passes.
+  (or, for a name not there, by the IMAP server's LOGIN with ``imap``), at most
+  ``HASHES_AT_ONCE`` at a time; a try counts as failed from its start, and after
+  ``MAX_FAILURES`` in ``FAILURE_WINDOW`` seconds for one name or from one address
+  (the connection's, or what ``textnb web --trusted-proxy`` names says), further tries
+  are refused (429) before any hashing until the window passes.
 - **Whose.** A user sees only the verdicts recorded for their name; a message id that
   is not theirs is answered exactly as one that does not exist (404). An admin sees
   every user's.
-- **Changes.** Every POST carries the session's CSRF token (the login form a token of
-  its own, double-submitted in a cookie); without it: 403. Teaching goes through the
-  scorer (:mod:`textnb.review.teach`).
+- **Changes.** Every POST comes from this site's own pages (``guard.same_origin``) and
+  carries the session's CSRF token (the login form a token of its own, issued here
+  and double-submitted in a cookie); without it: 403. Teaching goes through the scorer
+  and is recorded in the same transaction of the log (:mod:`textnb.review.teach`); a
+  verdict of the shared model asks to be confirmed.
+- **Ids.** An id is ASCII digits up to 2**63-1 (:func:`verdict_id`); anything else is
+  an id that does not exist.
 - **Size.** No request body is read past ``MAX_FORM_BYTES``: a declared length over
   it is refused before reading (413), and a chunked body (no length) when it gets there.
 - **Mail is inert.** A message is shown as text only (textnb.mail.parse's decoded parts; HTML
@@ -25,41 +32,46 @@ sessions, the login throttle, the headers and the body limit are
   allows only this site's stylesheet and forms, no script at all, and no frames.
 
 What a page costs: its reads of the verdict log and its rendering run in the event
-loop, on one connection: every read is a bounded index range (textnb.review.store),
+loop, on one connection (:mod:`textnb.review.logfile`, which follows a log moved
+aside or deleted): every read is a bounded index range (textnb.review.store),
 the tables are :mod:`textnb.review.table`, and a reader in WAL mode never waits for
 the writer, so a page is a millisecond or two of CPU with nothing to wait for
 (docs/review-page.md#pages-under-load), and a hop to a worker thread and back (two
 wake-ups, and the GIL taken back from whatever runs) would cost more than it spares.
 What may wait runs on worker threads: argon2 (only for a login), teaching (the
-scorer's socket, then a write), the statistics (drawn at most once a minute per user)
-and the scorer's ping.
+scorer's socket, then a write), a kept message's text (parsed once, one at a time,
+kept for its next view), the statistics (drawn at most once a minute per user) and
+the scorer's ping.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
-import secrets
 import threading
 import time
-from datetime import datetime, timezone
+from collections import OrderedDict
+from datetime import timezone
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from . import charts
 from .accounts import AccountError, Accounts, ImapLogin
-from .guard import SESSION_SECONDS, Cache, SecurityHeaders, Sessions, Throttle
-from .store import SEARCH_ROWS, StoreError, VerdictStore
-from .table import verdict_table, when
-from .teach import ACTIONS, TeachError, teach
+from .guard import (HASHES_AT_ONCE, LOGINS_WAITING, SESSION_SECONDS, Cache, LoginForms,
+                    SecurityHeaders, Sessions, Throttle, same_origin)
+from .figures import statistics
+from .logfile import LogConnections
+from .query import QUEUE_FILTERS, days_between, queue_cursor, queue_filters, verdict_id
+from .store import SEARCH_ROWS, StoreError
+from .table import verdict_table, when, zone_label
+from .teach import ACTIONS, TeachError, teach, teaching_user
 
-__all__ = ["make_app"]
+__all__ = ["make_app", "needs_confirming"]
 
 PAGE_ROWS = 50
 # The most of a message's text a page shows.
@@ -71,6 +83,15 @@ READ_WAIT_MS = 100
 # The statistics page's figures and charts are computed at most this often per user
 # (counting a user's 30 days of verdicts reads all of them).
 STATS_SECONDS = 60.0
+# Messages shown as text, kept for their next view: a kept message may be 10 MB, and
+# parsing 10 MB of HTML into its visible text takes about a second of the page's CPU
+# (docs/design/review-page.md#a-messages-page). Parsing runs on a worker thread, one
+# message at a time, so one session reloading a large message leaves every other
+# page's reads and rendering to the event loop (docs/review-page.md#pages-under-load).
+SHOWN_MESSAGES = 32
+# The longest message the client sends the scorer (textnb.delivery.client's
+# MAX_MESSAGE_BYTES): a verdict of that size was given on the message's head only.
+CUT_AT = 10_000_001
 # What the page calls each reason the recorder dropped verdicts for.
 DROP_REASONS = {"queue_full": "the recorder's queue was full", "locked": "the log was locked",
                 "full": "the disk was full", "damaged": "the log was damaged",
@@ -81,7 +102,8 @@ _HERE = Path(__file__).resolve().parent
 
 
 def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = False,
-             learn=None, ping=None, days: float = 30.0, max_mb: int = 200, imap=None):
+             learn=None, ping=None, days: float = 30.0, max_mb: int = 200, imap=None,
+             clock=time.time, zone=timezone.utc):
     """The review page's ASGI app.
 
     db_path (Path): the verdict log ``textnb serve --record`` writes.
@@ -91,6 +113,9 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     learn, ping: stand-ins for textnb.delivery.client.learn_remote / ping (tests).
     imap (tuple[str, int] | None): an IMAP server that checks the logins the users file
         does not hold (their mail passwords; textnb.review.accounts.ImapLogin).
+    clock: the time the statistics end at (tests).
+    zone (tzinfo): the time zone the pages show times in, and whose hours and days the
+        statistics count.
     """
     from ..delivery.client import learn_remote, ping as ping_remote
 
@@ -106,34 +131,27 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
 
     def verify(name: str, password: str) -> dict | None:
         user = accounts.verify(name, password)
-        if user is None and mail_logins is not None and name not in accounts.load():
+        if user is not None:
+            return {**user, "proof": accounts.proof(name)}
+        if mail_logins is not None and name not in accounts.load():
             user = mail_logins.verify(name, password)
-        return user
-    sessions, throttle = Sessions(), Throttle()
-    local = threading.local()
+            return None if user is None else {**user, "proof": None}
+        return None
+
+    sessions, throttle, login_forms = Sessions(), Throttle(), LoginForms()
+    hashing = {"semaphore": None, "waiting": 0}  # the semaphore belongs to the running loop
     # the templates are compiled once (they change only with the package)
     env = Environment(loader=FileSystemLoader(str(_HERE / "templates")), auto_reload=False,
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    env.filters["when"] = when
-    env.globals.update(reasons=DROP_REASONS, page_rows=PAGE_ROWS, search_rows=SEARCH_ROWS)
+    env.filters["when"] = lambda at: when(at, zone)
+    env.filters["zone"] = lambda at: zone_label(zone, at)
+    env.globals.update(reasons=DROP_REASONS, page_rows=PAGE_ROWS, search_rows=SEARCH_ROWS,
+                       cut_at=CUT_AT, max_body_chars=MAX_BODY_CHARS)
     figures_cache = Cache(STATS_SECONDS)
     css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
-
-    def verdicts() -> VerdictStore:
-        """A worker thread's connection (teaching, statistics)."""
-        store = getattr(local, "store", None)
-        if store is None:
-            store = local.store = VerdictStore(db_path, days, max_mb * 2**20)
-        return store
-
-    pages_store = []
-
-    def reader() -> VerdictStore:
-        """The event loop's connection, for the pages' reads."""
-        if not pages_store:
-            pages_store.append(VerdictStore(db_path, days, max_mb * 2**20,
-                                            wait_ms=READ_WAIT_MS))
-        return pages_store[0]
+    connections = LogConnections(db_path, days, max_mb * 2**20, {"read": READ_WAIT_MS})
+    shown_texts: OrderedDict = OrderedDict()  # (verdict id, digest) -> (text, attachments)
+    parsing, shown_lock = threading.Lock(), threading.Lock()
 
     def page(request, name: str, session, status: int = 200, **context) -> HTMLResponse:
         body = env.get_template(name).render(session=session, path=request.url.path,
@@ -141,15 +159,29 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         return HTMLResponse(body, status_code=status)
 
     def shown(request, name: str, session, store, **context) -> HTMLResponse:
-        """A page of the log, with what the recorder dropped."""
+        """A page of the log, with what the recorder dropped and the log's events."""
         dropped = store.dropped()
         return page(request, name, session, dropped=dropped,
                     dropped_total=sum(n for _, n, _ in dropped),
                     dropped_last=max((last for _, _, last in dropped), default=0.0),
+                    events=store.events(),
                     notice=request.query_params.get("notice", "")[:300], **context)
 
     def current(request: Request) -> dict | None:
-        return sessions.get(request.cookies.get(COOKIE))
+        """The request's session, while the login that opened it stands: a user removed
+        from the users file, or given a new password or role, is signed out at once."""
+        token = request.cookies.get(COOKIE)
+        session = sessions.get(token)
+        if session is None:
+            return None
+        try:
+            proof = accounts.proof(session["name"])
+        except AccountError:
+            proof = "unreadable"
+        if proof != session["proof"]:
+            sessions.end(token)
+            return None
+        return session
 
     def scope_user(session, request) -> str | None:
         """Whose verdicts: the user's own; an admin's choice (None: everybody's)."""
@@ -176,32 +208,48 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
 
     # -- login ------------------------------------------------------------------------
     async def login_form(request: Request):
-        token = secrets.token_urlsafe(32)
+        token = login_forms.issue()
         response = page(request, "login.html", None, csrf=token,
                         error=request.query_params.get("error", "")[:100])
         set_cookie(response, LOGIN_COOKIE, token, 600)
         return response
 
     async def login(request: Request):
+        if not same_origin(request.headers):
+            return HTMLResponse("refused: this login form was sent from another site",
+                                status_code=403)
         form = await request.form()
         token, cookie = form.get("csrf", ""), request.cookies.get(LOGIN_COOKIE, "")
-        if not (cookie and isinstance(token, str) and hmac.compare_digest(token, cookie)):
+        if not (cookie and isinstance(token, str) and hmac.compare_digest(token, cookie)
+                and login_forms.take(token)):
             return HTMLResponse("refused: the form's CSRF token is missing or stale; reload "
                                 "the login page", status_code=403)
         name, password = str(form.get("name", ""))[:64], str(form.get("password", ""))[:1024]
         client = request.client.host if request.client else "-"
-        wait = throttle.wait("name:" + name, "addr:" + client)
+        keys = ("name:" + name, "addr:" + client)
+        wait = throttle.attempt(*keys)  # counted before the password is checked
         if wait:
             return HTMLResponse(f"too many failed logins; try again in {wait:.0f} s",
                                 status_code=429)
+        if hashing["semaphore"] is None:
+            hashing["semaphore"] = asyncio.Semaphore(HASHES_AT_ONCE)
+        if hashing["waiting"] >= LOGINS_WAITING:
+            throttle.forgive(*keys)
+            return HTMLResponse("too many logins at once; try again in a moment",
+                                status_code=503)
+        hashing["waiting"] += 1
         try:
-            user = await run_in_threadpool(verify, name, password)
+            async with hashing["semaphore"]:
+                user = await run_in_threadpool(verify, name, password)
         except AccountError as exc:  # the users file or the IMAP server: say which
+            throttle.forgive(*keys)
             return page(request, "error.html", None, 503, message=str(exc))
+        finally:
+            hashing["waiting"] -= 1
         if user is None:
-            throttle.failed("name:" + name, "addr:" + client)
             return RedirectResponse("/login?error=wrong+name+or+password", status_code=303)
-        throttle.clear("name:" + name)
+        throttle.forgive(keys[1])
+        throttle.clear(keys[0])
         session_token, _ = sessions.new(user)
         response = RedirectResponse("/history", status_code=303)
         set_cookie(response, COOKIE, session_token, SESSION_SECONDS)
@@ -214,6 +262,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         session = current(request)
         if session is None:
             return None, None, to_login()
+        if not same_origin(request.headers):
+            return None, None, HTMLResponse("refused: sent from another site", status_code=403)
         form = await checked_form(request, session)
         if form is None:
             return None, None, HTMLResponse("refused: CSRF token missing", status_code=403)
@@ -232,61 +282,109 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     async def home(request: Request):
         return RedirectResponse("/history" if current(request) else "/login", status_code=303)
 
-    def listing(request: Request, session: dict, queue: bool) -> HTMLResponse:
-        search = "" if queue else request.query_params.get("q", "")[:200]
-        try:
-            before = int(request.query_params.get("before", "")) or None
-        except ValueError:
-            before = None
+    def listing(request: Request, session: dict) -> HTMLResponse:
+        search = request.query_params.get("q", "")[:200]
+        before = verdict_id(request.query_params.get("before", ""))
         user = scope_user(session, request)
-        store = reader()
-        rows, next_before = store.page(user, search, before, PAGE_ROWS, queue)
-        taught = store.recently_taught(user) if queue else []
-        return shown(request, "review.html" if queue else "history.html", session, store,
-                     rows=rows, table=verdict_table(rows, session["admin"], select=queue),
-                     search=search, next_before=next_before, user=user, taught=taught)
+        with connections.use("read") as store:
+            rows, next_before = store.page(user, search, before, PAGE_ROWS)
+            return shown(request, "history.html", session, store,
+                         rows=rows, table=verdict_table(rows, session["admin"], zone=zone),
+                         search=search, next_before=next_before, user=user)
 
-    async def history(request: Request, queue: bool = False):
+    def queue_page(request: Request, session: dict) -> HTMLResponse:
+        params = request.query_params
+        user = scope_user(session, request)
+        filters = queue_filters(params)
+        with connections.use("read") as store:
+            rows, next_after = store.queue(
+                user, queue_cursor(params.get("after", "")), PAGE_ROWS, filters["sender"],
+                filters["subject"], filters["verdict"],
+                *days_between(filters["since"], filters["until"], zone))
+            taught = store.recently_taught(user)
+            kept = {key: value for key, value in filters.items() if value}
+            if user and session["admin"]:
+                kept["user"] = user
+            filter_query = "".join(f"&{key}={_quote(value)}" for key, value in kept.items())
+            return shown(request, "review.html", session, store, rows=rows,
+                         table=verdict_table(rows, session["admin"], select=True, zone=zone),
+                         next_after=(f"{next_after[0]!r}:{next_after[1]}" if next_after
+                                     else None),
+                         filters=filters, filter_query=filter_query,
+                         query=("?" + filter_query[1:]) if filter_query else "",
+                         user=user, taught=taught)
+
+    async def history(request: Request):
         session = current(request)
         if session is None:
             return to_login()
         try:
-            return listing(request, session, queue)
+            return listing(request, session)
         except StoreError as exc:
             return store_failed(request, session, exc)
 
     async def review(request: Request):
-        return await history(request, queue=True)
+        session = current(request)
+        if session is None:
+            return to_login()
+        try:
+            return queue_page(request, session)
+        except StoreError as exc:
+            return store_failed(request, session, exc)
 
-    def message_page(request: Request, session: dict) -> HTMLResponse:
-        store = reader()
-        row = _own_row(store, request, session)
-        if row is None:
-            return page(request, "error.html", session, 404, message="no such message")
-        raw = store.raw(row.id) if row.has_raw else None
-        body, attachments = _inert_text(raw) if raw is not None else ("", [])
-        return shown(request, "message.html", session, store, row=row, body=body,
-                     attachments=attachments)
+    def text_of(row) -> tuple[str, list[str], bool]:
+        """(text, attachments, cut) of a kept message: on a worker thread, one parse at a
+        time, and kept for the next view (which a parse in progress does not hold up)."""
+        key = (row.id, row.digest)
+        with shown_lock:
+            found = shown_texts.get(key)
+            if found is not None:
+                shown_texts.move_to_end(key)
+                return found
+        with parsing:
+            with shown_lock:
+                found = shown_texts.get(key)
+            if found is None:
+                with connections.use("message") as store:
+                    raw = store.raw(row.id)
+                found = _inert_text(raw) if raw is not None else ("", [], False)
+                with shown_lock:
+                    shown_texts[key] = found
+                    while len(shown_texts) > SHOWN_MESSAGES:
+                        shown_texts.popitem(last=False)
+        return found
 
     async def message(request: Request):
         session = current(request)
         if session is None:
             return to_login()
         try:
-            return message_page(request, session)
+            with connections.use("read") as store:
+                row = _own_row(store, request, session)
+            if row is None:
+                return page(request, "error.html", session, 404, message="no such message")
+            body, attachments, body_cut = ((await run_in_threadpool(text_of, row))
+                                           if row.has_raw else ("", [], False))
+            with connections.use("read") as store:
+                return shown(request, "message.html", session, store, row=row, body=body,
+                             attachments=attachments, body_cut=body_cut,
+                             rest=_rest(row), shared=needs_confirming(row))
         except StoreError as exc:
             return store_failed(request, session, exc)
 
-    def teach_shown(request: Request, session: dict, action: str):
-        row = _own_row(verdicts(), request, session)
-        if row is None:
-            return page(request, "error.html", session, 404, message="no such message")
-        if action not in ACTIONS:
-            return HTMLResponse("unknown action", status_code=400)
-        try:
-            said = teach(verdicts(), row, action, learn)
-        except TeachError as exc:
-            said = f"not done: {exc}"
+    def teach_shown(request: Request, session: dict, action: str, confirmed: bool):
+        with connections.use("teach") as store:
+            row = _own_row(store, request, session)
+            if row is None:
+                return page(request, "error.html", session, 404, message="no such message")
+            if action not in ACTIONS:
+                return HTMLResponse("unknown action", status_code=400)
+            if needs_confirming(row) and not confirmed:
+                return page(request, "confirm.html", session, row=row, action=action)
+            try:
+                said = teach(store, row, action, learn)
+            except TeachError as exc:
+                said = f"not done: {exc}"
         return RedirectResponse(f"/message/{row.id}?notice={_quote(said)}", status_code=303)
 
     async def teach_one(request: Request):
@@ -295,23 +393,37 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             return refused
         try:
             return await run_in_threadpool(teach_shown, request, session,
-                                           str(form.get("action", "")))
+                                           str(form.get("action", "")),
+                                           form.get("confirm") == "shared")
         except StoreError as exc:
-            return store_failed(request, session, exc)
+            said = str(exc)
+            if not said.startswith("not done"):
+                said = f"not done: {said}; nothing was taught"
+            return store_failed(request, session, said)
 
     def teach_selected(session: dict, action: str, ids: list) -> str:
-        done, failed = 0, []
-        for value in ids[:PAGE_ROWS]:
-            row = verdicts().get(int(value), None if session["admin"] else session["name"]) \
-                if str(value).isdigit() else None
-            if row is None:
-                continue
-            try:
-                teach(verdicts(), row, action, learn)
-                done += 1
-            except TeachError as exc:
-                failed.append(str(exc))
-        said = f"{done} {'forgotten' if action == 'forget' else 'taught as ' + action}"
+        done, failed, shared = 0, [], 0
+        with connections.use("teach") as store:
+            for value in ids[:PAGE_ROWS]:
+                number = verdict_id(value)
+                row = (store.get(number, None if session["admin"] else session["name"])
+                       if number is not None else None)
+                if row is None:
+                    continue
+                if needs_confirming(row):
+                    shared += 1
+                    continue
+                try:
+                    teach(store, row, action, learn)
+                    done += 1
+                except TeachError as exc:
+                    failed.append(str(exc))
+        said = f"{done} " + {"forget": "forgotten", "undo": "undone"}.get(action,
+                                                                       "taught as " + action)
+        if shared:
+            said += (f"; {shared} not done: verdicts of the shared model, which every new "
+                     "user's model starts from: teach each from its own page, which asks "
+                     "to confirm")
         if failed:
             said += f"; {len(failed)} not done: {failed[0]}"
         return said
@@ -320,14 +432,27 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         session, form, refused = await signed_post(request)
         if refused is not None:
             return refused
-        action = str(form.get("action", ""))
-        if action not in ("spam", "ham", "forget"):
+        action, ids = str(form.get("action", "")), form.getlist("ids")
+        if form.get("all"):  # every row the page showed
+            action, ids = str(form.get("all")), form.getlist("shown")
+        elif form.get("one"):  # one row's own Undo
+            action, ids = "undo", [form.get("one")]
+        elif action == "undo":  # the recently taught, selected
+            ids = form.getlist("undo_ids")
+        if action not in ACTIONS:
             return HTMLResponse("unknown action", status_code=400)
         try:
-            said = await run_in_threadpool(teach_selected, session, action, form.getlist("ids"))
+            said = await run_in_threadpool(teach_selected, session, action, ids)
         except StoreError as exc:
             return store_failed(request, session, exc)
-        return RedirectResponse(f"/review?notice={_quote(said)}", status_code=303)
+        back = "&".join(f"{key}={_quote(value)}" for key, value in request.query_params.items()
+                        if key in QUEUE_FILTERS + ("user",))
+        return RedirectResponse(f"/review?notice={_quote(said)}" + (f"&{back}" if back else ""),
+                                status_code=303)
+
+    def figures(user):
+        with connections.use("stats") as store:
+            return statistics(store, user, clock(), zone)
 
     async def stats(request: Request):
         session = current(request)
@@ -335,8 +460,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             return to_login()
         user = scope_user(session, request)
         try:
-            figures = await run_in_threadpool(figures_cache.get, user,
-                                              lambda: _statistics(verdicts(), user))
+            found = await run_in_threadpool(figures_cache.get, user, lambda: figures(user))
         except StoreError as exc:
             return store_failed(request, session, exc)
         try:
@@ -349,7 +473,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
                      "which": pong.get("model", "model"), "problems": health.problems}
         except Exception as exc:  # noqa: BLE001 - the scorer down: the page says so
             model = {"error": f"the scorer does not answer ({exc})"}
-        return page(request, "stats.html", session, user=user, model=model, **figures)
+        return page(request, "stats.html", session, user=user, model=model, **found)
 
     async def stylesheet(request: Request):
         return Response(css, media_type="text/css")
@@ -359,61 +483,49 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         Route("/login", login, methods=["POST"]), Route("/logout", logout, methods=["POST"]),
         Route("/history", history), Route("/review", review, methods=["GET"]),
         Route("/review", teach_many, methods=["POST"]),
-        Route("/message/{id:int}", message, methods=["GET"]),
-        Route("/message/{id:int}/teach", teach_one, methods=["POST"]),
+        Route("/message/{id}", message, methods=["GET"]),
+        Route("/message/{id}/teach", teach_one, methods=["POST"]),
         Route("/stats", stats), Route("/static/style.css", stylesheet),
     ]
     app = Starlette(routes=routes)
     return SecurityHeaders(app)
 
 
+def needs_confirming(row) -> bool:
+    """Whether teaching this verdict changes the shared model: scored without a user
+    under a model per user, its lesson goes to ``_shared``, which every new user's
+    model starts from (textnb.delivery.users)."""
+    return row.model == "shared" and teaching_user(row) is None
+
+
 def _own_row(store, request, session):
     """The verdict of the URL's id if this session may see it; None otherwise (404).
     StoreError when the log cannot be read (503)."""
-    return store.get(int(request.path_params["id"]),
-                     None if session["admin"] else session["name"])
+    number = verdict_id(request.path_params["id"])
+    if number is None:
+        return None
+    return store.get(number, None if session["admin"] else session["name"])
 
 
-def _inert_text(raw: bytes) -> tuple[str, list[str]]:
-    """A message as text only: its decoded text parts (HTML as visible text), and its
-    attachments' descriptions; never markup, links or images."""
+def _rest(row) -> float | None:
+    """What the score holds beyond the prior and the recorded clues (the other tokens,
+    and for the Bernoulli model the absent ones): prior + clues + rest = log-odds."""
+    if not row.clues:
+        return None
+    return row.log_odds - (row.prior or 0.0) - sum(float(w) for _, w in row.clues)
+
+
+def _inert_text(raw: bytes) -> tuple[str, list[str], bool]:
+    """A message as text only: its decoded text parts (HTML as visible text), its
+    attachments' descriptions, and whether the text was cut; never markup, links or
+    images."""
     from ..mail.parse import parse_message
 
     parsed = parse_message(raw)
-    text = "\n\n".join(part.text for part in parsed.parts)[:MAX_BODY_CHARS]
+    text = "\n\n".join(part.text for part in parsed.parts)
     attachments = [f"{a.filename or '(no name)'} ({a.content_type}, {a.size} bytes)"
                    for a in parsed.attachments]
-    return text, attachments
-
-
-def _statistics(store, user) -> dict:
-    now = time.time()
-    hourly = _buckets(store.counts(user, now - 48 * 3600, 3600), 48)
-    daily = _buckets(store.counts(user, now - 30 * 86400, 86400), 30)
-    hour_labels = [datetime.fromtimestamp(now - (48 - i) * 3600, timezone.utc).strftime("%d %Hh")
-                   for i in range(48)]
-    day_labels = [datetime.fromtimestamp(now - (30 - i) * 86400, timezone.utc).strftime("%m-%d")
-                  for i in range(30)]
-    scores = store.scores(user, now - 7 * 86400)
-    totals = {label: sum(b.get(label, 0) for b in daily) for label in ("spam", "unsure", "ham")}
-    return {
-        "per_hour": Markup(charts.stacked_bars(hourly, hour_labels, "verdicts per hour, last 48 hours")),
-        "per_day": Markup(charts.stacked_bars(daily, day_labels, "verdicts per day, last 30 days")),
-        "score_histogram": Markup(charts.histogram(scores, "log-odds of the last 7 days")),
-        "totals": totals,
-        "taught": store.db.execute(
-            "SELECT taught, count(*) FROM verdicts WHERE taught IS NOT NULL"
-            + (" AND user = ?" if user else "") + " GROUP BY taught",
-            (user,) if user else ()).fetchall(),
-    }
-
-
-def _buckets(counts, n: int) -> list[dict]:
-    out = [{} for _ in range(n)]
-    for bucket, label, count in counts:
-        if 0 <= bucket < n:
-            out[bucket][label] = count
-    return out
+    return text[:MAX_BODY_CHARS], attachments, len(text) > MAX_BODY_CHARS
 
 
 def _quote(text: str) -> str:
