@@ -27,6 +27,7 @@ from textnb.models.ledger import message_digest
 from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE_INDEX
+from helpers import write_index
 
 MESSAGES = list(iter_index(SAMPLE_INDEX))  # 40 spam, 60 ham
 
@@ -117,16 +118,10 @@ def test_a_retrain_the_scorer_overtook_rewrites_the_file_with_both(model, tmp_pa
     learn_messages(memory, MESSAGES[60:70] + [variant(2)])
     assert same_model(store.load(path), memory)
     # and a retrain nobody overtook appends its patch
-    result = retrain.retrain(path, index=[_index(tmp_path, MESSAGES[70:75])])
+    result = retrain.retrain(path, index=[str(write_index(tmp_path, MESSAGES[70:75]))])
     assert result["write"] == "journal"
     learn_messages(memory, MESSAGES[70:75])
     assert same_model(store.load(path), memory)
-
-
-def _index(tmp_path, messages):
-    index = tmp_path / f"index-{len(list(tmp_path.iterdir()))}"
-    index.write_text("".join(f"{m.label} {m.source}\n" for m in messages))
-    return str(index)
 
 
 def test_a_crash_between_the_rewrite_and_the_trim_skips_the_held_records(model, tmp_path,
@@ -176,7 +171,7 @@ def test_learning_and_retraining_at_once_lose_nothing(model, tmp_path):
     writes = []
     for k in range(4):
         run = MESSAGES[60 + 5 * k:65 + 5 * k]
-        writes.append(retrain.retrain(path, index=[_index(tmp_path, run)])["write"])
+        writes.append(retrain.retrain(path, index=[str(write_index(tmp_path, run))])["write"])
         scorer.check()
     thread.join(timeout=120)
     assert done.is_set()
@@ -198,7 +193,7 @@ def test_a_file_replaced_by_an_older_copy_skips_the_patches_made_for_another(mod
     scorer = ResidentModel(path, flush_seconds=3600)
     scorer.update("LEARN", variant(3).raw, "spam")
     assert scorer.flush(force=True)  # the file holds record 1
-    retrain.retrain(path, index=[_index(tmp_path, MESSAGES[60:65])])  # record 2, a patch
+    retrain.retrain(path, index=[str(write_index(tmp_path, MESSAGES[60:65]))])  # record 2, a patch
     scorer.update("LEARN", variant(4).raw, "spam")  # record 3
     path.write_bytes(old)  # a backup from before record 1
     loaded = store.load(path)  # the patch (made for another file) is skipped
@@ -233,7 +228,7 @@ def test_an_earlier_textnbs_journals_are_read_and_folded_into_the_next_write(mod
     journal_path(path).write_bytes(frame(b"TNBJ1", [b"LEARN", b"spam"], learned.raw))
     learn_messages(memory, [learned])
     assert same_model(store.load(path), memory)
-    result = retrain.retrain(path, index=[_index(tmp_path, MESSAGES[65:68])])
+    result = retrain.retrain(path, index=[str(write_index(tmp_path, MESSAGES[65:68]))])
     assert result["write"] == "rewritten"  # the next write folds both in
     learn_messages(memory, MESSAGES[65:68])
     assert not count_patch.legacy_delta_path(path).exists() and not journal_path(path).exists()

@@ -52,7 +52,8 @@ def model(tmp_path, monkeypatch):
     return store.save(memory, tmp_path / "model.tnb"), memory
 
 
-def _index(tmp_path, messages, name="index") -> str:
+def _mail_folder_index(tmp_path, messages, name="index") -> str:
+    """The messages written to a folder of their own, and an index file of them."""
     folder = tmp_path / f"{name}-mail"
     folder.mkdir()
     lines = []
@@ -85,7 +86,7 @@ def test_j1_classify_and_filter_score_with_what_the_scorer_learned_a_moment_ago(
     assert journal_path(path).exists() and store.journal_seq_of(path) == 0
     one_retrain = tmp_path / "retrained.tnb"
     one_retrain.write_bytes(path.read_bytes())
-    retrain(one_retrain, index=[_index(tmp_path, learned)])
+    retrain(one_retrain, index=[_mail_folder_index(tmp_path, learned)])
 
     classified = _textnb("classify", "--model", path, UNLABELLED)
     assert classified.returncode == 0, classified.stderr.decode()
@@ -131,14 +132,14 @@ def test_j1_load_while_applies_message_records_on_the_callers_thread(model, monk
 def test_j2_a_forget_after_a_rollback_applies_to_the_file_it_is_given(model, tmp_path):
     path, _ = model
     backup = path.read_bytes()  # journal_seq 0
-    retrain(path, index=[_index(tmp_path, [variant(1)], "one")])  # record 1, a patch
+    retrain(path, index=[_mail_folder_index(tmp_path, [variant(1)], "one")])  # record 1, a patch
     spam_filter, state = store.load_for_update(path)
     store.save(spam_filter, path, state.seq)  # the file holds record 1
-    retrain(path, index=[_index(tmp_path, [variant(2)], "two")])  # record 2, past the file
+    retrain(path, index=[_mail_folder_index(tmp_path, [variant(2)], "two")])  # record 2, past the file
     path.write_bytes(backup)  # rolled back: record 2 was made for another file (a gap)
 
     gone = MESSAGES[0]
-    first = forget(path, index=[_index(tmp_path, [gone], "gone")])
+    first = forget(path, index=[_mail_folder_index(tmp_path, [gone], "gone")])
     assert first["forgotten"]["spam"] == 1
     loaded = store.load(path)
     assert loaded.ledger.label(message_digest(gone.raw)) is None  # it stays forgotten
@@ -172,7 +173,7 @@ def test_j3_a_lock_file_others_could_open_is_replaced_and_their_flock_holds_noth
     lock.chmod(0o644)  # as an earlier textnb made it
     with open(lock, "rb") as intruder:  # what any local user could do with a 0644 file
         fcntl.flock(intruder, fcntl.LOCK_EX)
-        report = retrain(path, index=[_index(tmp_path, [variant(1)])], lock_timeout=5)
+        report = retrain(path, index=[_mail_folder_index(tmp_path, [variant(1)])], lock_timeout=5)
         assert report["written"]
     assert stat.S_IMODE(lock.stat().st_mode) == 0o600
 
@@ -233,7 +234,7 @@ def test_j3_a_scorer_waiting_for_the_lock_retries_at_its_interval_and_says_so_on
 def test_j3_a_retrain_waiting_on_a_held_lock_gives_up_at_wait(model, tmp_path):
     path, _ = model
     with model_lock(path), pytest.raises(ModelLockedError, match="--wait"):
-        retrain(path, index=[_index(tmp_path, [variant(1)])], lock_timeout=0.2)
+        retrain(path, index=[_mail_folder_index(tmp_path, [variant(1)])], lock_timeout=0.2)
 
 
 # -- J4, J6: the journal is a regular file textnb made -----------------------------------
@@ -246,13 +247,13 @@ def test_j4_a_journal_that_is_a_symlink_is_refused_and_its_target_untouched(mode
     target.chmod(0o644)
     journal_path(path).symlink_to(target)
     with pytest.raises(UntrustedFileError, match="symbolic link"):
-        retrain(path, index=[_index(tmp_path, [variant(1)])])
+        retrain(path, index=[_mail_folder_index(tmp_path, [variant(1)])])
     with pytest.raises(UntrustedFileError, match="symbolic link"):
         store.load(path)
     with pytest.raises(UntrustedFileError, match="symbolic link"):
         ResidentModel(path).update("LEARN", variant(2).raw, "spam")
     assert target.read_bytes() == b"someone else's file\n"
-    result = _textnb("retrain", "--model", path, "--index", _index(tmp_path, [variant(3)], "i3"))
+    result = _textnb("retrain", "--model", path, "--index", _mail_folder_index(tmp_path, [variant(3)], "i3"))
     assert result.returncode != 0 and b"symbolic link" in result.stderr
     assert b"Traceback" not in result.stderr
     assert target.read_bytes() == b"someone else's file\n"
@@ -297,7 +298,7 @@ def test_j6_a_model_that_is_a_fifo_is_refused_at_once(tmp_path):
 
 def _patch_of(path, tmp_path, mail) -> dict:
     """The patch a retrain of ``mail`` appends (read back from the journal)."""
-    retrain(path, index=[_index(tmp_path, mail, "patched")])
+    retrain(path, index=[_mail_folder_index(tmp_path, mail, "patched")])
     (record,) = Journal(path).read()
     return record.patch
 

@@ -18,7 +18,6 @@ import http.server
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import threading
 import urllib.request
@@ -37,6 +36,7 @@ from textnb.review.web import make_app  # noqa: E402
 
 from test_review_web import (PASSWORDS, PerUserScorer, _wait, unsure_message,  # noqa: E402,F401
                              unsure_model_file, users_file)
+from helpers import free_port  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver") or (
@@ -47,19 +47,13 @@ pytestmark = pytest.mark.skipif(
            "chromium-driver; .ci/run does)")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 class WebPage:
     """textnb web's app under uvicorn on a loopback port, on a thread."""
 
     def __init__(self, app):
         import uvicorn
 
-        self.port = _free_port()
+        self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port,
                                                     log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)

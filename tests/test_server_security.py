@@ -1,4 +1,4 @@
-"""The resident scorer against hostile and careless clients (issue 9).
+"""The resident scorer against hostile and careless clients.
 
 tests/test_server.py covers the scorer's features and a first pass at its bounds;
 this file pushes on them: who may connect, garbage of every kind, clients that
