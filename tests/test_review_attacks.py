@@ -216,9 +216,9 @@ def _serve(app, **options):
     import uvicorn
 
     from textnb.commands.daemons import server_options
-    from test_review_browser import _free_port
+    from helpers import free_port
 
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(app, **server_options("127.0.0.1", port, options.get("proxy")))
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -485,7 +485,8 @@ def test_a_mail_password_logs_in_through_a_real_dovecot(users_file):
     """textnb web --imap: a name the users file lacks logs in with the password the IMAP
     server takes (a private Dovecot whose users all have the password 'secret'), sees
     only its own verdicts, and is no admin; a name in the users file is not asked of IMAP."""
-    from test_learning_docs import _free_port, dovecot_base_config
+    from helpers import free_port
+    from test_learning_docs import dovecot_base_config
 
     root = Path(tempfile.mkdtemp(prefix="textnb-web-dovecot-"))
     try:
@@ -493,7 +494,7 @@ def test_a_mail_password_logs_in_through_a_real_dovecot(users_file):
         for path in (root / "mail", root / "state"):
             path.mkdir(mode=0o755)
         shutil.chown(root / "mail", "nobody")
-        port = _free_port()
+        port = free_port()
         config = root / "dovecot.conf"
         config.write_text(dovecot_base_config(root, port))
         db = root / "verdicts.db"

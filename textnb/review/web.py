@@ -314,23 +314,22 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
                          query=("?" + filter_query[1:]) if filter_query else "",
                          user=user, taught=taught)
 
-    async def history(request: Request):
+    def signed_in(request: Request, page):
+        """``page(request, session)`` for a signed-in session; the login page otherwise, and
+        the log's failure named when it cannot be read."""
         session = current(request)
         if session is None:
             return to_login()
         try:
-            return listing(request, session)
+            return page(request, session)
         except StoreError as exc:
             return store_failed(request, session, exc)
 
+    async def history(request: Request):
+        return signed_in(request, listing)
+
     async def review(request: Request):
-        session = current(request)
-        if session is None:
-            return to_login()
-        try:
-            return queue_page(request, session)
-        except StoreError as exc:
-            return store_failed(request, session, exc)
+        return signed_in(request, queue_page)
 
     def text_of(row) -> tuple[str, list[str], bool]:
         """(text, attachments, cut) of a kept message: on a worker thread, one parse at a
