@@ -771,12 +771,12 @@ static int connect_scorer(const struct address *a, double deadline, char *err)
 #ifdef SO_PEERCRED
     /* Who listens, in the kernel's word: between the socket file's check above and the
      * connect, whoever can write to its folder could have renamed their own socket into
-     * place (textnb.delivery.client._check_peer). */
+     * place. The owner or root (textnb.delivery.client._check_peer). */
     if (owner >= 0) {
         int creds[3]; /* pid, uid, gid */
         socklen_t creds_len = sizeof creds;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, creds, &creds_len) == 0 &&
-            (long)creds[1] != owner) {
+            (long)creds[1] != owner && creds[1] != 0) {
             snprintf(err, ERR_SIZE, "socket %s is owned by uid %ld but uid %ld listens on it; "
                      "not asking it", a->path, owner, (long)creds[1]);
             close(fd);

@@ -41,7 +41,7 @@ HMAC-SHA256 of the nonce, a line end and the reply line (:func:`reply_mac`): a r
 without it, or with a wrong one, is no answer (the client falls back). A TCP scorer
 is asked only with a key, or with ``--insecure-tcp``: any local user can bind a TCP
 port the scorer is not holding. A Unix socket needs none: the client checks that the
-socket's owner is who listens on it (``SO_PEERCRED``).
+socket's owner (or root) is who listens on it (``SO_PEERCRED``).
 
 ``user=`` (``--user``) picks a user's model on a scorer started with ``--models``; a
 scorer with one model refuses it. LEARN and FORGET go through the model's ledger as
@@ -165,18 +165,21 @@ def _connect(address: str | tuple[str, int], deadline: float) -> _socket.socket:
 
 
 def _check_peer(sock: _socket.socket, address: str, owner: int) -> None:
-    """Refuse a listener that is not the socket file's owner (SO_PEERCRED, Linux).
+    """Refuse a listener that is neither the socket file's owner nor root (SO_PEERCRED,
+    Linux).
 
     The file's owner was checked before connecting; between that check and the
     connect, whoever can write to the folder could have renamed a socket of their own
-    into place. The kernel's word on who listens closes that gap.
+    into place. The kernel's word on who listens closes that gap. Root may listen on a
+    socket it handed to the mail user (a scorer started by root, its socket chowned):
+    root could answer in that user's name anyway.
     """
     peercred = getattr(_socket, "SO_PEERCRED", None)
     if peercred is None:
         return
     creds = sock.getsockopt(_socket.SOL_SOCKET, peercred, 12)  # pid, uid, gid: 3 ints
     uid = int.from_bytes(creds[4:8], sys.byteorder)
-    if uid != owner:
+    if uid not in (owner, 0):
         raise ScorerUnavailable(f"socket {address} is owned by uid {owner} but uid {uid} "
                                 "listens on it; not asking it")
 
