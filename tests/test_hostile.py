@@ -244,6 +244,7 @@ def _deliver(folder, stop: threading.Event, bodies: dict[str, bytes]) -> None:
         n += 1
 
 
+@pytest.mark.system  # a delivery race run for seconds
 def test_maildir_read_while_messages_are_delivered_moved_and_deleted(tmp_path, sample_filter):
     folder = tmp_path / "Maildir"
     for sub in ("tmp", "new", "cur"):

@@ -94,6 +94,7 @@ def test_headers_are_decoded_stripped_of_controls_and_cut():
     assert headers_of(b"\xff\xfe not mail at all") == ("", "")
 
 
+@pytest.mark.system  # load: 10,000 verdicts
 def test_retention_and_size_cap_hold_after_10000_verdicts(tmp_path, monkeypatch):
     """10,000 spam verdicts (each keeping its 2 KB message: 20 MB) into a 2 MB cap; the
     first 2,000 are older than the retention days."""

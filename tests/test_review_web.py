@@ -477,6 +477,7 @@ def test_teaching_through_the_scorer_changes_the_model_by_that_message_once(
 DOVECOT_IMAP = Path("/usr/lib/dovecot/imap")
 
 
+@pytest.mark.system  # a real Dovecot
 @pytest.mark.slow
 @pytest.mark.skipif(not (DOVECOT_IMAP.exists() and shutil.which("dovecot")),
                     reason="needs Dovecot's IMAP server: apt-get install dovecot-imapd")
