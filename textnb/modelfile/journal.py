@@ -63,7 +63,7 @@ from pathlib import Path
 from . import count_patch
 
 from .journal_frames import MAX_DIGITS, frame, frames_of
-from .owned_files import allowed_mode, open_owned, read_owned
+from .owned_files import allowed_mode, open_owned, read_owned, still_named
 
 __all__ = ["Journal", "Record", "Replay", "apply_records", "journal_path", "pending",
            "split_at_first_message"]
@@ -204,11 +204,7 @@ class Journal:
                 return
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
-                    current = os.stat(self.path).st_ino == os.fstat(fd).st_ino
-                except FileNotFoundError:
-                    current = False
-                if current:
+                if still_named(fd, self.path):
                     yield fd
                     return
             finally:

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import TextnbError
-from .owned_files import UntrustedFileError, allowed_mode, open_owned
+from .owned_files import UntrustedFileError, allowed_mode, open_owned, still_named
 
 __all__ = ["ModelLockedError", "lock_path", "model_lock", "remove_stale_temp_files"]
 
@@ -62,7 +62,7 @@ def model_lock(model_path: str | os.PathLike, timeout: float | None = None) -> I
         fd = _open_lock(path, model_path)
         try:
             _take(fd, deadline, model_path, path, timeout)
-            if _still_the_lock(fd, path):
+            if still_named(fd, path):
                 break
         except BaseException:
             os.close(fd)
@@ -89,13 +89,6 @@ def _take(fd: int, deadline: float | None, model_path, path: Path, timeout) -> N
                     f"'{path}') and did not finish within {timeout:g} s; wait for it "
                     "or raise --wait") from None
             time.sleep(_POLL_SECONDS)
-
-
-def _still_the_lock(fd: int, path: Path) -> bool:
-    try:
-        return os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
-    except FileNotFoundError:
-        return False
 
 
 def _open_lock(path: Path, model_path: str | os.PathLike) -> int:

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..errors import ModelFormatError
 
 __all__ = ["UntrustedFileError", "allowed_mode", "check_owned", "open_owned", "read_owned",
-           "read_regular"]
+           "read_regular", "still_named"]
 
 
 class UntrustedFileError(ModelFormatError):
@@ -94,6 +94,17 @@ def open_owned(path: Path, model_path: str | os.PathLike, flags: int,
         os.close(fd)
         raise
     return fd
+
+
+def still_named(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd``: a writer that waited for a lock
+    while the file was replaced or removed holds a lock no one else uses."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    fst = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (fst.st_dev, fst.st_ino)
 
 
 def read_owned(path: Path, model_path: str | os.PathLike, what: str = "the journal") -> bytes:
