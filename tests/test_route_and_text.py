@@ -123,5 +123,5 @@ def test_a_bad_value_is_refused_naming_it():
 def test_info_says_how_the_clues_are_chosen(default_model):
     result = runner.invoke(app, ["info", "--model", str(default_model)])
     assert result.exit_code == 0, result.output
-    assert "4 strongest clues from header fields other than Subject, and apart from them" \
+    assert "apart from them, each side's 4 strongest clues from the other header fields" \
         in " ".join(result.output.split())

@@ -96,8 +96,8 @@ def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True,
         return "every token (plain naive Bayes)"
     text = _selection_text(k, max_pairs, mode, pairs, 0 if header_clues else header_places)
     if header_clues and mode == "each-side":
-        text = (f"each side's {header_clues} strongest clues from header fields other than "
-                f"Subject, and apart from them, from the text, {text}")
+        text = (f"from the text (body and Subject) {text}; apart from them, each side's "
+                f"{header_clues} strongest clues from the other header fields")
     if clues_per_header_field:
         text += (f"; of one header field's tokens at most {clues_per_header_field} "
                  f"{'clue' if clues_per_header_field == 1 else 'clues'} a side")
