@@ -272,7 +272,7 @@ def test_the_scorer_and_filter_import_neither_sqlite_nor_the_web_unless_recordin
 
 def test_the_milter_records_its_verdicts_and_actions(tmp_path, model_file):
     pytest.importorskip("Milter", reason="pymilter is absent: pip install -e '.[milter]'")
-    from textnb.delivery.milter import MilterScorer, action_for
+    from textnb.delivery.milter import DONE, MilterScorer, action_for
     from textnb.delivery.milter_options import MilterPolicy
 
     local = store.load(model_file)
@@ -288,7 +288,7 @@ def test_the_milter_records_its_verdicts_and_actions(tmp_path, model_file):
     rows = VerdictStore(db).history(None, limit=100)[::-1]
     assert [(r.source, r.user, r.label, r.log_odds) for r in rows] == [
         ("milter", "mail", v.label, v.log_odds) for v in verdicts]
-    expected = [f"{a}ed" if a else "delivered" for a in (action_for(v, policy) for v in verdicts)]
+    expected = [DONE[action_for(v, policy)] for v in verdicts]
     assert [r.action for r in rows] == expected and len(set(expected)) > 1
     assert verdicts == [score_with(local, raw) for raw in MESSAGES]
 

@@ -3,8 +3,9 @@
 One row per verdict in ``verdicts``: when, for which user (and which model scored it:
 ``model`` one model, ``shared``, ``user``), where it came from (``serve``, ``milter``), the sender
 and subject (decoded, at most ``FIELD_CHARS`` characters), the label, log-odds, P(spam)
-and threshold, what the mail path did (``action``), the message's ledger digest, and
-the top clues when they were computed (JSON ``[[token, contribution], ...]``). The raw
+and threshold, what the mail path did (``action``), the message's ledger digest, the
+MTA's queue id (``queue_id``, the milter's verdicts: what a held message is released
+by), and the top clues when they were computed (JSON ``[[token, contribution], ...]``). The raw
 message is kept, in ``raws``, only for the review queue: verdicts in the review band
 (:func:`in_review_band`). What the page taught is on the row too: ``taught`` (``spam``,
 ``ham``, ``forgotten``) and ``before`` (the message's state in the model before the
@@ -96,7 +97,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
     has_raw INTEGER NOT NULL DEFAULT 0,
     taught TEXT,
     before TEXT,
-    prior REAL
+    prior REAL,
+    queue_id TEXT
 );
 DROP INDEX IF EXISTS verdicts_user;
 CREATE INDEX IF NOT EXISTS verdicts_user_text ON verdicts (user, id, sender, subject);
@@ -151,10 +153,11 @@ class Row:
     taught: str | None
     before: str | None
     prior: float | None = None  # the model's prior log-odds, recorded with the clues
+    queue_id: str | None = None  # the MTA's queue id (the milter's verdicts)
 
 
 _COLUMNS = ("id, at, user, model, source, sender, subject, label, log_odds, p_spam, threshold, "
-            "action, digest, size, clues, has_raw, taught, before, prior")
+            "action, digest, size, clues, has_raw, taught, before, prior, queue_id")
 
 
 def _row(values) -> Row:
@@ -219,6 +222,7 @@ class VerdictStore:
                 db.execute(f"PRAGMA wal_autocheckpoint = {max(16, self.max_bytes // page // 10)}")
                 db.executescript(_SCHEMA)
                 _add_column(db, "prior REAL")
+                _add_column(db, "queue_id TEXT")
             elif not readonly:  # the page: a reader first, which a lock held elsewhere
                 db.execute("PRAGMA synchronous = NORMAL")  # does not stop
             else:
@@ -258,12 +262,12 @@ class VerdictStore:
             for r in rows:
                 cur = db.execute(
                     "INSERT INTO verdicts (at, user, model, source, sender, subject, label, "
-                    "log_odds, p_spam, threshold, action, digest, size, clues, has_raw) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "log_odds, p_spam, threshold, action, digest, size, clues, has_raw, "
+                    "queue_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (r["at"], r["user"], r["model"], r["source"], r["sender"], r["subject"],
                      r["label"], r["log_odds"], r["p_spam"], r["threshold"], r["action"],
                      r["digest"], r["size"], json.dumps(r["clues"]) if r["clues"] else None,
-                     int(r["raw"] is not None)))
+                     int(r["raw"] is not None), r.get("queue_id")))
                 ids.append(cur.lastrowid)
                 if r["raw"] is not None:
                     db.execute("INSERT INTO raws (id, raw) VALUES (?, ?)", (cur.lastrowid, r["raw"]))
@@ -508,6 +512,14 @@ class VerdictStore:
         except sqlite3.Error as exc:
             raise StoreError(describe(exc, self.path)) from None
 
+    def mark_action(self, verdict_id: int, action: str) -> None:
+        """Record what the mail path has done since (a held message ``released``);
+        inside :meth:`begin_lesson`'s transaction, as :meth:`mark`."""
+        try:
+            self.db.execute("UPDATE verdicts SET action = ? WHERE id = ?", (action, verdict_id))
+        except sqlite3.Error as exc:
+            raise StoreError(describe(exc, self.path)) from None
+
     def begin_lesson(self, verdict_id: int) -> None:
         """Take the log's write lock for one verdict's lesson, before the scorer is told:
         a log that is locked or damaged refuses the lesson while nothing has changed
@@ -578,7 +590,7 @@ def _current(db) -> bool:
     """Whether the log has this version's tables and columns (nothing to write)."""
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     return ({"verdicts", "raws", "events", "dropped"} <= tables
-            and "prior" in [c[1] for c in db.execute("PRAGMA table_info(verdicts)")])
+            and {"prior", "queue_id"} <= {c[1] for c in db.execute("PRAGMA table_info(verdicts)")})
 
 
 def _add_column(db, column: str) -> None:

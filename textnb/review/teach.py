@@ -37,7 +37,7 @@ class TeachError(TextnbError):
     """The scorer could not be told (down, refused), or the message is no longer kept."""
 
 
-def teach(store, row, action: str, learn) -> str:
+def teach(store, row, action: str, learn, then=None) -> str:
     """Teach one recorded verdict's message; RETURNS what the page says happened.
 
     The lesson and its record in the log are one operation: the log's write lock is
@@ -47,12 +47,17 @@ def teach(store, row, action: str, learn) -> str:
     did (its answer says what that is), so that either both changed or neither did.
 
     store (VerdictStore): where ``row`` is, and its raw message.
-    action (str): 'spam', 'ham', 'forget' or 'undo'.
+    action (str | None): 'spam', 'ham', 'forget' or 'undo'; None: no lesson, only ``then``.
     learn (Callable[[bytes, str | None, str | None], str]): sends LEARN (a label) or
         FORGET (None) for a user (None: the scorer's one model) and returns the scorer's
         answer ('spam new', 'ham', 'not-found', ...); raises on failure.
+    then (Callable[[Row, str], str] | None): a last step of the same operation, given
+        the row as it is and what the page would say, run once the lesson is marked and
+        before the commit (releasing a held message, :mod:`textnb.review.release`):
+        RETURNS what the page says; when it raises, the lesson is taken back and the
+        log left as it was.
     """
-    if action not in ACTIONS:
+    if action not in ACTIONS and not (action is None and then is not None):
         raise TeachError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
     user = teaching_user(row)
     with _LOCK:
@@ -63,13 +68,21 @@ def teach(store, row, action: str, learn) -> str:
         sent = None
         try:
             row = store.get(row.id, None)  # as it is now, not as the page showed it
-            said, sent = _lesson(store, row, action, learn, user)
+            said, sent = (("", None) if action is None
+                          else _lesson(store, row, action, learn, user))
+            if then is not None:
+                said = then(row, said)
             store.end_lesson(commit=True)
         except StoreError as exc:
             store.end_lesson(commit=False)
             if sent is None:
                 raise
             raise StoreError(f"not done: {exc}; " + _take_back(learn, sent, user)) from None
+        except TextnbError as exc:
+            store.end_lesson(commit=False)
+            if sent is None:
+                raise
+            raise type(exc)(f"{exc}; " + _take_back(learn, sent, user)) from None
         except BaseException:
             store.end_lesson(commit=False)
             raise

@@ -21,7 +21,9 @@ sessions, the login throttle, the headers and the body limit are
   carries the session's CSRF token (the login form a token of its own, issued here
   and double-submitted in a cookie); without it: 403. Teaching goes through the scorer
   and is recorded in the same transaction of the log (:mod:`textnb.review.teach`); a
-  verdict of the shared model asks to be confirmed.
+  verdict of the shared model asks to be confirmed. Held mail is released the same way,
+  through the privileged command the operator names, never as root here
+  (:mod:`textnb.review.release`).
 - **Ids.** An id is ASCII digits up to 2**63-1 (:func:`verdict_id`); anything else is
   an id that does not exist.
 - **Size.** No request body is read past ``MAX_FORM_BYTES``: a declared length over
@@ -69,11 +71,14 @@ from .logfile import LogConnections
 from .query import QUEUE_FILTERS, days_between, queue_cursor, queue_filters, verdict_id
 from .store import SEARCH_ROWS, StoreError
 from .table import verdict_table, when, zone_label
+from .release import HELD, ReleasedUnrecorded, ReleaseError, command_runner, release
 from .teach import ACTIONS, TeachError, teach, teaching_user
 
 __all__ = ["make_app", "needs_confirming"]
 
 PAGE_ROWS = 50
+# A message page's buttons for held mail (textnb.review.release), beside teach's ACTIONS.
+RELEASE_ACTIONS = ("release", "release-ham")
 # The most of a message's text a page shows.
 MAX_BODY_CHARS = 100_000
 # A page's read waits at most this long for a lock: only another program can hold one
@@ -103,7 +108,7 @@ _HERE = Path(__file__).resolve().parent
 
 def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = False,
              learn=None, ping=None, days: float = 30.0, max_mb: int = 200, imap=None,
-             clock=time.time, zone=timezone.utc):
+             clock=time.time, zone=timezone.utc, release_command=None):
     """The review page's ASGI app.
 
     db_path (Path): the verdict log ``textnb serve --record`` writes.
@@ -111,6 +116,9 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     scorer_address (str | tuple): the scorer to teach through (its socket or TCP port).
     secure_cookies (bool): mark cookies Secure (behind a TLS reverse proxy).
     learn, ping: stand-ins for textnb.delivery.client.learn_remote / ping (tests).
+    release_command (list[str] | None): the command that releases a held message, its
+        queue id appended (``sudo -n /usr/local/bin/textnb-release``,
+        textnb.review.release); None: held mail is shown, not released.
     imap (tuple[str, int] | None): an IMAP server that checks the logins the users file
         does not hold (their mail passwords; textnb.review.accounts.ImapLogin).
     clock: the time the statistics end at (tests).
@@ -127,6 +135,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             return ping_remote(scorer_address, timeout=2.0, user=user)
 
     accounts = Accounts(users_path)
+    release_run = command_runner(release_command) if release_command else None
     mail_logins = ImapLogin(imap) if imap is not None else None
 
     def verify(name: str, password: str) -> dict | None:
@@ -146,7 +155,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     env.filters["when"] = lambda at: when(at, zone)
     env.filters["zone"] = lambda at: zone_label(zone, at)
     env.globals.update(reasons=DROP_REASONS, page_rows=PAGE_ROWS, search_rows=SEARCH_ROWS,
-                       cut_at=CUT_AT, max_body_chars=MAX_BODY_CHARS)
+                       cut_at=CUT_AT, max_body_chars=MAX_BODY_CHARS,
+                       can_release=release_run is not None, held=HELD)
     figures_cache = Cache(STATS_SECONDS)
     css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
     connections = LogConnections(db_path, days, max_mb * 2**20, {"read": READ_WAIT_MS})
@@ -376,15 +386,27 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             row = _own_row(store, request, session)
             if row is None:
                 return page(request, "error.html", session, 404, message="no such message")
-            if action not in ACTIONS:
+            if action not in ACTIONS + RELEASE_ACTIONS:
                 return HTMLResponse("unknown action", status_code=400)
-            if needs_confirming(row) and not confirmed:
+            teaches = action != "release"
+            if teaches and needs_confirming(row) and not confirmed:
                 return page(request, "confirm.html", session, row=row, action=action)
             try:
-                said = teach(store, row, action, learn)
-            except TeachError as exc:
+                if action in RELEASE_ACTIONS:
+                    said = release_shown(store, row, learn if teaches else None)
+                else:
+                    said = teach(store, row, action, learn)
+            except ReleasedUnrecorded as exc:
+                said = str(exc)
+            except (TeachError, ReleaseError) as exc:
                 said = f"not done: {exc}"
         return RedirectResponse(f"/message/{row.id}?notice={_quote(said)}", status_code=303)
+
+    def release_shown(store, row, teach_with) -> str:
+        if release_run is None:
+            raise ReleaseError("releasing held mail is not set up on this page (textnb web "
+                               "--release-command; docs/review-page.md#releasing-held-mail)")
+        return release(store, row, release_run, teach_with)
 
     async def teach_one(request: Request):
         session, form, refused = await signed_post(request)
