@@ -79,13 +79,13 @@ def refusal(row) -> str | None:
     return None
 
 
-def release(store, row, run, learn=None) -> str:
+def release(store, row, run, learn=None, state=None) -> str:
     """Release one held message (and teach it as ham with ``learn``); RETURNS what the
     page says. ReleaseError (or TeachError, StoreError) when it was not done; then
     nothing changed.
 
     store (VerdictStore): where ``row`` is. run: :func:`command_runner`'s function.
-    learn: as :func:`textnb.review.teach.teach`'s; None: release only.
+    learn, state: as :func:`textnb.review.teach.teach`'s; learn None: release only.
     """
     why = refusal(row)
     if why is not None:
@@ -110,7 +110,7 @@ def release(store, row, run, learn=None) -> str:
 
     try:
         return teach(store, row, "ham" if learn is not None else None, learn,
-                     then=release_now)
+                     then=release_now, state=state)
     except StoreError as exc:
         if not released:
             raise

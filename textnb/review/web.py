@@ -108,14 +108,15 @@ _HERE = Path(__file__).resolve().parent
 
 def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = False,
              learn=None, ping=None, days: float = 30.0, max_mb: int = 200, imap=None,
-             clock=time.time, zone=timezone.utc, release_command=None):
+             clock=time.time, zone=timezone.utc, release_command=None, state=None):
     """The review page's ASGI app.
 
     db_path (Path): the verdict log ``textnb serve --record`` writes.
     users_path (Path): the users file (``textnb web-user``).
     scorer_address (str | tuple): the scorer to teach through (its socket or TCP port).
     secure_cookies (bool): mark cookies Secure (behind a TLS reverse proxy).
-    learn, ping: stand-ins for textnb.delivery.client.learn_remote / ping (tests).
+    learn, ping, state: stand-ins for textnb.delivery.client.learn_remote / ping /
+        learned_as (tests); a ``learn`` given without ``state`` is never reconciled.
     release_command (list[str] | None): the command that releases a held message, its
         queue id appended (``sudo -n /usr/local/bin/textnb-release``,
         textnb.review.release); None: held mail is shown, not released.
@@ -125,11 +126,15 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     zone (tzinfo): the time zone the pages show times in, and whose hours and days the
         statistics count.
     """
-    from ..delivery.client import learn_remote, ping as ping_remote
+    from ..delivery.client import learn_remote, learned_as, ping as ping_remote
 
     if learn is None:
         def learn(raw, label, user):
             return learn_remote(scorer_address, raw, label, user=user)
+
+        if state is None:
+            def state(raw, user):
+                return learned_as(scorer_address, raw, user=user)
     if ping is None:
         def ping(user):
             return ping_remote(scorer_address, timeout=2.0, user=user)
@@ -395,7 +400,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
                 if action in RELEASE_ACTIONS:
                     said = release_shown(store, row, learn if teaches else None)
                 else:
-                    said = teach(store, row, action, learn)
+                    said = teach(store, row, action, learn, state=state)
             except ReleasedUnrecorded as exc:
                 said = str(exc)
             except (TeachError, ReleaseError) as exc:
@@ -406,7 +411,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         if release_run is None:
             raise ReleaseError("releasing held mail is not set up on this page (textnb web "
                                "--release-command; docs/review-page.md#releasing-held-mail)")
-        return release(store, row, release_run, teach_with)
+        return release(store, row, release_run, teach_with, state)
 
     async def teach_one(request: Request):
         session, form, refused = await signed_post(request)
@@ -435,7 +440,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
                     shared += 1
                     continue
                 try:
-                    teach(store, row, action, learn)
+                    teach(store, row, action, learn, state=state)
                     done += 1
                 except TeachError as exc:
                     failed.append(str(exc))
