@@ -212,7 +212,7 @@ def test_the_milter_records_what_it_held_with_its_queue_id(tmp_path, sample_mode
 starlette = pytest.importorskip("starlette", reason="the review page's libraries")
 pytest.importorskip("argon2", reason="the review page's libraries")
 
-from test_review_web import FakeScorer, csrf_of, log_in, users_file  # noqa: E402,F401
+from test_review_web import FakeScorer, log_in, users_file  # noqa: E402,F401
 from textnb.review.web import make_app  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 

@@ -360,9 +360,9 @@ def test_dropped_verdicts_are_written_with_the_next_batch(tmp_path):
 
 
 def test_a_search_looks_at_a_bounded_window_and_older_goes_on(tmp_path, monkeypatch):
-    from textnb.review import store as store_module
+    from textnb.review import reading
 
-    monkeypatch.setattr(store_module, "SEARCH_ROWS", 100)
+    monkeypatch.setattr(reading, "SEARCH_ROWS", 100)
     verdicts = VerdictStore(tmp_path / "v.db")
     rows = [{"at": time.time(), "user": user, "model": "user", "source": "serve",
              "sender": f"s{i}@example.com", "subject": "needle" if i in (5, 300) else f"hay {i}",

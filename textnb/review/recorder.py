@@ -42,8 +42,8 @@ from ..delivery.hold_queue import valid_queue_id
 from ..delivery.request_reader import Throttle
 from .headers import HEAD_BYTES, headers_of
 from .logfile import held_elsewhere
-from .store import (PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, describe, in_review_band,
-                    reason)
+from .rows import describe, reason
+from .store import PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, in_review_band
 
 __all__ = ["BATCH", "CLUES", "QUEUE", "VerdictRecorder"]
 
