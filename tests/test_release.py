@@ -4,6 +4,7 @@ and Release-and-teach-as-ham through Starlette's TestClient and that command."""
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -354,3 +355,24 @@ def test_without_a_release_command_held_mail_is_shown_not_released(tmp_path, use
     assert "not done: releasing held mail is not set up" in click(client, csrf, verdict_id,
                                                                    "release")
     assert fake_queue.calls == []
+
+
+def test_the_review_queue_filters_held_mail(held_site):
+    client, _, ids, _ = held_site
+    log_in(client, "alice")
+    page = client.get("/review?held=1").text
+    shown = {int(found) for found in re.findall(r'id="row-(\d+)"', page)}
+    assert shown == {ids["alice", n] for n in "123"}  # not the rejected one
+    assert 'id="held-only" checked' in page
+
+
+def test_a_log_written_before_queue_ids_gets_the_column_when_opened(tmp_path):
+    db = tmp_path / "verdicts.db"
+    recorder = VerdictRecorder(db).start()
+    recorder.submit(held_message("alice", 1), SPAM, user="alice", model="user")
+    recorder.close()
+    with sqlite3.connect(db) as raw_db:
+        raw_db.execute("ALTER TABLE verdicts DROP COLUMN queue_id")
+    store = VerdictStore(db, create=False)  # as the page opens it
+    [row] = store.history(None)
+    assert row.queue_id is None and row.action == "scored"

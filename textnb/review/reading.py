@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from .rows import COLUMNS, Row, StoreError, describe, row_from
+from .rows import COLUMNS, HELD, Row, StoreError, describe, row_from
 
 __all__ = ["LogReading", "SEARCH_ROWS"]
 
@@ -87,13 +87,14 @@ class LogReading:
 
     def queue(self, user: str | None, after: tuple[float, int] | None = None, limit: int = 50,
               sender: str = "", subject: str = "", label: str = "",
-              since: float | None = None, until: float | None = None
+              since: float | None = None, until: float | None = None, held: bool = False
               ) -> tuple[list[Row], tuple[float, int] | None]:
         """A page of the review queue (a message kept, not taught yet), the verdicts
         closest to their threshold first (the likeliest mistakes), then the newest:
         ``user``'s (None: everybody's), past the cursor ``after`` (the distance and id of
         the previous page's last row), filtered by sender and subject (contains), label,
-        and time (``since`` <= at < ``until``). RETURNS (rows, the next page's cursor or
+        time (``since`` <= at < ``until``), and with ``held`` only mail the milter holds
+        (``quarantined``, textnb.review.release). RETURNS (rows, the next page's cursor or
         None). An index range on the distance: the filters cost only the rows they pass
         over, and a user's queue is bounded by the messages kept for them."""
         close = "abs(log_odds - threshold)"
@@ -114,6 +115,9 @@ class LogReading:
         if until is not None:
             extra.append("at < ?")
             args.append(until)
+        if held:
+            extra.append("action = ?")
+            args.append(HELD)
         where, values = self._where(user, " AND ".join(extra), args)
         try:
             found = self.db.execute(f"SELECT {COLUMNS} FROM verdicts{where} "

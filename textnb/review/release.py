@@ -23,13 +23,13 @@ import subprocess
 
 from ..delivery.hold_queue import EXIT_GONE, EXIT_NOT_HELD, EXIT_RELEASED, valid_queue_id
 from ..errors import TextnbError
+from .rows import HELD
 from .store import StoreError
 from .teach import teach
 
 __all__ = ["HELD", "RELEASED", "ReleaseError", "ReleasedUnrecorded", "command_runner",
            "refusal", "release"]
 
-HELD = "quarantined"  # the action the milter records for mail it put on hold
 RELEASED = "released"
 # Seconds the release command may take (sudo, the interpreter, postqueue, postsuper);
 # the log's write lock is held meanwhile, as it is while the scorer learns.

@@ -9,8 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-__all__ = ["COLUMNS", "Row", "SCHEMA", "StoreError", "describe", "missing", "reason",
+__all__ = ["COLUMNS", "HELD", "Row", "SCHEMA", "StoreError", "describe", "missing", "reason",
            "row_from"]
+
+# The action the milter records for mail it put in the MTA's hold queue: the rows the
+# page can release (textnb.review.release).
+HELD = "quarantined"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS verdicts (

@@ -13,6 +13,8 @@ from html import escape
 
 from markupsafe import Markup
 
+from .rows import HELD
+
 __all__ = ["verdict_table", "when", "zone_label"]
 
 
@@ -68,4 +70,4 @@ def verdict_table(rows, admin: bool, select: bool = False, zone=timezone.utc) ->
 def _done(action: str) -> str:
     """What the table's Done column calls the mail path's action: the milter's
     'quarantined' is mail the page can release (textnb.review.release)."""
-    return "held" if action == "quarantined" else action
+    return "held" if action == HELD else action

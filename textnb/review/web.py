@@ -315,7 +315,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             rows, next_after = store.queue(
                 user, queue_cursor(params.get("after", "")), PAGE_ROWS, filters["sender"],
                 filters["subject"], filters["verdict"],
-                *days_between(filters["since"], filters["until"], zone))
+                *days_between(filters["since"], filters["until"], zone),
+                held=bool(filters["held"]))
             taught = store.recently_taught(user)
             kept = {key: value for key, value in filters.items() if value}
             if user and session["admin"]:
