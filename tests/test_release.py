@@ -376,3 +376,23 @@ def test_a_log_written_before_queue_ids_gets_the_column_when_opened(tmp_path):
     store = VerdictStore(db, create=False)  # as the page opens it
     [row] = store.history(None)
     assert row.queue_id is None and row.action == "scored"
+
+
+def test_releasing_and_teaching_a_shared_models_verdict_asks_to_confirm(tmp_path, users_file,  # noqa: F811
+                                                                         fake_queue):
+    db = tmp_path / "verdicts.db"
+    recorder = VerdictRecorder(db).start()
+    recorder.submit(held_message("list", 1), SPAM, user="", model="shared", source="milter",
+                    action="quarantined", queue_id="3F1B42C1A58")
+    recorder.close()
+    scorer = FakeScorer()
+    client = TestClient(make_app(db, users_file, "unused.sock", learn=scorer.learn,
+                                 release_command=RELEASE), base_url="http://127.0.0.1")
+    csrf = log_in(client, "root")
+    verdict_id = VerdictStore(db).history(None)[0].id
+    page = click(client, csrf, verdict_id, "release-ham")
+    assert 'id="confirm-shared"' in page and "release and teach as ham" in page
+    assert fake_queue.calls == [] and scorer.calls == []
+    page = click(client, csrf, verdict_id, "release-ham", confirm="shared")
+    assert "released; taught as ham" in page and scorer.calls == [("ham", None)]
+    assert fake_queue.queue["3F1B42C1A58"] == "deferred"

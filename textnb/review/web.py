@@ -69,9 +69,9 @@ from .guard import (HASHES_AT_ONCE, LOGINS_WAITING, SESSION_SECONDS, Cache, Logi
 from .figures import statistics
 from .logfile import LogConnections
 from .query import QUEUE_FILTERS, days_between, queue_cursor, queue_filters, verdict_id
+from .release import HELD, ReleasedUnrecorded, ReleaseError, command_runner, release
 from .store import SEARCH_ROWS, StoreError
 from .table import verdict_table, when, zone_label
-from .release import HELD, ReleasedUnrecorded, ReleaseError, command_runner, release
 from .teach import ACTIONS, TeachError, teach, teaching_user
 
 __all__ = ["make_app", "needs_confirming"]
