@@ -69,7 +69,8 @@ from .guard import (HASHES_AT_ONCE, LOGINS_WAITING, SESSION_SECONDS, Cache, Logi
 from .figures import statistics
 from .logfile import LogConnections
 from .query import QUEUE_FILTERS, days_between, queue_cursor, queue_filters, verdict_id
-from .release import HELD, ReleasedUnrecorded, ReleaseError, command_runner, release
+from .release import (HELD, ReleasedUnrecorded, ReleaseError, command_runner, refusal,
+                      release)
 from .store import SEARCH_ROWS, StoreError
 from .table import verdict_table, when, zone_label
 from .teach import ACTIONS, TeachError, teach, teaching_user
@@ -409,9 +410,10 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         return RedirectResponse(f"/message/{row.id}?notice={_quote(said)}", status_code=303)
 
     def release_shown(store, row, teach_with) -> str:
-        if release_run is None:
-            raise ReleaseError("releasing held mail is not set up on this page (textnb web "
-                               "--release-command; docs/review-page.md#releasing-held-mail)")
+        if release_run is None:  # a rejected message says why first: it never could be
+            raise ReleaseError(refusal(row) or "releasing held mail is not set up on this "
+                               "page (textnb web --release-command; "
+                               "docs/review-page.md#releasing-held-mail)")
         return release(store, row, release_run, teach_with, state)
 
     async def teach_one(request: Request):
