@@ -345,11 +345,15 @@ def test_without_a_release_command_held_mail_is_shown_not_released(tmp_path, use
     recorder = VerdictRecorder(db).start()
     recorder.submit(held_message("alice", 1), SPAM, user="alice", model="user",
                     source="milter", action="quarantined", queue_id="3F1B42C1A58")
+    recorder.submit(held_message("alice", 2), SPAM, user="alice", model="user",
+                    source="milter", action="rejected", queue_id="4AB17C2D9")
     recorder.close()
     client = TestClient(make_app(db, users_file, "unused.sock", learn=FakeScorer().learn),
                         base_url="http://127.0.0.1")
     csrf = log_in(client, "alice")
-    verdict_id = VerdictStore(db).history(None)[0].id
+    rejected, verdict_id = (row.id for row in VerdictStore(db).history(None))
+    assert "not done: the milter rejected this message" in click(client, csrf, rejected,
+                                                                  "release")
     page = client.get(f"/message/{verdict_id}").text
     assert 'id="release-off"' in page and 'id="release"' not in page
     assert "not done: releasing held mail is not set up" in click(client, csrf, verdict_id,
