@@ -23,7 +23,7 @@ sessions, the login throttle, the headers and the body limit are
   and is recorded in the same transaction of the log (:mod:`textnb.review.teach`); a
   verdict of the shared model asks to be confirmed. Held mail is released the same way,
   through the privileged command the operator names, never as root here
-  (:mod:`textnb.review.release`).
+  (:mod:`textnb.review.release`); what each click does is :mod:`textnb.review.clicks`.
 - **Ids.** An id is ASCII digits up to 2**63-1 (:func:`verdict_id`); anything else is
   an id that does not exist.
 - **Size.** No request body is read past ``MAX_FORM_BYTES``: a declared length over
@@ -64,22 +64,19 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .accounts import AccountError, Accounts, ImapLogin
+from .clicks import ACTIONS, RELEASE_ACTIONS, Clicks, needs_confirming
 from .guard import (HASHES_AT_ONCE, LOGINS_WAITING, SESSION_SECONDS, Cache, LoginForms,
                     SecurityHeaders, Sessions, Throttle, same_origin)
 from .figures import statistics
 from .logfile import LogConnections
 from .query import QUEUE_FILTERS, days_between, queue_cursor, queue_filters, verdict_id
-from .release import (HELD, ReleasedUnrecorded, ReleaseError, command_runner, refusal,
-                      release)
+from .release import HELD, command_runner
 from .store import SEARCH_ROWS, StoreError
 from .table import verdict_table, when, zone_label
-from .teach import ACTIONS, TeachError, teach, teaching_user
 
 __all__ = ["make_app", "needs_confirming"]
 
 PAGE_ROWS = 50
-# A message page's buttons for held mail (textnb.review.release), beside teach's ACTIONS.
-RELEASE_ACTIONS = ("release", "release-ham")
 # The most of a message's text a page shows.
 MAX_BODY_CHARS = 100_000
 # A page's read waits at most this long for a lock: only another program can hold one
@@ -142,6 +139,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
 
     accounts = Accounts(users_path)
     release_run = command_runner(release_command) if release_command else None
+    clicks = Clicks(learn, state, release_run)
     mail_logins = ImapLogin(imap) if imap is not None else None
 
     def verify(name: str, password: str) -> dict | None:
@@ -395,26 +393,10 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
                 return page(request, "error.html", session, 404, message="no such message")
             if action not in ACTIONS + RELEASE_ACTIONS:
                 return HTMLResponse("unknown action", status_code=400)
-            teaches = action != "release"
-            if teaches and needs_confirming(row) and not confirmed:
+            if clicks.asks_to_confirm(row, action) and not confirmed:
                 return page(request, "confirm.html", session, row=row, action=action)
-            try:
-                if action in RELEASE_ACTIONS:
-                    said = release_shown(store, row, learn if teaches else None)
-                else:
-                    said = teach(store, row, action, learn, state=state)
-            except ReleasedUnrecorded as exc:
-                said = str(exc)
-            except (TeachError, ReleaseError) as exc:
-                said = f"not done: {exc}"
+            said = clicks.one(store, row, action)
         return RedirectResponse(f"/message/{row.id}?notice={_quote(said)}", status_code=303)
-
-    def release_shown(store, row, teach_with) -> str:
-        if release_run is None:  # a rejected message says why first: it never could be
-            raise ReleaseError(refusal(row) or "releasing held mail is not set up on this "
-                               "page (textnb web --release-command; "
-                               "docs/review-page.md#releasing-held-mail)")
-        return release(store, row, release_run, teach_with, state)
 
     async def teach_one(request: Request):
         session, form, refused = await signed_post(request)
@@ -431,31 +413,11 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             return store_failed(request, session, said)
 
     def teach_selected(session: dict, action: str, ids: list) -> str:
-        done, failed, shared = 0, [], 0
         with connections.use("teach") as store:
-            for value in ids[:PAGE_ROWS]:
-                number = verdict_id(value)
-                row = (store.get(number, None if session["admin"] else session["name"])
-                       if number is not None else None)
-                if row is None:
-                    continue
-                if needs_confirming(row):
-                    shared += 1
-                    continue
-                try:
-                    teach(store, row, action, learn, state=state)
-                    done += 1
-                except TeachError as exc:
-                    failed.append(str(exc))
-        said = f"{done} " + {"forget": "forgotten", "undo": "undone"}.get(action,
-                                                                       "taught as " + action)
-        if shared:
-            said += (f"; {shared} not done: verdicts of the shared model, which every new "
-                     "user's model starts from: teach each from its own page, which asks "
-                     "to confirm")
-        if failed:
-            said += f"; {len(failed)} not done: {failed[0]}"
-        return said
+            numbers = (verdict_id(value) for value in ids[:PAGE_ROWS])
+            rows = [store.get(number, None if session["admin"] else session["name"])
+                    for number in numbers if number is not None]
+            return clicks.many(store, [row for row in rows if row is not None], action)
 
     async def teach_many(request: Request):
         session, form, refused = await signed_post(request)
@@ -518,13 +480,6 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     ]
     app = Starlette(routes=routes)
     return SecurityHeaders(app)
-
-
-def needs_confirming(row) -> bool:
-    """Whether teaching this verdict changes the shared model: scored without a user
-    under a model per user, its lesson goes to ``_shared``, which every new user's
-    model starts from (textnb.delivery.users)."""
-    return row.model == "shared" and teaching_user(row) is None
 
 
 def _own_row(store, request, session):
