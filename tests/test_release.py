@@ -400,3 +400,16 @@ def test_releasing_and_teaching_a_shared_models_verdict_asks_to_confirm(tmp_path
     page = click(client, csrf, verdict_id, "release-ham", confirm="shared")
     assert "released; taught as ham" in page and scorer.calls == [("ham", None)]
     assert fake_queue.queue["3F1B42C1A58"] == "deferred"
+
+
+def test_a_release_command_that_hangs_is_stopped_and_the_page_says_what_it_may_have_done(
+        tmp_path):
+    from textnb.review.release import ReleaseError, command_runner
+
+    hang = tmp_path / "hang"
+    hang.write_text("#!/bin/sh\nexec sleep 30\n")  # the kill reaches the sleep itself
+    hang.chmod(0o755)
+    with pytest.raises(ReleaseError, match="may have released the message"):
+        command_runner([str(hang)], timeout=0.5)("3F1B42C1A58")
+    with pytest.raises(ReleaseError, match="not a Postfix queue id"):
+        command_runner([str(hang)])("-d ALL")

@@ -31,9 +31,10 @@ __all__ = ["HELD", "RELEASED", "ReleaseError", "ReleasedUnrecorded", "command_ru
            "refusal", "release"]
 
 RELEASED = "released"
-# Seconds the release command may take (sudo, the interpreter, postqueue, postsuper);
-# the log's write lock is held meanwhile, as it is while the scorer learns.
-RELEASE_SECONDS = 30
+# Seconds the release command may take (sudo, the interpreter, and at most four Postfix
+# commands of textnb.delivery.hold_queue.COMMAND_SECONDS each); the log's write lock is
+# held meanwhile, as it is while the scorer learns.
+RELEASE_SECONDS = 60
 
 
 class ReleaseError(TextnbError):
@@ -57,6 +58,11 @@ def command_runner(command: list[str], timeout: float = RELEASE_SECONDS):
         try:
             done = subprocess.run([*command, queue_id], capture_output=True,
                                   stdin=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ReleaseError(f"the release command did not finish within {timeout:g} s, "
+                               "and may have released the message before it was stopped: "
+                               "click Release again to see (mail no longer on hold says "
+                               "so)") from None
         except (OSError, subprocess.SubprocessError) as exc:
             raise ReleaseError(f"the release command {command[0]} did not run ({exc})") from None
         said = (done.stdout.strip() or done.stderr.strip()).decode("utf-8", "replace")
