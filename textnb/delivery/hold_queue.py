@@ -32,7 +32,7 @@ import subprocess
 import sys
 
 __all__ = ["EXIT_FAILED", "EXIT_GONE", "EXIT_NOT_HELD", "EXIT_RELEASED", "EXIT_USAGE",
-           "held_in", "main", "release", "valid_queue_id"]
+           "USAGE", "held_in", "main", "release", "valid_queue_id"]
 
 EXIT_RELEASED = 0
 EXIT_FAILED = 1  # a Postfix command failed, or the message is still on hold
@@ -51,6 +51,16 @@ SHORT_ID = re.compile(r"[0-9A-F]{5}[0-9A-F]{1,16}")
 _SAFE = "0-9B-DF-HJ-NP-TV-Zb-df-hj-np-tv-z"
 _SAFE_NO_Z = "0-9B-DF-HJ-NP-TV-Zb-df-hj-np-tv-y"
 LONG_ID = re.compile(f"[{_SAFE}]{{10,16}}z[{_SAFE_NO_Z}]{{1,12}}")
+USAGE = """\
+usage: textnb-release QUEUEID
+
+Release one message from Postfix's hold queue (postsuper -H), and ask for its delivery
+now (postqueue -i), if it is on hold: run as root, through one sudoers line, by the
+review page (textnb web --release-command). QUEUEID: one Postfix queue id, short
+(upper-case hex) or long (enable_long_queue_ids); nothing else is accepted.
+
+exit status: 0 released, 1 a Postfix command failed, 2 not one queue id,
+3 not on hold (released already), 4 not in the mail queue (delivered, deleted, expired)"""
 # Seconds each Postfix command may take: four of them, with the interpreter and sudo,
 # stay within the page's bound on the whole command (textnb.review.release), so the page
 # hears how each one ended.
@@ -120,8 +130,7 @@ def release(queue_id: str, run=subprocess.run) -> tuple[int, str]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or not valid_queue_id(args[0]):
-        print("usage: textnb-release QUEUEID (one Postfix queue id, short or long form)",
-              file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return EXIT_USAGE
     status, said = release(args[0])
     print(said)
