@@ -171,7 +171,8 @@ def test_the_milter_records_what_it_held_with_its_queue_id(tmp_path, sample_mode
     from textnb.delivery.server import ResidentModel
 
     sample = PROJECT / "corpora" / "sample"
-    spam, ham = (sample / "spam" / "001.eml").read_bytes(), (sample / "ham" / "001.eml").read_bytes()
+    spam = (sample / "spam" / "001.eml").read_bytes()
+    ham = (sample / "ham" / "001.eml").read_bytes()
 
     class Context:  # libmilter's side of one connection
         def __init__(self, queue_id):

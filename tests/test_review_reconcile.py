@@ -146,8 +146,8 @@ class DroppingProxy:
                         pass  # the scorer answered: the update is made; the reply is dropped
 
 
-def test_a_real_scorer_whose_replies_are_dropped_and_the_log_agree(tmp_path, users_file,  # noqa: F811
-                                                                    unsure_model_file):  # noqa: F811
+def test_with_a_real_scorer_whose_replies_are_dropped_the_model_and_the_log_agree(
+        tmp_path, users_file, unsure_model_file):  # noqa: F811
     db = tmp_path / "verdicts.db"
     with PerUserScorer(tmp_path, unsure_model_file, db) as scorer:
         raw = unsure_message("alice")

@@ -86,12 +86,13 @@ def teach(store, row, action: str, learn, then=None, state=None) -> str:
             store.end_lesson(commit=False)
             if sent is None:
                 raise
-            raise StoreError(f"not done: {exc}; " + _take_back(learn, sent, user)) from None
+            raise StoreError(f"not done: {exc}; "
+                             + _take_back(learn, sent, user, state)) from None
         except TextnbError as exc:
             store.end_lesson(commit=False)
             if sent is None:
                 raise
-            raise type(exc)(f"{exc}; " + _take_back(learn, sent, user)) from None
+            raise type(exc)(f"{exc}; " + _take_back(learn, sent, user, state)) from None
         except BaseException:
             store.end_lesson(commit=False)
             raise
@@ -133,7 +134,7 @@ def _lesson(store, row, action: str, learn, user, state=None):
             (raw, action, answer))
 
 
-def _take_back(learn, sent, user) -> str:
+def _take_back(learn, sent, user, state=None) -> str:
     """Undo at the scorer what one request did, from its answer: a LEARN that was
     ``new`` is forgotten, one that ``moved`` the message is learned as the other label
     again, one ``known`` changed nothing; a FORGET that removed a label learns it again.
@@ -147,7 +148,7 @@ def _take_back(learn, sent, user) -> str:
     if not inverse:
         return "the model did not change: nothing changed"
     try:
-        _send(learn, raw, inverse[0], user)
+        _send(learn, raw, inverse[0], user, state)
     except TeachError as exc:
         raise TeachError(f"the log did not take the lesson and the scorer could not be put "
                          f"back ({exc}): the model has it as {label or 'forgotten'}, the log "
