@@ -92,6 +92,9 @@ def render() -> str:
         lines.append(f"| [`textnb {name}`](#textnb-{name}) | {_cell(summary)} |")
     lines.append("| [`textnb-client`](#textnb-client) | The resident scorer's client "
                  "(textnb/delivery/client.py), for delivery agents. |")
+    lines.append("| [`textnb-release`](#textnb-release) | Release one held message, as root "
+                 "through one sudoers line (textnb/delivery/hold_queue.py), for the review "
+                 "page. |")
     for name, command in commands.items():
         ctx = click.Context(command, info_name=name, parent=root)
         usage = " ".join(["textnb", name, *command.collect_usage_pieces(ctx)])
@@ -99,7 +102,10 @@ def render() -> str:
                   "```text", usage, "```", "", "| argument or option | meaning |", "|---|---|"]
         lines += [f"| `{_cell(names_)}` | {_cell(help_text)} |"
                   for names_, help_text in _records(command, ctx)]
-    lines += ["", "## textnb-client", "", "```text", _client_help(), "```", ""]
+    lines += ["", "## textnb-client", "", "```text", _client_help(), "```"]
+    from textnb.delivery.hold_queue import USAGE
+
+    lines += ["", "## textnb-release", "", "```text", USAGE, "```", ""]
     return "\n".join(lines)
 
 

@@ -236,3 +236,49 @@ def test_postfix_per_user_verdicts_by_recipient(tmp_path, model_file, local):
         seen, added = split_delivered(delivered)
         assert added == fields_as_lines(score_with(local, seen))
         assert b"X-TextNB-Status: spam" in added
+
+
+def test_a_held_spam_is_released_from_the_review_page_and_delivered(tmp_path, model_file,
+                                                                    monkeypatch):
+    """The milter holds bob's spam (--quarantine-above) and records it with its queue id;
+    bob's review page shows it held and releases it through textnb-release (the real
+    postqueue and postsuper, on this instance by MAIL_CONFIG); Postfix delivers it."""
+    pytest.importorskip("starlette", reason="the review page's libraries")
+    pytest.importorskip("argon2", reason="the review page's libraries")
+    from starlette.testclient import TestClient
+
+    from textnb.delivery.hold_queue import held_in, valid_queue_id
+    from textnb.review.accounts import Accounts
+    from textnb.review.store import VerdictStore
+    from textnb.review.web import make_app
+
+    from test_release import RELEASE
+    from test_review_web import PASSWORDS, FakeScorer, log_in
+
+    users = tmp_path / "users.json"
+    Accounts(users).add("bob", PASSWORDS["bob"])
+    folder, _ = user_models(tmp_path, model_file)  # bob has no model: the shared one
+    db, milter_port = tmp_path / "verdicts.db", free_port()
+    with PostfixInstance(milter_port) as postfix:
+        monkeypatch.setenv("MAIL_CONFIG", str(postfix.etc))
+        with MilterProcess(tmp_path, folder / "_shared" / "model.tnb", "--models", str(folder),
+                           "--quarantine-above", "0.9", "--record", str(db),
+                           spec=f"inet:{milter_port}@127.0.0.1"):
+            postfix.send(["bob"], SPAM)  # accepted (on hold) once this returns
+        [row] = VerdictStore(db).history("bob")  # the milter wrote its queue at SIGTERM
+        assert (row.action, row.label, row.source) == ("quarantined", "spam", "milter")
+        assert valid_queue_id(row.queue_id) and held_in(row.queue_id) == "hold"
+        assert not (postfix.mail / "bob" / "new").exists()
+        client = TestClient(make_app(db, users, "unused.sock", learn=FakeScorer().learn,
+                                     release_command=RELEASE), base_url="http://127.0.0.1")
+        csrf = log_in(client, "bob")
+        shown = client.get(f"/message/{row.id}").text
+        assert 'id="release"' in shown and row.queue_id in shown
+        page = client.post(f"/message/{row.id}/teach", data={"csrf": csrf, "action": "release"})
+        assert page.status_code == 200 and "released" in page.text and "not done" not in page.text
+        [delivered] = postfix.delivered("bob", 1)
+        assert b"X-TextNB-Status: spam" in delivered
+        assert original_body(delivered) == original_body(SPAM)
+        assert VerdictStore(db).get(row.id, None).action == "released"
+        again = client.post(f"/message/{row.id}/teach", data={"csrf": csrf, "action": "release"})
+        assert "not done: already released" in again.text

@@ -8,7 +8,8 @@ once (a second click and a reload change nothing); "undo" restores them; bob's m
 unchanged; bob cannot open alice's message by its URL. And what was tried on the page:
 a click while another program locks the log, the log moved aside while the page is
 open, a login removed while its session is open, a login posted by a page of another
-port of the host, and 200-character words in the history at 1,280 and 375 pixels.
+port of the host, and 200-character words in the history at 1,280 and 375 pixels; and
+a message the milter held, released and taught as ham in one click.
 
 With TEXTNB_SCREENSHOTS=DIR the pages are also saved as PNGs there (docs/images is
 made so: ``TEXTNB_SCREENSHOTS=docs/images pytest tests/test_review_browser.py``).
@@ -439,3 +440,51 @@ def _wait_gone(driver, old):
         return False
 
     WebDriverWait(driver, 15).until(gone)
+
+
+def test_alice_releases_her_held_message_and_teaches_it_as_ham(tmp_path, users_file, browser,
+                                                               monkeypatch):
+    """A message the milter held shows as held in alice's queue; its page's "Release and
+    teach as ham" runs the release command (textnb-release, a fake postqueue and
+    postsuper on PATH) and the lesson as one click, and the page says both were done.
+    Her message the milter rejected offers no release, and says why."""
+    from selenium.webdriver.common.by import By
+
+    from textnb.delivery.verdict_headers import Verdict
+    from textnb.review.recorder import VerdictRecorder
+
+    from test_release import RELEASE, FakeQueue
+    from test_review_web import FakeScorer
+
+    queue = FakeQueue(tmp_path, {"3F1B42C1A58": "hold"})
+    for key, value in queue.environ().items():
+        monkeypatch.setenv(key, value)
+    db = tmp_path / "verdicts.db"
+    recorder = VerdictRecorder(db).start()
+    spam = Verdict("spam", 9.0, 0.9999, 0.0)
+    for n, action, queue_id in ((1, "quarantined", "3F1B42C1A58"), (2, "rejected", None)):
+        raw = (f"From: Bank <notice@bank.example>\nSubject: statement {n}\n\n"
+               f"Your statement {n} is ready.\n").encode()
+        recorder.submit(raw, spam, user="alice", model="user", source="milter",
+                        action=action, queue_id=queue_id)
+    recorder.close()
+    held, rejected = sorted(row.id for row in VerdictStore(db).history("alice"))
+    scorer = FakeScorer()
+    with WebPage(make_app(db, users_file, "unused.sock", learn=scorer.learn,
+                          ping=scorer.ping, release_command=RELEASE)) as base:
+        _log_in(browser, base, "alice")
+        browser.get(base + "/review")
+        assert browser.find_element(By.CSS_SELECTOR, f"#row-{held} .c-done").text == "held"
+        browser.get(f"{base}/message/{rejected}")
+        assert "nothing to release" in browser.find_element(By.ID, "rejected").text
+        assert not browser.find_elements(By.ID, "release")
+        browser.get(f"{base}/message/{held}")
+        assert "held" in browser.find_element(By.ID, "mail-path").text
+        _shot(browser, "review-held.png")
+        _submit(browser, browser.find_element(By.ID, "release-ham"))
+        assert browser.find_element(By.ID, "notice").text == "released; taught as ham"
+        assert browser.find_element(By.ID, "mail-path").text.startswith("released")
+        assert not browser.find_elements(By.ID, "release")
+    assert queue.queue == {"3F1B42C1A58": "deferred"} and scorer.calls == [("ham", "alice")]
+    row = VerdictStore(db).get(held, None)
+    assert (row.action, row.taught) == ("released", "ham")

@@ -272,7 +272,7 @@ def test_the_scorer_and_filter_import_neither_sqlite_nor_the_web_unless_recordin
 
 def test_the_milter_records_its_verdicts_and_actions(tmp_path, model_file):
     pytest.importorskip("Milter", reason="pymilter is absent: pip install -e '.[milter]'")
-    from textnb.delivery.milter import MilterScorer, action_for
+    from textnb.delivery.milter import DONE, MilterScorer, action_for
     from textnb.delivery.milter_options import MilterPolicy
 
     local = store.load(model_file)
@@ -288,7 +288,7 @@ def test_the_milter_records_its_verdicts_and_actions(tmp_path, model_file):
     rows = VerdictStore(db).history(None, limit=100)[::-1]
     assert [(r.source, r.user, r.label, r.log_odds) for r in rows] == [
         ("milter", "mail", v.label, v.log_odds) for v in verdicts]
-    expected = [f"{a}ed" if a else "delivered" for a in (action_for(v, policy) for v in verdicts)]
+    expected = [DONE[action_for(v, policy)] for v in verdicts]
     assert [r.action for r in rows] == expected and len(set(expected)) > 1
     assert verdicts == [score_with(local, raw) for raw in MESSAGES]
 
@@ -360,9 +360,9 @@ def test_dropped_verdicts_are_written_with_the_next_batch(tmp_path):
 
 
 def test_a_search_looks_at_a_bounded_window_and_older_goes_on(tmp_path, monkeypatch):
-    from textnb.review import store as store_module
+    from textnb.review import reading
 
-    monkeypatch.setattr(store_module, "SEARCH_ROWS", 100)
+    monkeypatch.setattr(reading, "SEARCH_ROWS", 100)
     verdicts = VerdictStore(tmp_path / "v.db")
     rows = [{"at": time.time(), "user": user, "model": "user", "source": "serve",
              "sender": f"s{i}@example.com", "subject": "needle" if i in (5, 300) else f"hay {i}",

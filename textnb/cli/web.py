@@ -46,6 +46,7 @@ def web_cli(
     secure_cookies: bool = typer.Option(False, "--secure-cookies", help="Mark the session cookie Secure (when a TLS proxy serves the page)."),
     trusted_proxy: Optional[str] = typer.Option(None, "--trusted-proxy", help="The address of the reverse proxy in front (e.g. 127.0.0.1): only its X-Forwarded-For names the client, for the login throttle. Without it the header is ignored."),
     time_zone: Optional[str] = typer.Option(None, "--time-zone", help="The time zone the pages show times in and the statistics count hours and days of (e.g. Europe/Berlin, UTC). Default: the host's ($TZ, else /etc/localtime)."),
+    release_command: Optional[str] = typer.Option(None, "--release-command", help="The command that releases mail the milter held, given its queue id (e.g. 'sudo -n /usr/local/bin/textnb-release'; docs/review-page.md#releasing-held-mail). Default: held mail is shown, not released."),
     imap: Optional[str] = typer.Option(None, "--imap", help="Also let users log in with their mail password, checked by this IMAP server's LOGIN ([HOST:]PORT, e.g. 143 for the local Dovecot); the users file's names are checked there first. Such logins are never admins."),
 ):
     # fmt: on
@@ -78,6 +79,13 @@ def web_cli(
         imap_address = parse_address(imap if ":" in imap else f"127.0.0.1:{imap}")
         if not isinstance(imap_address, tuple):
             raise typer.BadParameter(f"{imap!r} is not [HOST:]PORT", param_hint="--imap")
+    release = None
+    if release_command is not None:
+        import shlex
+
+        release = shlex.split(release_command)
+        if not release:
+            raise typer.BadParameter("an empty command", param_hint="--release-command")
     from ..review.zones import local_zone, named_zone
 
     try:
@@ -90,7 +98,7 @@ def web_cli(
 
         web(record, users or _default_users(), address, host, port, zone=zone,
             secure_cookies=secure_cookies, imap=imap_address, trusted_proxy=trusted_proxy,
-            say=lambda line: typer.echo(line, err=True))
+            release_command=release, say=lambda line: typer.echo(line, err=True))
 
 
 # fmt: off

@@ -217,14 +217,16 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
 
 def web(record: Path, users: Path, scorer_address, host: str = "127.0.0.1", port: int = 8025,
         secure_cookies: bool = False, imap=None, trusted_proxy: str | None = None,
-        zone=None, say: Say = _silent) -> None:
+        zone=None, release_command: list[str] | None = None, say: Say = _silent) -> None:
     """The review page (``textnb web``) on http://host:port/ until SIGTERM.
 
     record (Path): the verdict log ``serve --record`` writes; users (Path): the logins
     file; scorer_address: the scorer the page teaches through (a socket path or (host,
     port)); imap ((host, port) | None): an IMAP server whose LOGIN also admits users;
     trusted_proxy (str | None): the one address whose X-Forwarded-For is believed;
-    zone (tzinfo | None): the time zone of the pages' times (None: UTC).
+    zone (tzinfo | None): the time zone of the pages' times (None: UTC);
+    release_command (list[str] | None): what releases a held message, given its queue id
+    (textnb.review.release; None: held mail is not released from the page).
     The record and the users file are checked before the page's libraries are imported,
     so a bad set-up is named as such on a machine without them; then ImportError when
     they are missing (``textnb[web]``).
@@ -237,9 +239,11 @@ def web(record: Path, users: Path, scorer_address, host: str = "127.0.0.1", port
     from ..review.web import make_app
 
     application = make_app(record, users, scorer_address, secure_cookies=secure_cookies,
-                           imap=imap, **({"zone": zone} if zone is not None else {}))
+                           imap=imap, release_command=release_command,
+                           **({"zone": zone} if zone is not None else {}))
     say(f"textnb web: http://{host}:{port}/ (verdicts {record}, teaching through "
-        f"{scorer_address})")
+        f"{scorer_address}" + (f"; releasing held mail with {' '.join(release_command)}"
+                                if release_command else "") + ")")
     uvicorn.run(application, **server_options(host, port, trusted_proxy))
 
 

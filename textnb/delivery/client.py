@@ -19,10 +19,12 @@ The protocol, one request per connection (after spamc/spamd, simplified)::
     request:  TEXTNB/1 SCORE <length>[ <cost ratio>][ user=<name>][ nonce=<hex>]\\n<message>
               TEXTNB/1 LEARN <spam|ham> <length>[ user=<name>][ nonce=<hex>]\\n<message>
               TEXTNB/1 FORGET <length>[ user=<name>][ nonce=<hex>]\\n<message>
+              TEXTNB/1 STATE <length>[ user=<name>][ nonce=<hex>]\\n<message>
               TEXTNB/1 PING[ user=<name>][ nonce=<hex>]\\n
     reply:    TEXTNB/1 OK <label> <log-odds> <P(spam)> <threshold>[ mac=<hex>]\\n
               TEXTNB/1 LEARNED <spam|ham> <new|moved|known>[ mac=<hex>]\\n
               TEXTNB/1 FORGOTTEN <spam|ham|not-found>[ mac=<hex>]\\n
+              TEXTNB/1 STATE <spam|ham|absent>[ mac=<hex>]\\n
               TEXTNB/1 PONG <key>=<value> ...[ mac=<hex>]\\n
               TEXTNB/1 ERROR <text>[ mac=<hex>]\\n
 
@@ -52,6 +54,10 @@ and is in the model file within the scorer's ``--flush-seconds`` (textnb.modelfi
 any other reply, or none, means the update may not have been made. Version 1
 clients and scorers that know only SCORE and PING still talk to each other unchanged:
 a scorer without LEARN answers ERROR, which the client reports as "not learned".
+STATE says how the model a lesson for that user goes to has the message now (its
+ledger's label, or ``absent``): a LEARN or FORGET sent and not answered
+(:class:`NoAnswer`) may have been made, and STATE tells (the review page asks it,
+textnb.review.teach).
 """
 
 from __future__ import annotations
@@ -302,6 +308,8 @@ def _exchange(address, request: bytes, timeout: float, key: bytes | None = None)
     except OSError as exc:  # refused, no such socket, timeout, reset, unknown host
         kind = NoAnswer if sent else ScorerUnavailable
         raise kind(f"{show_address(address)}: {exc.strerror or exc}") from None
+    if not data:  # hung up after the request: it may have been acted on all the same
+        raise NoAnswer(f"{show_address(address)}: the connection closed without a reply")
     rest = reply_rest(data)
     return rest if key is None else _authentic(rest, key, nonce, address)
 
@@ -385,6 +393,20 @@ def learn_remote(address, raw: bytes, label: str | None, user: str | None = None
         done = done and _reply_word(fields[1])
     if done:
         return b" ".join(fields[1:]).decode("ascii")
+    raise _refused(address, rest)
+
+
+def learned_as(address, raw: bytes, user: str | None = None,
+               timeout: float = DEFAULT_TIMEOUT, key: bytes | None = None) -> str:
+    """How the model a lesson for ``user`` goes to has the message now: 'spam', 'ham'
+    or 'absent' (STATE); ScorerUnavailable when the scorer cannot say."""
+    raw = bytes(raw[:MAX_MESSAGE_BYTES])
+    head = (PROTOCOL + b" STATE " + str(len(raw)).encode("ascii") + _user_field(user)
+            + b"\n")
+    rest = _exchange(address, head + raw, timeout, key)
+    fields = rest.split(b" ")
+    if len(fields) == 2 and fields[0] == b"STATE" and fields[1] in (b"spam", b"ham", b"absent"):
+        return fields[1].decode("ascii")
     raise _refused(address, rest)
 
 

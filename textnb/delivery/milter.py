@@ -60,7 +60,7 @@ from .milter_options import MilterError, MilterPolicy, parse_socket
 from .users import user_from_recipients
 from .verdict_headers import describe_error, score_with, verdict_fields
 
-__all__ = ["MilterPolicy", "MilterError", "MilterScorer", "MilterSession", "parse_socket",
+__all__ = ["DONE", "MilterPolicy", "MilterError", "MilterScorer", "MilterSession", "parse_socket",
            "action_for", "message_bytes", "run_milter"]
 
 log = logging.getLogger("textnb.delivery.milter")
@@ -72,6 +72,9 @@ import_now("scipy.sparse", "scipy.special")
 # SIGHUP as a stop too).
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 REJECT_REPLY = ("550", "5.7.1", "Message refused as spam (textnb)")
+# What the verdict log's 'action' says the milter did, by action_for's answer: the review
+# page offers to release 'quarantined' mail by its queue id.
+DONE = {"reject": "rejected", "quarantine": "quarantined", None: "delivered"}
 # Recipients kept per message for choosing a user's model; past this many the message is
 # a list's or a broadcast and gets the shared model anyway (several users' recipients do).
 MAX_RECIPIENTS = 100
@@ -113,8 +116,9 @@ class MilterScorer:
     model (ResidentModel | ModelSet): what scores (reloaded by :meth:`watch`).
     policy (MilterPolicy): the cost ratio and timeout.
     telemetry (Telemetry | None): counts messages, verdicts and latency (textnb.delivery.telemetry).
-    recorder (VerdictRecorder | None): is given each verdict and the action it leads to
-        (textnb.review.recorder: never blocks, never fails the message).
+    recorder (VerdictRecorder | None): is given each verdict, what was done with the
+        message and its queue id (textnb.review.recorder: never blocks, never fails the
+        message).
     """
 
     def __init__(self, model, policy: MilterPolicy, telemetry=None, recorder=None):
@@ -124,8 +128,16 @@ class MilterScorer:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="textnb-score")
 
     def score(self, raw: bytes, user: str | None = None):
-        """The Verdict (from ``user``'s model, None: the shared or only one), or
-        TimeoutError when none came within the policy's timeout."""
+        """The Verdict (from ``user``'s model, None: the shared or only one), recorded
+        with the action it leads to; TimeoutError when none came within the policy's
+        timeout. (A session records after acting, with the queue id: :meth:`scored`.)"""
+        scored = self.scored(raw, user)
+        self.record(scored, raw, user, DONE[action_for(scored[0], self.policy)])
+        return scored[0]
+
+    def scored(self, raw: bytes, user: str | None = None) -> tuple:
+        """(Verdict, the model that gave it, which model: 'model', 'shared' or 'user'),
+        unrecorded; TimeoutError as :meth:`score`."""
         future = self._pool.submit(self._score, raw, user)
         try:
             return future.result(timeout=self.policy.timeout)
@@ -134,17 +146,21 @@ class MilterScorer:
             raise TimeoutError(f"no verdict within {self.policy.timeout:g} s "
                                "(--timeout)") from None
 
+    def record(self, scored: tuple, raw: bytes, user: str | None, done: str,
+               queue_id: str | None = None) -> None:
+        """Give the recorder (if any) a verdict from :meth:`scored` and what was done
+        with the message (``DONE``'s words); never blocks, never raises."""
+        if self.recorder is not None:
+            verdict, model, source = scored
+            self.recorder.submit(raw, verdict, user=user, model=source, source="milter",
+                                 action=done, explainer=model, queue_id=queue_id)
+
     def _score(self, raw: bytes, user: str | None):
         model, source = self.model.for_scoring(user)  # a user's model loads here, on first use
         with model.lock:  # uncontended, unless the recorder's writer explains a verdict
             verdict = score_with(model.spam_filter, raw, self.policy.cost_ratio)
         self.messages += 1  # one worker thread: no race
-        if self.recorder is not None:
-            action = action_for(verdict, self.policy)
-            self.recorder.submit(raw, verdict, user=user, model=source, source="milter",
-                                 action=f"{action}ed" if action else "delivered",
-                                 explainer=model)
-        return verdict
+        return verdict, model, source
 
     def watch(self, stop: threading.Event, interval: float) -> threading.Thread | None:
         """Check the model file every ``interval`` seconds until ``stop`` (0: never)."""
@@ -303,14 +319,16 @@ class MilterSession(Milter.Base):
         user = None
         if self.recipient_user and self._recipients:
             user = user_from_recipients(self._recipients, self.recipient_user)
-        verdict = self.scorer.score(raw, user)
+        scored = self.scorer.scored(raw, user)
+        verdict = scored[0]
         self.scorer.observe("message", time.monotonic() - started, verdict.label)
         action = action_for(verdict, self.policy)
         qid = self._queue_id()
         log.info("%s: %s log-odds=%.3f%s%s", qid, verdict.label, verdict.log_odds,
-                 f" user={user}" if user else "", f" ({action}ed)" if action else "")
+                 f" user={user}" if user else "", f" ({DONE[action]})" if action else "")
         if action == "reject":
             self.setreply(*REJECT_REPLY)
+            self.scorer.record(scored, raw, user, DONE[action], qid)
             return Milter.REJECT
         fields = [(n.decode("ascii"), v.decode("ascii"))
                   for n, v in verdict_fields(verdict, self.policy.spamassassin)]
@@ -327,6 +345,9 @@ class MilterSession(Milter.Base):
             self.addheader(name, value)
         if action == "quarantine":
             self.quarantine(f"spam, P(spam) > {self.policy.quarantine_above} (textnb)")
+        # recorded once done: a fault above accepts the message unchanged, unrecorded,
+        # so a row never says 'quarantined' of mail that was delivered
+        self.scorer.record(scored, raw, user, DONE[action], qid)
         return Milter.CONTINUE
 
     def abort(self):

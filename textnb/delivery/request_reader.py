@@ -48,7 +48,7 @@ BACKOFF_FIRST, BACKOFF_MAX = 0.05, 1.0
 ACCEPT_BURST = 64
 # How long the loop sleeps at most between looks at ``stop`` and at the deadlines.
 POLL_SECONDS = 0.2
-VERBS = (b"SCORE", b"LEARN", b"FORGET", b"PING")
+VERBS = (b"SCORE", b"LEARN", b"FORGET", b"STATE", b"PING")
 
 
 class BadRequest(Exception):
@@ -59,7 +59,7 @@ class BadRequest(Exception):
 class Request:
     """One complete request, as the reader hands it to a worker.
 
-    verb (bytes): SCORE, LEARN, FORGET or PING. words (list[bytes]): the request line's
+    verb (bytes): SCORE, LEARN, FORGET, STATE or PING. words (list[bytes]): the request line's
     words without ``user=`` and ``nonce=``. user (str | None): the name given by ``user=``.
     message (bytes): the ``length`` bytes after the line. started (float): when the
     request line was read (monotonic). deadline (float): its accept + ``timeout``.
@@ -102,7 +102,7 @@ def parse_head(line: bytes, max_bytes: int):
         digits = words[2]
     elif verb == b"LEARN" and len(words) == 4 and words[2] in (b"spam", b"ham"):
         digits = words[3]
-    elif verb == b"FORGET" and len(words) == 3:
+    elif verb in (b"FORGET", b"STATE") and len(words) == 3:
         digits = words[2]
     else:
         raise BadRequest(f"bad request {line[:60]!r}")

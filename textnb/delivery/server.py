@@ -71,6 +71,7 @@ from ..modelfile.journal import Record, apply_records, pending
 from ..modelfile.store import journal as model_journal
 from ..modelfile.store import write_holding
 from ..models.health import training_health
+from ..models.ledger import message_digest
 from .client import MAX_MESSAGE_BYTES, reply_line, reply_mac
 from .request_reader import POLL_SECONDS, Request, RequestReader, Throttle, WorkerPool
 from .user_names import user_key
@@ -631,6 +632,8 @@ class ScorerServer:
                 return self._pong(user)
             if request.verb == b"SCORE":
                 return self._score(request, user)
+            if request.verb == b"STATE":
+                return self._state(request, user)
             return self._learn(request, user)
         except TextnbError as exc:  # a bad user name, one model and a user, a model that will not load
             return reply_line("ERROR", describe_error(exc))
@@ -661,6 +664,21 @@ class ScorerServer:
         if self.recorder is not None:
             self.recorder.submit(request.message, v, user=user, model=source, explainer=model)
         return reply_line("OK", v.label, v.log_odds, v.p_spam, v.threshold)
+
+    def _state(self, request: Request, user: str | None) -> bytes:
+        """STATE: the label the message is learned under in the model a lesson for
+        ``user`` goes to ('absent': not learned), from the ledger, so that a client whose
+        LEARN or FORGET went unanswered can tell whether it was made. A user without a
+        model of their own gets the shared model's, which their first lesson copies.
+        Refused where learning is: it says what a model was taught."""
+        if self.learning_refused:
+            return reply_line("ERROR", "no state: " + _LEARNING_REFUSED.format(
+                where=_where(self.address, self.socket_mode)))
+        model, _ = self.model.for_scoring(user)
+        digest = message_digest(request.message)
+        with model.lock:
+            label = model.spam_filter.ledger.label(digest)
+        return reply_line("STATE", label or "absent")
 
     def _learn(self, request: Request, user: str | None) -> bytes:
         kind = request.verb.decode()

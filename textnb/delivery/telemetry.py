@@ -125,7 +125,7 @@ class Telemetry:
         kind = words[1] if len(words) > 1 else b"ERROR"
         label = words[2].decode("ascii", "replace") if len(words) > 2 else None
         name = {b"OK": "score", b"LEARNED": "learn", b"FORGOTTEN": "forget",
-                b"PONG": "ping"}.get(kind, "error")
+                b"STATE": "state", b"PONG": "ping"}.get(kind, "error")
         self.observe(name, seconds, label)
 
     # -- the scrape ---------------------------------------------------------------------

@@ -12,8 +12,8 @@ __all__ = ["MAX_ID", "QUEUE_FILTERS", "days_between", "queue_cursor", "queue_fil
            "verdict_id"]
 
 # The review queue's filters (query parameters): sender and subject contain, the
-# verdict, and the first and last day (in the page's time zone).
-QUEUE_FILTERS = ("sender", "subject", "verdict", "since", "until")
+# verdict, the first and last day (in the page's time zone), and held mail only.
+QUEUE_FILTERS = ("sender", "subject", "verdict", "since", "until", "held")
 # The largest verdict id SQLite holds; a larger number in a URL or a form is no id.
 MAX_ID = 2**63 - 1
 
@@ -24,6 +24,8 @@ def queue_filters(params) -> dict:
     found = {key: str(params.get(key, ""))[:200] for key in QUEUE_FILTERS}
     if found["verdict"] not in ("spam", "unsure", "ham"):
         found["verdict"] = ""
+    if found["held"] != "1":
+        found["held"] = ""
     for key in ("since", "until"):
         if day_start(found[key]) is None:
             found[key] = ""

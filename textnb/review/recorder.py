@@ -38,11 +38,12 @@ import threading
 import time
 from pathlib import Path
 
+from ..delivery.hold_queue import valid_queue_id
 from ..delivery.request_reader import Throttle
 from .headers import HEAD_BYTES, headers_of
 from .logfile import held_elsewhere
-from .store import (PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, describe, in_review_band,
-                    reason)
+from .rows import describe, reason
+from .store import PRUNE_TO, REVIEW_BAND, USER_SHARE, VerdictStore, in_review_band
 
 __all__ = ["BATCH", "CLUES", "QUEUE", "VerdictRecorder"]
 
@@ -146,12 +147,15 @@ class VerdictRecorder:
 
     # -- the mail path's side: never blocks, never raises ---------------------------
     def submit(self, raw: bytes, verdict, *, user: str | None, model: str,
-               source: str = "serve", action: str = "scored", explainer=None) -> bool:
+               source: str = "serve", action: str = "scored", explainer=None,
+               queue_id: str | None = None) -> bool:
         """Queue one verdict; False (counted) when the queue is full.
 
         verdict: has label, log_odds, p_spam, threshold (textnb.delivery.verdict_headers.Verdict).
         explainer ((ResidentModel-like) | None): has ``spam_filter`` and ``lock``; the
             writer asks it for the clues of a verdict in the review band.
+        queue_id (str | None): the MTA's queue id (the milter's), kept only when it is a
+            Postfix queue id (textnb.delivery.hold_queue.valid_queue_id).
         """
         try:
             keep = in_review_band(verdict.label, verdict.log_odds, verdict.threshold,
@@ -166,7 +170,7 @@ class VerdictRecorder:
             self.queued_bytes += len(raw)
             self._last_submit = time.monotonic()
             self._queue.append((self._clock(), raw, size, keep, verdict, user, model, source,
-                                action, explainer))
+                                action, explainer, queue_id))
             if len(self._queue) == BATCH:  # else the writer waits for a pause
                 with self._wake:
                     self._wake.notify()
@@ -278,7 +282,8 @@ class VerdictRecorder:
             log.info("the verdict log %s is written again", self.path)
             self.problem = None
 
-    def _row(self, at, raw, size, keep, verdict, user, model, source, action, explainer) -> dict:
+    def _row(self, at, raw, size, keep, verdict, user, model, source, action, explainer,
+             queue_id) -> dict:
         from ..models.ledger import message_digest
 
         sender, subject = headers_of(raw)
@@ -287,7 +292,8 @@ class VerdictRecorder:
                 "log_odds": float(verdict.log_odds), "p_spam": float(verdict.p_spam),
                 "threshold": float(verdict.threshold), "action": action,
                 "digest": message_digest(raw).hex() if keep else "", "size": size,
-                "clues": None, "raw": bytes(raw) if keep else None, "explainer": explainer}
+                "clues": None, "raw": bytes(raw) if keep else None, "explainer": explainer,
+                "queue_id": queue_id if valid_queue_id(queue_id) else None}
 
     def _clues(self, raw: bytes, explainer) -> tuple[list, float] | None:
         """(the CLUES strongest [token, contribution], the prior log-odds), as ``textnb

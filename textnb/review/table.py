@@ -13,6 +13,8 @@ from html import escape
 
 from markupsafe import Markup
 
+from .rows import HELD
+
 __all__ = ["verdict_table", "when", "zone_label"]
 
 
@@ -56,10 +58,16 @@ def verdict_table(rows, admin: bool, select: bool = False, zone=timezone.utc) ->
             f'<td class="c-subject">{link}{subject}</a></td>'
             f'<td class="c-verdict"><span class="label {label}">{label}</span></td>'
             f'<td class="num c-lo">{row.log_odds:.2f}</td><td class="num c-p">{row.p_spam:.3f}</td>'
-            f'<td class="clues c-clues">{clues}</td><td class="c-done">{escape(row.action)}</td>'
+            f'<td class="clues c-clues">{clues}</td><td class="c-done">{escape(_done(row.action))}</td>'
             f'<td class="c-taught">{escape(row.taught or "")}</td></tr>\n')
     if not rows:
         out.append(f"<tr><td colspan=\"11\">Nothing recorded{' to review' if select else ''}."
                    "</td></tr>\n")
     out.append("</tbody>\n</table>\n")
     return Markup("".join(out))
+
+
+def _done(action: str) -> str:
+    """What the table's Done column calls the mail path's action: the milter's
+    'quarantined' is mail the page can release (textnb.review.release)."""
+    return "held" if action == HELD else action

@@ -14,13 +14,18 @@ absent) or LEARN with that label. A row the page has taught as ``spam`` that is 
 
 A click happens completely or not at all (:func:`teach`): the log's write lock is
 taken before the scorer is asked, the row is marked in that transaction, and a commit
-that fails is undone at the scorer by the inverse of what its answer says it did.
+that fails is undone at the scorer by the inverse of what its answer says it did. A
+request whose reply is lost (the connection dropped after the scorer learned) is not a
+failure until the scorer says so: the page asks it how the model has the message (STATE,
+before the request and after), and marks the lesson when it was made
+(:func:`_reconcile`), so the log and the model agree.
 """
 
 from __future__ import annotations
 
 import threading
 
+from ..delivery.client import NoAnswer
 from ..errors import TextnbError
 from .store import StoreError
 
@@ -37,7 +42,7 @@ class TeachError(TextnbError):
     """The scorer could not be told (down, refused), or the message is no longer kept."""
 
 
-def teach(store, row, action: str, learn) -> str:
+def teach(store, row, action: str, learn, then=None, state=None) -> str:
     """Teach one recorded verdict's message; RETURNS what the page says happened.
 
     The lesson and its record in the log are one operation: the log's write lock is
@@ -47,12 +52,21 @@ def teach(store, row, action: str, learn) -> str:
     did (its answer says what that is), so that either both changed or neither did.
 
     store (VerdictStore): where ``row`` is, and its raw message.
-    action (str): 'spam', 'ham', 'forget' or 'undo'.
+    action (str | None): 'spam', 'ham', 'forget' or 'undo'; None: no lesson, only ``then``.
     learn (Callable[[bytes, str | None, str | None], str]): sends LEARN (a label) or
         FORGET (None) for a user (None: the scorer's one model) and returns the scorer's
         answer ('spam new', 'ham', 'not-found', ...); raises on failure.
+    then (Callable[[Row, str], str] | None): a last step of the same operation, given
+        the row as it is and what the page would say, run once the lesson is marked and
+        before the commit (releasing a held message, :mod:`textnb.review.release`):
+        RETURNS what the page says; when it raises, the lesson is taken back and the
+        log left as it was.
+    state (Callable[[bytes, str | None], str] | None): asks the scorer how the model
+        has a message now ('spam', 'ham', 'absent'; textnb.delivery.client.learned_as),
+        before each request and again when its reply is lost (:func:`_reconcile`);
+        None: a lost reply is a failure.
     """
-    if action not in ACTIONS:
+    if action not in ACTIONS and not (action is None and then is not None):
         raise TeachError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
     user = teaching_user(row)
     with _LOCK:
@@ -63,13 +77,22 @@ def teach(store, row, action: str, learn) -> str:
         sent = None
         try:
             row = store.get(row.id, None)  # as it is now, not as the page showed it
-            said, sent = _lesson(store, row, action, learn, user)
+            said, sent = (("", None) if action is None
+                          else _lesson(store, row, action, learn, user, state))
+            if then is not None:
+                said = then(row, said)
             store.end_lesson(commit=True)
         except StoreError as exc:
             store.end_lesson(commit=False)
             if sent is None:
                 raise
-            raise StoreError(f"not done: {exc}; " + _take_back(learn, sent, user)) from None
+            raise StoreError(f"not done: {exc}; "
+                             + _take_back(learn, sent, user, state)) from None
+        except TextnbError as exc:
+            store.end_lesson(commit=False)
+            if sent is None:
+                raise
+            raise type(exc)(f"{exc}; " + _take_back(learn, sent, user, state)) from None
         except BaseException:
             store.end_lesson(commit=False)
             raise
@@ -82,7 +105,7 @@ def teaching_user(row) -> str | None:
     return None if row.model == "model" or not row.user else row.user
 
 
-def _lesson(store, row, action: str, learn, user):
+def _lesson(store, row, action: str, learn, user, state=None):
     """(what the page says, (raw, label sent, the scorer's answer) or None when nothing
     was sent), with the row marked."""
     if action == "undo":
@@ -90,7 +113,7 @@ def _lesson(store, row, action: str, learn, user):
             return "nothing to undo", None
         raw = _raw(store, row)
         label = None if row.before == "absent" else row.before
-        sent = (raw, label, _send(learn, raw, label, user))
+        sent = (raw, label, _send(learn, raw, label, user, state))
         store.mark(row.id, None, None)
         return "undone: " + ("forgotten again" if row.before == "absent"
                              else f"learned as {row.before} again"), sent
@@ -98,12 +121,12 @@ def _lesson(store, row, action: str, learn, user):
         return f"already {'forgotten' if action == 'forget' else 'taught as ' + action}", None
     raw = _raw(store, row)
     if action == "forget":
-        answer = _send(learn, raw, None, user)
+        answer = _send(learn, raw, None, user, state)
         before = row.before or (answer if answer in _OTHER else "absent")
         store.mark(row.id, "forgotten", before)
         return ("forgotten" if answer in _OTHER else "forgotten (the model did not have it)",
                 (raw, None, answer))
-    answer = _send(learn, raw, action, user)
+    answer = _send(learn, raw, action, user, state)
     outcome = answer.split()[-1]
     before = row.before or {"new": "absent", "moved": _OTHER[action]}.get(outcome, action)
     store.mark(row.id, action, before)
@@ -111,7 +134,7 @@ def _lesson(store, row, action: str, learn, user):
             (raw, action, answer))
 
 
-def _take_back(learn, sent, user) -> str:
+def _take_back(learn, sent, user, state=None) -> str:
     """Undo at the scorer what one request did, from its answer: a LEARN that was
     ``new`` is forgotten, one that ``moved`` the message is learned as the other label
     again, one ``known`` changed nothing; a FORGET that removed a label learns it again.
@@ -125,7 +148,7 @@ def _take_back(learn, sent, user) -> str:
     if not inverse:
         return "the model did not change: nothing changed"
     try:
-        _send(learn, raw, inverse[0], user)
+        _send(learn, raw, inverse[0], user, state)
     except TeachError as exc:
         raise TeachError(f"the log did not take the lesson and the scorer could not be put "
                          f"back ({exc}): the model has it as {label or 'forgotten'}, the log "
@@ -141,10 +164,53 @@ def _raw(store, row) -> bytes:
     return raw
 
 
-def _send(learn, raw: bytes, label: str | None, user: str | None) -> str:
+def _send(learn, raw: bytes, label: str | None, user: str | None, state=None) -> str:
+    """The scorer's answer to LEARN ``label`` (FORGET: None); when the request was sent
+    and its reply lost, the answer it would have had (:func:`_reconcile`)."""
+    before = None
+    if state is not None:
+        try:
+            before = state(raw, user)
+        except Exception:  # noqa: BLE001 - then a lost reply cannot be reconciled
+            before = None
     try:
         return learn(raw, label, user)
     except TextnbError:
         raise
+    except NoAnswer as exc:
+        return _reconcile(state, raw, label, user, before, exc)
     except Exception as exc:  # noqa: BLE001 - the scorer is down or refused: say so
         raise TeachError(f"the scorer did not take it: {exc}") from None
+
+
+def _reconcile(state, raw: bytes, label: str | None, user: str | None, before: str | None,
+               lost: Exception) -> str:
+    """A request was sent and its reply lost: the scorer may have made the update (it
+    journals and applies it before it answers). Ask how the model has the message now:
+    as the request wanted, it was made, and RETURNS the answer it had (from how the
+    model had it ``before``), so the lesson is marked as if answered; as before, it
+    was not (TeachError: nothing changed). When the scorer cannot say, TeachError says
+    the model may have it: a second click finishes it (a lesson given twice counts
+    once), though with ``before`` then read after the first, Undo may not restore the
+    state before both."""
+    wanted = label or "absent"
+    if state is None or before is None:
+        raise TeachError(f"the scorer did not answer ({lost}); it may have taken the lesson: "
+                         "click it again (a lesson given twice counts once)")
+    try:
+        now = state(raw, user)
+    except Exception as exc:  # noqa: BLE001 - say what is known, and what is not
+        raise TeachError(f"the scorer did not answer ({lost}) and cannot say whether it took "
+                         f"the lesson ({exc}): the model may have it as {wanted}, the log "
+                         "does not say so; click it again once the scorer answers (a "
+                         "lesson given twice counts once)") from None
+    if now == wanted:
+        if label is None:
+            return before if before in _OTHER else "not-found"
+        return f"{label} " + ("known" if before == label else
+                              "new" if before == "absent" else "moved")
+    if now == before:
+        raise TeachError(f"the scorer did not answer ({lost}) and did not take the lesson: "
+                         "nothing changed")
+    raise TeachError(f"the scorer did not answer ({lost}); the model has it as {now} now, "
+                     "changed by another lesson meanwhile: click it again")

@@ -21,7 +21,9 @@ sessions, the login throttle, the headers and the body limit are
   carries the session's CSRF token (the login form a token of its own, issued here
   and double-submitted in a cookie); without it: 403. Teaching goes through the scorer
   and is recorded in the same transaction of the log (:mod:`textnb.review.teach`); a
-  verdict of the shared model asks to be confirmed.
+  verdict of the shared model asks to be confirmed. Held mail is released the same way,
+  through the privileged command the operator names, never as root here
+  (:mod:`textnb.review.release`); what each click does is :mod:`textnb.review.clicks`.
 - **Ids.** An id is ASCII digits up to 2**63-1 (:func:`verdict_id`); anything else is
   an id that does not exist.
 - **Size.** No request body is read past ``MAX_FORM_BYTES``: a declared length over
@@ -62,14 +64,15 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .accounts import AccountError, Accounts, ImapLogin
+from .clicks import ACTIONS, RELEASE_ACTIONS, Clicks, needs_confirming
 from .guard import (HASHES_AT_ONCE, LOGINS_WAITING, SESSION_SECONDS, Cache, LoginForms,
                     SecurityHeaders, Sessions, Throttle, same_origin)
 from .figures import statistics
 from .logfile import LogConnections
 from .query import QUEUE_FILTERS, days_between, queue_cursor, queue_filters, verdict_id
+from .release import HELD, command_runner
 from .store import SEARCH_ROWS, StoreError
 from .table import verdict_table, when, zone_label
-from .teach import ACTIONS, TeachError, teach, teaching_user
 
 __all__ = ["make_app", "needs_confirming"]
 
@@ -103,30 +106,40 @@ _HERE = Path(__file__).resolve().parent
 
 def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = False,
              learn=None, ping=None, days: float = 30.0, max_mb: int = 200, imap=None,
-             clock=time.time, zone=timezone.utc):
+             clock=time.time, zone=timezone.utc, release_command=None, state=None):
     """The review page's ASGI app.
 
     db_path (Path): the verdict log ``textnb serve --record`` writes.
     users_path (Path): the users file (``textnb web-user``).
     scorer_address (str | tuple): the scorer to teach through (its socket or TCP port).
     secure_cookies (bool): mark cookies Secure (behind a TLS reverse proxy).
-    learn, ping: stand-ins for textnb.delivery.client.learn_remote / ping (tests).
+    learn, ping, state: stand-ins for textnb.delivery.client.learn_remote / ping /
+        learned_as (tests); a ``learn`` given without ``state`` is never reconciled.
+    release_command (list[str] | None): the command that releases a held message, its
+        queue id appended (``sudo -n /usr/local/bin/textnb-release``,
+        textnb.review.release); None: held mail is shown, not released.
     imap (tuple[str, int] | None): an IMAP server that checks the logins the users file
         does not hold (their mail passwords; textnb.review.accounts.ImapLogin).
     clock: the time the statistics end at (tests).
     zone (tzinfo): the time zone the pages show times in, and whose hours and days the
         statistics count.
     """
-    from ..delivery.client import learn_remote, ping as ping_remote
+    from ..delivery.client import learn_remote, learned_as, ping as ping_remote
 
     if learn is None:
         def learn(raw, label, user):
             return learn_remote(scorer_address, raw, label, user=user)
+
+        if state is None:
+            def state(raw, user):
+                return learned_as(scorer_address, raw, user=user)
     if ping is None:
         def ping(user):
             return ping_remote(scorer_address, timeout=2.0, user=user)
 
     accounts = Accounts(users_path)
+    release_run = command_runner(release_command) if release_command else None
+    clicks = Clicks(learn, state, release_run)
     mail_logins = ImapLogin(imap) if imap is not None else None
 
     def verify(name: str, password: str) -> dict | None:
@@ -146,7 +159,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     env.filters["when"] = lambda at: when(at, zone)
     env.filters["zone"] = lambda at: zone_label(zone, at)
     env.globals.update(reasons=DROP_REASONS, page_rows=PAGE_ROWS, search_rows=SEARCH_ROWS,
-                       cut_at=CUT_AT, max_body_chars=MAX_BODY_CHARS)
+                       cut_at=CUT_AT, max_body_chars=MAX_BODY_CHARS,
+                       can_release=release_run is not None, held=HELD)
     figures_cache = Cache(STATS_SECONDS)
     css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
     connections = LogConnections(db_path, days, max_mb * 2**20, {"read": READ_WAIT_MS})
@@ -300,7 +314,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             rows, next_after = store.queue(
                 user, queue_cursor(params.get("after", "")), PAGE_ROWS, filters["sender"],
                 filters["subject"], filters["verdict"],
-                *days_between(filters["since"], filters["until"], zone))
+                *days_between(filters["since"], filters["until"], zone),
+                held=bool(filters["held"]))
             taught = store.recently_taught(user)
             kept = {key: value for key, value in filters.items() if value}
             if user and session["admin"]:
@@ -376,14 +391,11 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             row = _own_row(store, request, session)
             if row is None:
                 return page(request, "error.html", session, 404, message="no such message")
-            if action not in ACTIONS:
+            if action not in ACTIONS + RELEASE_ACTIONS:
                 return HTMLResponse("unknown action", status_code=400)
-            if needs_confirming(row) and not confirmed:
+            if clicks.asks_to_confirm(row, action) and not confirmed:
                 return page(request, "confirm.html", session, row=row, action=action)
-            try:
-                said = teach(store, row, action, learn)
-            except TeachError as exc:
-                said = f"not done: {exc}"
+            said = clicks.one(store, row, action)
         return RedirectResponse(f"/message/{row.id}?notice={_quote(said)}", status_code=303)
 
     async def teach_one(request: Request):
@@ -401,31 +413,11 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             return store_failed(request, session, said)
 
     def teach_selected(session: dict, action: str, ids: list) -> str:
-        done, failed, shared = 0, [], 0
         with connections.use("teach") as store:
-            for value in ids[:PAGE_ROWS]:
-                number = verdict_id(value)
-                row = (store.get(number, None if session["admin"] else session["name"])
-                       if number is not None else None)
-                if row is None:
-                    continue
-                if needs_confirming(row):
-                    shared += 1
-                    continue
-                try:
-                    teach(store, row, action, learn)
-                    done += 1
-                except TeachError as exc:
-                    failed.append(str(exc))
-        said = f"{done} " + {"forget": "forgotten", "undo": "undone"}.get(action,
-                                                                       "taught as " + action)
-        if shared:
-            said += (f"; {shared} not done: verdicts of the shared model, which every new "
-                     "user's model starts from: teach each from its own page, which asks "
-                     "to confirm")
-        if failed:
-            said += f"; {len(failed)} not done: {failed[0]}"
-        return said
+            numbers = (verdict_id(value) for value in ids[:PAGE_ROWS])
+            rows = [store.get(number, None if session["admin"] else session["name"])
+                    for number in numbers if number is not None]
+            return clicks.many(store, [row for row in rows if row is not None], action)
 
     async def teach_many(request: Request):
         session, form, refused = await signed_post(request)
@@ -488,13 +480,6 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     ]
     app = Starlette(routes=routes)
     return SecurityHeaders(app)
-
-
-def needs_confirming(row) -> bool:
-    """Whether teaching this verdict changes the shared model: scored without a user
-    under a model per user, its lesson goes to ``_shared``, which every new user's
-    model starts from (textnb.delivery.users)."""
-    return row.model == "shared" and teaching_user(row) is None
 
 
 def _own_row(store, request, session):
