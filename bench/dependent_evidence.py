@@ -6,11 +6,13 @@ beside its own words, measured on real mail in delivery order and on the public 
         [--json OUT]
     python -m bench.dependent_evidence --markdown RESULT.json
 
-Parts (``--part``, default every one):
+Parts (``--part``, default windows, online and public):
 
 - ``windows``: trec07p-early (the one real mailbox in the shared corpora), trained on
   its first messages in delivery order and scoring the next ones: first 40% -> next
   20%, first 60% -> next 20%, first 15,084 -> next 7,542;
+- ``rolling`` (only when asked): the same mailbox trained on its first 20%, 30%, ...,
+  90% and each time scoring the next tenth;
 - ``online``: the same mailbox, every message in delivery order scored by the model of
   the messages before it, then learned (TREC's way, as ``bench.online``; an exact
   repeat is scored each time and learned once, as the ledger does);
@@ -205,6 +207,14 @@ def windows(n: int) -> list[tuple[str, int, int]]:
     return [("first 40% -> next 20%", int(0.4 * n), int(0.6 * n)),
             ("first 60% -> next 20%", int(0.6 * n), int(0.8 * n)),
             ("first 15,084 -> next 7,542", 15_084, 15_084 + 7_542)]
+
+
+def rolling_windows(n: int) -> list[tuple[str, int, int]]:
+    """Trained on the first 2..9 tenths in delivery order, each scoring the next tenth: every
+    stretch of the mailbox after the first fifth is someone's next messages once."""
+    tenth = n // 10
+    return [(f"first {i}0% -> next 10%", i * tenth, n if i == 9 else (i + 1) * tenth)
+            for i in range(2, 10)]
 
 
 def run_window(corpus: dict, a: int, b: int, variants: dict, bogofilter: bool,
@@ -403,7 +413,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--tokenise-only", action="append", default=[], metavar="CORPUS")
-    parser.add_argument("--part", action="append", choices=("windows", "online", "public"))
+    parser.add_argument("--part", action="append",
+                        choices=("windows", "rolling", "online", "public"))
     parser.add_argument("--variant", action="append", metavar="NAME=section.key=value,...",
                         help="variants against the defaults (default: this script's list)")
     parser.add_argument("--reference", metavar="NAME",
@@ -434,13 +445,18 @@ def main(argv=None):
     parts = args.part or ["windows", "online", "public"]
     result = {"variants": variants, "reference": first,
               "bogofilter": bogofilter_version() if bogofilter else None}
-    if "windows" in parts or "online" in parts:
+    if "windows" in parts or "online" in parts or "rolling" in parts:
         corpus = tokenised(TREC, args.cache)
     if "windows" in parts:
         result["windows"] = {}
         for label, a, b in windows(len(corpus["keys"])):
             log(f"{TREC} {label}")
             result["windows"][label] = run_window(corpus, a, b, variants, bogofilter, log)
+    if "rolling" in parts:
+        result["rolling"] = {}
+        for label, a, b in rolling_windows(len(corpus["keys"])):
+            log(f"{TREC} {label}")
+            result["rolling"][label] = run_window(corpus, a, b, variants, bogofilter, log)
     if "online" in parts:
         result["online"] = run_online(corpus, variants, bogofilter, args.cache, log)
     if "public" in parts:
@@ -488,6 +504,15 @@ def markdown(result: dict) -> str:
                 lines.append(f"| {name} | " + " | ".join(
                     "{:g} / {:g}".format(*(w["variants"][name]["costs"][f"lambda_{lam:g}"]["cost"]
                                        for lam in LAMBDAS)) for w in windows.values()) + " |")
+    rolling = result.get("rolling", {})
+    if rolling:
+        names = list(result["variants"]) + (["bogofilter"] if all(
+            "bogofilter" in w for w in rolling.values()) else [])
+        lines += ["", "| window | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        for label, w in rolling.items():
+            lines.append(f"| {label} | " + " | ".join(
+                cell(w["bogofilter"] if name == "bogofilter" else w["variants"][name])
+                for name in names) + " |")
     for part in result.get("public", []):
         lines += ["", f"{part['corpus']}, {part['split']} split ({part['n_train']:,} / "
                   f"{part['n_test']:,}):", "",
