@@ -147,13 +147,18 @@ def test_the_settings_change_the_scores_and_learning_grows_the_columns():
     assert grouped.dependence().n_columns == len(grouped.vocabulary) > n
 
 
-def test_tunes_search_scores_each_setting_with_the_dependent_clues_dropped():
-    """`tune --search` ranks each fold's clues once; with dependent clues dropped, each
-    setting's out-of-fold scores are still those it gets alone."""
+@pytest.mark.parametrize("overrides", [
+    {"model.clues_per_header_field": 1, "model.tile_word_pairs": True},
+    {},  # the defaults: the route and the text apart (tests/test_route_and_text.py)
+])
+def test_tunes_search_scores_each_setting_with_the_dependent_clues_dropped(overrides):
+    """`tune --search` ranks each fold's clues once; with dependent clues dropped (and the
+    route's places apart from the text's), each setting's out-of-fold scores are still
+    those it gets alone."""
     from textnb.evaluation.cross_validation import out_of_fold_log_odds
     from textnb.evaluation.tune import _search_scores, _settings, make_folds, tokenise
 
-    base = load_config(None, {"model.clues_per_header_field": 1, "model.tile_word_pairs": True})
+    base = load_config(None, overrides)
     spam_filter = SpamFilter(base)
     X, y = tokenise(spam_filter, list(iter_index(SAMPLE / "index")))
     settings = _settings(base, {"alpha": (0.1,), "max_discriminators": (0, 8, 16),

@@ -95,26 +95,6 @@ def test_a_model_saved_before_the_setting_existed_scores_with_one_budget(default
     np.testing.assert_allclose(old.log_odds(raws), shared.log_odds(raws), rtol=0, atol=1e-9)
 
 
-def test_tunes_search_scores_each_setting_as_it_scores_alone():
-    from textnb.evaluation.cross_validation import out_of_fold_log_odds
-    from textnb.evaluation.tune import _search_scores, _settings, make_folds, tokenise
-
-    base = load_config(None, {})
-    spam_filter = SpamFilter(base)
-    X, y = tokenise(spam_filter, list(iter_index(SAMPLE / "index")))
-    settings = _settings(base, {"alpha": (0.1,), "max_discriminators": (0, 8, 16),
-                                "max_pair_discriminators": (2, 6),
-                                "evidence": ("strongest", "each-side"),
-                                "model": (("multinomial", "binary"),)})
-    folds = make_folds(y, 4)
-    pairs, headers, dep = (spam_filter.pair_columns(), spam_filter.header_columns(),
-                           spam_filter.dependence())
-    for config, got in zip(settings, _search_scores(X, y, settings, folds, pairs, headers, dep)):
-        want = out_of_fold_log_odds(X, y, config.model, config.features, folds, pairs, headers,
-                                    dep)
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
-
-
 def test_a_bad_value_is_refused_naming_it():
     with pytest.raises(ConfigError, match="header_discriminators.*-1"):
         load_config(None, {"model.header_discriminators": -1})
