@@ -257,11 +257,20 @@ class SharedStore:
 
     # -- reading the log ---------------------------------------------------------------
     def records_after(self, model_id: int, seq: int, limit: int = 1000
-                      ) -> list[tuple[int, bytes]]:
-        """Up to ``limit`` log records numbered past ``seq``, in order."""
-        return [(int(s), bytes(r)) for s, r in self._run(lambda c: c.execute(
-            "SELECT seq, record FROM textnb_log WHERE model_id = %s AND seq > %s "
-            "ORDER BY seq LIMIT %s", (model_id, seq, limit)).fetchall())]
+                      ) -> tuple[list[tuple[int, bytes]], int]:
+        """Up to ``limit`` log records numbered past ``seq``, in order, and the number of
+        the model's last record (past the records when a snapshot folded them)."""
+        def work(conn):
+            head = conn.execute("SELECT head FROM textnb_models WHERE id = %s",
+                                (model_id,)).fetchone()
+            if head is None:
+                raise StoreError(f"the model (id {model_id}) is gone from the store "
+                                 f"'{self.shown}'")
+            rows = conn.execute("SELECT seq, record FROM textnb_log WHERE model_id = %s AND "
+                                "seq > %s ORDER BY seq LIMIT %s", (model_id, seq, limit))
+            return [(int(s), bytes(r)) for s, r in rows.fetchall()], int(head[0])
+
+        return self._run(work)
 
     def snapshot(self, model_id: int) -> tuple[int, bytes] | None:
         """The newest snapshot: (its record number, the model file's bytes), or None."""

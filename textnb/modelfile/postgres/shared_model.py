@@ -116,15 +116,15 @@ class SharedModel:
         StoreUnavailableError when the database is away (the model stays as it is)."""
         applied = 0
         while True:
-            records = self.store.records_after(self.model_id, self.seq)
-            if not records:
+            records, head = self.store.records_after(self.model_id, self.seq)
+            if head <= self.seq:
                 return applied
             with self.lock:
-                if records[0][0] > self.seq + 1:
-                    _, reset = decode_record(records[0][1])
-                    if reset is None:  # folded into a snapshot past this model
-                        self._reload(records[0][0])
-                        continue
+                first = records[0][0] if records else head + 1
+                if first > self.seq + 1 and (not records
+                                             or decode_record(records[0][1])[1] is None):
+                    self._reload(first)  # folded into a snapshot past this model
+                    continue
                 for seq, data in records:
                     if seq <= self.seq:
                         continue  # another thread applied it meanwhile
