@@ -226,6 +226,9 @@ class Proxy:
                 client, _ = listener.accept()
             except OSError:
                 return
+            if listener is not self.listener:  # accepted as it was being cut
+                client.close()
+                return
             server = socket.create_connection(("127.0.0.1", self.target))
             with self.lock:
                 self.open_sockets += [client, server]
@@ -247,7 +250,12 @@ class Proxy:
                     pass
 
     def cut(self):
-        self.listener.close()
+        listener, self.listener = self.listener, None
+        try:
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread (Linux)
+        except OSError:
+            pass
+        listener.close()
         with self.lock:
             for s in self.open_sockets:
                 try:
@@ -323,6 +331,8 @@ def test_killed_scorer_restarted_database_and_a_host_away_lose_nothing_and_count
     for m in forget:
         del final[m.raw]
     expected = counts_of(one_train(list(final.values()), tmp_path))
+    assert c.outbox.read_bytes().count(b"\nTNBE ") >= 150  # C's learns waited there
+    assert c.learned() == {"spam": 40, "ham": 60}  # and C scored from the sample meanwhile
     proxy.restore()  # host C is back: its outbox is sent, each entry once
     deadline = time.monotonic() + 120
     want = expected[2]
