@@ -5,8 +5,8 @@
 Starts a private PostgreSQL (bench/postgres.py: initdb and pg_ctl in a temporary folder)
 and measures, in one run:
 
-- **learns per second**, one host and three at once: each host a ``SharedStore`` of its
-  own teaching distinct messages, one transaction per message (a scorer's LEARN: the
+- **learns per second**, one host and three at once: each host a process with a
+  ``SharedStore`` of its own, teaching distinct messages, one transaction per message (a scorer's LEARN: the
   ledger decides, the log record is appended and notified, the commit is durable). The
   messages are synthetic token lists (Zipf-distributed words, 150 a message), made
   before the clock starts: this is the store's cost, not the tokenizer's;
@@ -29,12 +29,11 @@ import argparse
 import hashlib
 import json
 import os
-import random
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -50,12 +49,15 @@ def synthetic_items(n: int, seed: int, tokens_per_message: int = 150, words: int
     from textnb.modelfile.postgres.database import Item
     from textnb.modelfile.postgres.records import message_counts
 
-    rng = random.Random(seed)
-    weights = [1 / (k + 1) for k in range(words)]
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    p = 1 / np.arange(1, words + 1)
+    drawn = rng.choice(words, size=(n, tokens_per_message), p=p / p.sum())
     vocabulary = [f"w{k}" for k in range(words)]
     items = []
     for i in range(n):
-        tokens = rng.choices(vocabulary, weights, k=tokens_per_message)
+        tokens = [vocabulary[k] for k in drawn[i].tolist()]
         digest = hashlib.sha256(f"{seed}:{i}".encode()).digest()
         items.append(Item("LEARN", digest, ("ham", "spam")[i % 2], *message_counts(tokens),
                           tokens_hash(tokens)))
@@ -73,27 +75,38 @@ def new_model(url: str, name: str):
     return model.id
 
 
-def learns_per_second(url: str, n: int, hosts: int) -> float:
+def _host(url: str, model_id: int, n: int, seed: int, barrier, done) -> None:
+    """One host, a process of its own: its messages made, then taught one per
+    transaction from the moment every host is ready; puts when it finished."""
     from textnb.modelfile.postgres.database import SharedStore
 
+    items = synthetic_items(n, seed)
+    store = SharedStore(url)
+    barrier.wait()
+    for item in items:
+        store.change(model_id, [item])
+    done.put(time.monotonic())
+    store.close()
+
+
+def learns_per_second(url: str, n: int, hosts: int) -> float:
+    """Learns per second of ``hosts`` processes teaching ``n`` messages in all."""
+    import multiprocessing
+
     model_id = new_model(url, f"learn{hosts}")
-    per_host = [synthetic_items(n // hosts, seed=100 * hosts + h) for h in range(hosts)]
-    stores = [SharedStore(url) for _ in range(hosts)]
-
-    def teach(store, items):
-        for item in items:
-            store.change(model_id, [item])
-
-    threads = [threading.Thread(target=teach, args=pair) for pair in zip(stores, per_host)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    seconds = time.perf_counter() - start
-    for store in stores:
-        store.close()
-    return sum(map(len, per_host)) / seconds
+    context = multiprocessing.get_context("fork")
+    barrier, done = context.Barrier(hosts + 1), context.Queue()
+    processes = [context.Process(target=_host, args=(url, model_id, n // hosts,
+                                                     100 * hosts + h, barrier, done))
+                 for h in range(hosts)]
+    for p in processes:
+        p.start()
+    barrier.wait()
+    start = time.monotonic()
+    finished = [done.get(timeout=3600) for _ in processes]
+    for p in processes:
+        p.join()
+    return hosts * (n // hosts) / (max(finished) - start)
 
 
 def scorer_latency(url: str, workdir: Path, n: int) -> dict:
@@ -180,6 +193,7 @@ def main(argv=None) -> int:
         print(f"cannot run: {reason}", file=sys.stderr)
         return 1
     load_before = os.getloadavg()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # the cluster is removed
     cluster = Cluster()
     cluster.start()
     try:

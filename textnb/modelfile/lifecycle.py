@@ -36,8 +36,9 @@ earlier message of the run (one at a time, as TREC's online protocol does);
 every regime: the user said the label is wrong, and a model that keeps a message
 under a label it no longer has is wrong whatever its scores.
 
-``SpamFilter.fit`` and ``SpamFilter.learn`` stay below this: they add counts and
-keep no ledger (cross-validation's folds, a message given twice counted twice).
+``SpamFilter.fit`` and ``SpamFilter.learn`` stay below this: they add counts (a message
+given twice counted twice, as cross-validation's folds want) and enter each message in
+the ledger once, so a model they make can be forgotten here.
 """
 
 from __future__ import annotations
