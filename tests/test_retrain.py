@@ -29,6 +29,7 @@ from textnb.modelfile import retrain, store
 from textnb.modelfile.lifecycle import Lifecycle
 from textnb.modelfile.lock import ModelLockedError, lock_path, model_lock
 from textnb.modelfile.retrain import LedgerMismatchError, fit, forget_messages, learn_messages
+from textnb.models.ledger import Ledger
 from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE, SAMPLE_INDEX
@@ -230,7 +231,8 @@ def test_unlabelled_messages_are_refused():
 
 
 def test_a_model_without_a_ledger_keeps_its_counts_and_says_what_it_cannot_forget(model_path):
-    legacy = SpamFilter().fit(A)  # SpamFilter.fit keeps no ledger
+    legacy = SpamFilter().fit(A)
+    legacy.ledger = Ledger()  # a model saved before ledgers
     store.save(legacy, model_path)
     result = retrain.retrain(model_path, index=[str(write_index(model_path.parent, B))])
     assert result["messages"] == {"spam": 40, "ham": 60}

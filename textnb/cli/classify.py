@@ -79,9 +79,9 @@ def classify_cli(
             unhealthy.extend(training_health(spam_filter.n_learned).problems)
 
         if check_store(store, model):
-            from ..commands import shared_store
+            from ..commands.shared_store import classify_batches as store_classify_batches
 
-            batches = shared_store.classify_batches(store, store_model, sources or [],
+            batches = store_classify_batches(store, store_model, sources or [],
                                                     index or [], tsv or [], cost_ratio,
                                                     engine=chosen, on_model=on_model)
         else:

@@ -52,9 +52,9 @@ def forget_cli(
         progress = Progress("read")
         try:
             if check_store(store, model):
-                from ..commands import shared_store
+                from ..commands.shared_store import forget as store_forget
 
-                result = shared_store.forget(store, store_model, sources or [], index or [],
+                result = store_forget(store, store_model, sources or [], index or [],
                                              tsv or [], progress=progress)
             else:
                 result = forget(model_to_read(model), sources or [], index or [], tsv or [],

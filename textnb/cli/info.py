@@ -30,9 +30,9 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt,
 
     with operator_errors():
         if check_store(store, model):
-            from ..commands import shared_store
+            from ..commands.shared_store import info as store_info
 
-            summary = shared_store.info(store, store_model)
+            summary = store_info(store, store_model)
         else:
             summary = commands.info(model_to_read(model))
     health = training_health(summary["messages"])

@@ -76,9 +76,9 @@ def retrain_cli(
                     raise typer.BadParameter("with --store, retrain learns every message "
                                              "(--regime all) from --spam/--ham/--index/--tsv",
                                              param_hint="--store")
-                from ..commands import shared_store
+                from ..commands.shared_store import retrain as store_retrain
 
-                result = shared_store.retrain(store, store_model, spam or [], ham or [],
+                result = store_retrain(store, store_model, spam or [], ham or [],
                                               index or [], tsv or [], progress=progress)
                 result.update(regime="all", known=result["duplicates"], passed=0,
                               written=True, created=False)

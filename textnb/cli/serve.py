@@ -80,16 +80,17 @@ def serve_cli(
                                      "user's its own --store-model and scorer); --models, "
                                      "--record and --metrics go with model files",
                                      param_hint="--store")
-        from ..commands import shared_store
+        from ..commands.shared_store import serve as store_serve
 
         if outbox is None:
             outbox = model_path(None).parent / f"outbox-{store_model}"
         with operator_errors():
             outbox.parent.mkdir(parents=True, exist_ok=True)
-            shared_store.serve(store, store_model, address, outbox=outbox, max_bytes=max_bytes,
+            store_serve(store, store_model, address, outbox=outbox, max_bytes=max_bytes,
                                max_clients=max_clients, timeout=timeout,
                                poll=reload_interval or 1.0, allow_remote=allow_remote,
                                socket_mode=mode, key_file=key_file, stop=stop,
+                               allow_any_user_to_teach=allow_any_user_to_teach,
                                say=lambda line: typer.echo(line, err=True))
         return
     with operator_errors():

@@ -74,9 +74,9 @@ def train_cli(
         progress = Progress("trained")
         try:
             if check_store(store, model):
-                from ..commands import shared_store
+                from ..commands.shared_store import train as store_train
 
-                summary = shared_store.train(store, store_model, cfg, spam or [], ham or [],
+                summary = store_train(store, store_model, cfg, spam or [], ham or [],
                                              index or [], tsv or [], progress=progress)
                 summary.update(size_bytes=0)
             else:

@@ -139,7 +139,7 @@ def classify_batches(url: str, name: str, sources: Sequence[str] = (),
 def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int = 10_000_001,
           max_clients: int = 8, timeout: float = 10.0, poll: float = 1.0,
           allow_remote: bool = False, socket_mode: int = 0o600,
-          key_file: Path | None = None, stop: threading.Event | None = None,
+          allow_any_user_to_teach: bool = False, key_file: Path | None = None, stop: threading.Event | None = None,
           say: Callable[[str], None] = lambda line: None) -> None:
     """The resident scorer on the store's model: verdicts from memory, learns through the
     store (or the outbox while it is away), the log followed (``SharedModel.follow``)."""
@@ -151,7 +151,7 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
         key = read_key(key_file) if key_file is not None else None
     except KeyFileError as exc:
         raise TextnbError(str(exc)) from None
-    check_who_may_teach(False, address, socket_mode, False, False)
+    check_who_may_teach(False, address, socket_mode, False, allow_any_user_to_teach)
     stop = stop if stop is not None else threading.Event()
     model = open_model(url, name, outbox=outbox)
     try:
@@ -159,6 +159,7 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
         server = ScorerServer(model, address, max_bytes=max_bytes, max_clients=max_clients,
                               timeout=timeout, reload_interval=poll,
                               allow_remote=allow_remote, socket_mode=socket_mode,
+                              allow_any_user_to_teach=allow_any_user_to_teach,
                               key=key).bind()
         say(f"textnb serve: {model.path} (record {model.seq}) on "
             f"{show_address(server.bound_address)}; outbox {outbox}; SIGTERM stops")
