@@ -257,3 +257,17 @@ def test_counts_stay_exact_after_every_message_is_forgotten(store_url, sample_in
     c = h.spam_filter.counts()
     assert not c["class_count"].any() and not np.asarray(c["feature_count"]).any()
     assert len(h.spam_filter.ledger) == 0
+
+
+def test_export_from_a_store_gives_the_file_stores_dump(store_url, sample_index, tmp_path):
+    runner = CliRunner()
+    assert runner.invoke(app, ["train", "--store", store_url, "--index",
+                               str(sample_index)]).exit_code == 0
+    stored = runner.invoke(app, ["export", "--store", store_url, "--format", "text",
+                                 str(tmp_path / "stored.dump")])
+    assert stored.exit_code == 0, stored.output
+    assert "exported 8,366 tokens and 100 ledger entries" in stored.output
+    from textnb.modelfile import dump
+
+    back = dump.loads((tmp_path / "stored.dump").read_bytes())
+    assert counts_of(back) == counts_of(trained_on(sample(sample_index)))

@@ -20,7 +20,8 @@ from ..config import FilterConfig
 from ..labels import require_both_classes
 from ..spamfilter import ScoredMessage
 
-__all__ = ["classify_batches", "forget", "info", "open_model", "retrain", "serve", "train"]
+__all__ = ["classify_batches", "export", "forget", "info", "open_model", "retrain", "serve",
+           "train"]
 
 
 def open_model(url: str, name: str, outbox: Path | None = None):
@@ -117,6 +118,27 @@ def info(url: str, name: str) -> dict[str, Any]:
         summary["snapshot_record"] = model.store.snapshot_seq(model.model_id)
     finally:
         model.close()
+    return summary
+
+
+def export(url: str, name: str, out: Path, fmt: str = "pmml", max_features: int = 0
+           ) -> dict[str, Any]:
+    """``commands.export`` of the store's model: loaded, saved as a model file in a
+    temporary folder (a snapshot is that file's bytes), and exported from there."""
+    import tempfile
+
+    from ..modelfile import store
+    from . import export as export_file
+
+    model = open_model(url, name)
+    try:
+        with tempfile.TemporaryDirectory(prefix="textnb-export-") as folder:
+            path = Path(folder) / f"{name}.tnb"
+            store.save(model.spam_filter, path)
+            summary = export_file(path, out, fmt, max_features)
+    finally:
+        model.close()
+    summary["model"] = model.path
     return summary
 
 
