@@ -84,6 +84,10 @@ class SharedModel:
         # waiting on each (by position).
         self._waiting: set[int] = set()
         self._outcomes: dict[int, str] = {}
+        # Until when learns do not try the database themselves (it was found away): they
+        # go to the outbox and are answered at once, and the watcher's next look sends
+        # them; a client then never waits out a connection timeout per learn.
+        self._away_until = 0.0
         self.spam_filter, self.seq = self._start(stored.config)
         self._folded = self.store.snapshot_seq(self.model_id)
         self.catch_up()
@@ -213,10 +217,11 @@ class SharedModel:
             with self._drain_lock:
                 position = self.outbox.append(self.name, item)
                 self._waiting.add(position)
-            try:
-                self.drain()
-            except StoreUnavailableError:
-                pass
+            if time.monotonic() >= self._away_until:
+                try:
+                    self.drain()
+                except StoreUnavailableError:
+                    self._away_until = time.monotonic() + POLL_SECONDS
             with self._drain_lock:
                 self._waiting.discard(position)
                 outcome = self._outcomes.pop(position, None)
@@ -224,10 +229,11 @@ class SharedModel:
                 self.queued += 1
                 outcome = self._predicted(item)
         self.learned += 1
-        try:
-            self.catch_up()
-        except StoreUnavailableError:
-            pass  # learned (or queued); this host applies it at its next poll
+        if time.monotonic() >= self._away_until:
+            try:
+                self.catch_up()
+            except StoreUnavailableError:  # learned (or queued); applied at the next poll
+                self._away_until = time.monotonic() + POLL_SECONDS
         return outcome
 
     def _predicted(self, item: Item) -> str:
@@ -314,6 +320,9 @@ class SharedModel:
         ``fold_every`` records have come since the last (or any, with ``force``)."""
         from ..store import dumps
 
+        if not force and self.seq - self._folded >= self.fold_every:
+            # Another host may have folded already: a query, not a whole model's dump.
+            self._folded = max(self._folded, self.store.snapshot_seq(self.model_id))
         with self.lock:
             if self.seq <= self._folded or not (force or self.seq - self._folded
                                                  >= self.fold_every):
