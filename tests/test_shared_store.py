@@ -271,3 +271,24 @@ def test_export_from_a_store_gives_the_file_stores_dump(store_url, sample_index,
 
     back = dump.loads((tmp_path / "stored.dump").read_bytes())
     assert counts_of(back) == counts_of(trained_on(sample(sample_index)))
+
+
+def test_retrain_into_a_store_learns_new_mail_and_relabels_known(store_url, sample_index,
+                                                                 tmp_path):
+    from tests.helpers import write_index
+
+    messages = sample(sample_index)
+    runner = CliRunner()
+    first = write_index(tmp_path, messages[:60])
+    assert runner.invoke(app, ["train", "--store", store_url, "--index",
+                               str(first)]).exit_code == 0
+    flipped = [relabelled(m, "ham" if m.label == "spam" else "spam") for m in messages[:10]]
+    second = write_index(tmp_path, flipped + messages[10:])
+    result = runner.invoke(app, ["retrain", "--store", store_url, "--index", str(second)])
+    assert result.exit_code == 0, result.output
+    assert "50 already known" in result.output
+    h = host(store_url)
+    assert counts_of(h.spam_filter) == counts_of(trained_on(flipped + messages[10:]))
+    refused = runner.invoke(app, ["retrain", "--store", store_url, "--regime", "error",
+                                  "--index", str(second)])
+    assert refused.exit_code == 2
