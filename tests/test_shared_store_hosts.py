@@ -344,3 +344,39 @@ def test_killed_scorer_restarted_database_and_a_host_away_lose_nothing_and_count
     assert counts_of(host(url).spam_filter) == expected
     print(f"after kill -9, a restart and a host away: {sum(want.values())} messages, "
           "equal to one train")
+
+
+def test_the_milter_on_a_store_sees_a_learn_made_on_another_host(store_url, sample_index):
+    """The two-host recipe of docs/shared-store.md: the MX's milter on the store, a learn
+    on the IMAP host (a SharedModel of its own), the MX's next verdict changed."""
+    from tests.test_milter import ADDED, MILTERTEST, miltertest
+
+    if MILTERTEST is None:
+        pytest.skip("Debian's miltertest is not installed: apt-get install miltertest")
+    pytest.importorskip("Milter", reason="pymilter: pip install -e '.[milter]'")
+    trained_store(store_url, sample_index)
+    port = free_port()
+    spec = f"inet:{port}@127.0.0.1"
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    milter = subprocess.Popen([sys.executable, "-m", "textnb", "milter", "--socket", spec,
+                               "--store", store_url], env=env, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert milter.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        message = novel_message()
+        assert miltertest(spec, message, ADDED)["status"] == "ham"
+        imap = host(store_url)
+        assert imap.update("LEARN", message, "spam") == "new"
+        started = time.monotonic()
+        while miltertest(spec, message, ADDED)["status"] != "spam":
+            assert time.monotonic() - started < 5, "the milter never saw the learn"
+        assert time.monotonic() - started < 2.0
+    finally:
+        milter.send_signal(signal.SIGTERM)
+        milter.wait(timeout=60)

@@ -205,7 +205,9 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
     if store is not None:
         from ..modelfile.postgres.shared_model import SharedModel
 
-        resident = SharedModel(*store)
+        from .shared_store import warmed
+
+        resident = warmed(SharedModel(*store))
         following = threading.Event()
         resident.follow(following)
         shown = resident.path
