@@ -61,8 +61,8 @@ def one_train(messages, tmp_path):
 class Scorer:
     """A ``textnb serve --store`` process with its own socket and outbox."""
 
-    def __init__(self, url, folder: Path, name: str):
-        self.url, self.socket = url, str(folder / f"{name}.sock")
+    def __init__(self, url, folder: Path, name: str, *options: str):
+        self.url, self.socket, self.options = url, str(folder / f"{name}.sock"), options
         self.outbox = folder / f"{name}.outbox"
         self.log = open(folder / f"{name}.log", "ab")  # noqa: SIM115
         self.process = None
@@ -71,7 +71,8 @@ class Scorer:
         env = {**os.environ, "PYTHONPATH": str(PROJECT)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "textnb", "serve", "--store", self.url, "--socket",
-             self.socket, "--outbox", str(self.outbox), "--reload-interval", "0.5"],
+             self.socket, "--outbox", str(self.outbox), "--reload-interval", "0.5",
+             *self.options],
             stderr=self.log, stdout=self.log, env=env)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -96,8 +97,8 @@ class Scorer:
 def scorers(tmp_path):
     started = []
 
-    def make(url, name):
-        scorer = Scorer(url, tmp_path, name)
+    def make(url, name, *options):
+        scorer = Scorer(url, tmp_path, name, *options)
         started.append(scorer)
         return scorer
 
@@ -380,3 +381,26 @@ def test_the_milter_on_a_store_sees_a_learn_made_on_another_host(store_url, samp
     finally:
         milter.send_signal(signal.SIGTERM)
         milter.wait(timeout=60)
+
+
+def test_a_scorer_on_a_store_records_verdicts_for_the_review_page(store_url, sample_index,
+                                                                  scorers, tmp_path):
+    """``textnb web`` reads what ``serve --record`` writes and teaches through the scorer,
+    so with a scorer on the store the page's lessons go to the store."""
+    from textnb.review.store import VerdictStore
+
+    trained_store(store_url, sample_index)
+    record = tmp_path / "verdicts.db"
+    scorer = scorers(store_url, "recorded", "--record", str(record))
+    scorer.start()
+    message = novel_message()
+    assert score_remote(scorer.socket, message).label == "ham"
+    deadline = time.monotonic() + 30
+    while True:
+        rows = VerdictStore(record, readonly=True).history(None) if record.exists() else []
+        if rows or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert [row.label for row in rows] == ["ham"]
+    assert learn_remote(scorer.socket, message, "spam") == "spam new"
+    assert counts_of(host(store_url).spam_filter)[2] == {"spam": 41, "ham": 60}

@@ -75,11 +75,10 @@ def serve_cli(
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     if check_store(store, model):
-        if models is not None or record is not None or metrics is not None:
+        if models is not None or metrics is not None:
             raise typer.BadParameter("with --store, serve one model of the store (give each "
-                                     "user's its own --store-model and scorer); --models, "
-                                     "--record and --metrics go with model files",
-                                     param_hint="--store")
+                                     "user's its own --store-model and scorer); --models "
+                                     "and --metrics go with model files", param_hint="--store")
         from ..commands.shared_store import serve as store_serve
 
         if outbox is None:
@@ -91,6 +90,8 @@ def serve_cli(
                                poll=reload_interval or 1.0, allow_remote=allow_remote,
                                socket_mode=mode, key_file=key_file, stop=stop,
                                allow_any_user_to_teach=allow_any_user_to_teach,
+                               record=record, record_days=record_days,
+                               record_max_mb=record_max_mb,
                                say=lambda line: typer.echo(line, err=True))
         return
     with operator_errors():

@@ -175,13 +175,18 @@ def classify_batches(url: str, name: str, sources: Sequence[str] = (),
 def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int = 10_000_001,
           max_clients: int = 8, timeout: float = 10.0, poll: float = 1.0,
           allow_remote: bool = False, socket_mode: int = 0o600,
-          allow_any_user_to_teach: bool = False, key_file: Path | None = None, stop: threading.Event | None = None,
+          allow_any_user_to_teach: bool = False, key_file: Path | None = None,
+          record: Path | None = None, record_days: float = 30.0, record_max_mb: int = 200,
+          stop: threading.Event | None = None,
           say: Callable[[str], None] = lambda line: None) -> None:
     """The resident scorer on the store's model: verdicts from memory, learns through the
-    store (or the outbox while it is away), the log followed (``SharedModel.follow``)."""
+    store (or the outbox while it is away), the log followed (``SharedModel.follow``).
+    record (Path | None): record verdicts there for the review page (``textnb web``, which
+        teaches through this scorer, so into the store)."""
     from ..delivery.client import KeyFileError, read_key, show_address
     from ..delivery.server import ScorerServer, check_who_may_teach
     from ..errors import TextnbError
+    from .daemons import start_recording
 
     try:
         key = read_key(key_file) if key_file is not None else None
@@ -190,16 +195,21 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
     check_who_may_teach(False, address, socket_mode, False, allow_any_user_to_teach)
     stop = stop if stop is not None else threading.Event()
     model = warmed(open_model(url, name, outbox=outbox))
+    recorder = None
     try:
         model.follow(stop, poll)
+        recorder = start_recording(record, record_days, record_max_mb, True, "serve",
+                                   say=say)
         server = ScorerServer(model, address, max_bytes=max_bytes, max_clients=max_clients,
                               timeout=timeout, reload_interval=poll,
                               allow_remote=allow_remote, socket_mode=socket_mode,
                               allow_any_user_to_teach=allow_any_user_to_teach,
-                              key=key).bind()
+                              recorder=recorder, key=key).bind()
         say(f"textnb serve: {model.path} (record {model.seq}) on "
             f"{show_address(server.bound_address)}; outbox {outbox}; SIGTERM stops")
         server.serve_forever(stop)
     finally:
         stop.set()
+        if recorder is not None:
+            recorder.close()
         model.close()
