@@ -205,9 +205,7 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
     if store is not None:
         from ..modelfile.postgres.shared_model import SharedModel
 
-        from .shared_store import warmed
-
-        resident = warmed(SharedModel(*store))
+        resident = SharedModel(*store).warmed()
         following = threading.Event()
         resident.follow(following)
         shown = resident.path

@@ -21,7 +21,7 @@ from ..labels import require_both_classes
 from ..spamfilter import ScoredMessage
 
 __all__ = ["classify_batches", "export", "forget", "info", "open_model", "retrain", "serve",
-           "train", "warmed"]
+           "train"]
 
 
 def open_model(url: str, name: str, outbox: Path | None = None):
@@ -29,20 +29,6 @@ def open_model(url: str, name: str, outbox: Path | None = None):
     from ..modelfile.postgres.shared_model import SharedModel
 
     return SharedModel(url, name, outbox=outbox)
-
-
-def warmed(model):
-    """``model``, its tokenizer built by scoring one message, as the file scorer does on
-    every load: spaCy is built before the first request, not during it."""
-    from ..delivery.server import WARM_UP
-    from ..delivery.verdict_headers import score_with
-    from ..errors import TextnbError
-
-    try:
-        score_with(model.spam_filter, WARM_UP)
-    except TextnbError:
-        model.spam_filter.tokens(WARM_UP)  # a model that cannot score yet
-    return model
 
 
 def train(url: str, name: str, config: FilterConfig, spam: Sequence[str] = (),
@@ -194,7 +180,7 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
         raise TextnbError(str(exc)) from None
     check_who_may_teach(False, address, socket_mode, False, allow_any_user_to_teach)
     stop = stop if stop is not None else threading.Event()
-    model = warmed(open_model(url, name, outbox=outbox))
+    model = open_model(url, name, outbox=outbox).warmed()
     recorder = None
     try:
         model.follow(stop, poll)

@@ -49,6 +49,8 @@ POLL_SECONDS = 1.0
 BATCH = 256
 # Outbox entries sent per transaction when it drains.
 DRAIN_BATCH = 256
+# Tokenised once at start, so that spaCy is built before the first request.
+WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http://example.com/\n"
 
 
 def new_filter_config(config) -> dict:
@@ -345,6 +347,13 @@ class SharedModel:
         except StoreUnavailableError:
             pass  # scoring goes on from memory; the next look tries again
         return False
+
+    def warmed(self) -> "SharedModel":
+        """This model, its tokenizer built (spaCy's load, most of a first verdict's time)
+        before the first request rather than during it, as the file scorer warms up."""
+        with self.lock:
+            self.spam_filter.tokens(WARM_UP)
+        return self
 
     def strings(self) -> int:
         return len(self.spam_filter.tokenizer.spacy.vocab.strings)
