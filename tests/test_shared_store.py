@@ -292,3 +292,28 @@ def test_retrain_into_a_store_learns_new_mail_and_relabels_known(store_url, samp
     refused = runner.invoke(app, ["retrain", "--store", store_url, "--regime", "error",
                                   "--index", str(second)])
     assert refused.exit_code == 2
+
+
+def test_an_outbox_entry_cut_short_by_a_crash_is_dropped_and_the_rest_kept(tmp_path):
+    """A crash mid-append leaves a torn entry, whose learn was never acknowledged."""
+    from textnb.modelfile.postgres.database import Item
+    from textnb.modelfile.postgres.outbox import Outbox
+
+    box = Outbox(tmp_path / "outbox")
+    for i in range(3):
+        box.append("default", Item("LEARN", bytes([i]) * 32, "spam", ["a", "b"], [1, 2], 7))
+    box.close()
+    whole = (tmp_path / "outbox").read_bytes()
+    (tmp_path / "outbox").write_bytes(whole[:-9])
+    again = Outbox(tmp_path / "outbox")
+    assert [(p, item.digest[:1], item.tf) for p, _, item in again.pending(0)] == [
+        (1, b"\x00", [1, 2]), (2, b"\x01", [1, 2])]
+    assert again.append("default", Item("FORGET", b"\x09" * 32)) == 3
+    again.close()
+    with pytest.raises(Exception, match="in use by another process"):
+        held = Outbox(tmp_path / "outbox")
+        Outbox(tmp_path / "outbox")
+    held.close()
+    (tmp_path / "junk").write_bytes(b"not an outbox\n")
+    with pytest.raises(Exception, match="is not a textnb outbox"):
+        Outbox(tmp_path / "junk")

@@ -58,6 +58,7 @@ class Outbox:
         head, _, _ = data.partition(b"\n")
         words = head.split(b" ")
         if len(words) != 3 or words[0] != MAGIC or not words[2].isdigit():
+            self._fh.close()
             raise TextnbError(f"'{self.path}' is not a textnb outbox; move it away (its learns, "
                               "if any, are lost) or give another --outbox")
         self.id, self.base = words[1].decode(), int(words[2])
