@@ -197,6 +197,7 @@ def test_an_entry_the_database_committed_is_not_sent_again(store_url, sample_ind
     assert counts_of(restarted.spam_filter) == counts_of(trained_on(final))
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # no class left
 def test_the_cli_trains_scores_and_forgets_in_a_store(store_url, sample_index, tmp_path):
     runner = CliRunner()
     result = runner.invoke(app, ["train", "--store", store_url, "--store-model", "alice",
@@ -213,6 +214,7 @@ def test_the_cli_trains_scores_and_forgets_in_a_store(store_url, sample_index, t
     assert stored.exit_code == 0 and stored.stdout == filed.stdout
     info = runner.invoke(app, ["info", "--store", store_url, "--store-model", "alice"])
     assert info.exit_code == 0 and "40 spam, 60 ham" in info.output
+    assert "the store holds alice" in info.output
     gone = runner.invoke(app, ["forget", "--store", store_url, "--store-model", "alice",
                                "--index", str(sample_index)])
     assert gone.exit_code == 0 and "forgot 40 spam and 60 ham" in gone.output
@@ -247,6 +249,7 @@ def test_model_and_store_together_are_a_usage_error(tmp_path):
     assert result.exit_code == 2
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # no class left
 def test_counts_stay_exact_after_every_message_is_forgotten(store_url, sample_index):
     messages = sample(sample_index)
     new_model(store_url)

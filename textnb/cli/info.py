@@ -45,7 +45,8 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt,
     threshold = summary["threshold"]
     if store is not None:
         typer.echo(f"model:       {summary['model']} (log record {summary['log_record']}, "
-                   f"snapshot at {summary['snapshot_record']})")
+                   f"snapshot at {summary['snapshot_record']}; the store holds "
+                   f"{', '.join(summary['store_models'])})")
     else:
         typer.echo(f"model:       {summary['model']} ({summary['size_bytes'] / 1e6:.2f} MB, "
                    f"format {summary['format_version']})")

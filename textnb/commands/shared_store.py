@@ -116,6 +116,7 @@ def info(url: str, name: str) -> dict[str, Any]:
         summary["review_band"] = (None if band is None else
                                   [b if np.isfinite(b) else None for b in band])
         summary["snapshot_record"] = model.store.snapshot_seq(model.model_id)
+        summary["store_models"] = model.store.names()
     finally:
         model.close()
     return summary
