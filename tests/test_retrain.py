@@ -567,3 +567,26 @@ def test_spamassassin_train_forget_retrain_and_move(sa_split, sa_batch, sa_full)
     assert sum(report.moved.values()) == len(test)
     learn_messages(model, test)
     assert_identical(model, sa_full)
+
+
+def test_the_plan_step_agrees_with_learning_one_message_at_a_time():
+    """``lifecycle.decide`` (what Lifecycle.sort and the Dask engine plan by) against the
+    ledger updated message by message: the same known count, and each changed message's
+    final label and the label it left, at its first place that changed anything."""
+    from textnb.modelfile.lifecycle import decide
+
+    rng = random.Random(5)
+    for _ in range(300):
+        digests = [bytes([rng.randrange(6)]) * 32 for _ in range(rng.randrange(12))]
+        labels = [rng.choice(("spam", "ham")) for _ in digests]
+        ledger = {bytes([k]) * 32: rng.choice(("spam", "ham", None)) for k in range(6)}
+        state, known, first = dict(ledger), 0, {}
+        for place, (d, label) in enumerate(zip(digests, labels)):
+            if state[d] == label:
+                known += 1
+            else:
+                first.setdefault(d, place)
+                state[d] = label
+        expected = sorted((first[d], state[d], ledger[d]) for d in first
+                          if state[d] != ledger[d])
+        assert decide(digests, labels, ledger.get) == (known, expected)

@@ -72,9 +72,10 @@ def retrain_cli(
         progress = Progress("read")
         try:
             if check_store(store, model):
-                if regime != "all" or maildir is not None:
+                if regime != "all" or maildir is not None or engine != "local":
                     raise typer.BadParameter("with --store, retrain learns every message "
-                                             "(--regime all) from --spam/--ham/--index/--tsv",
+                                             "(--regime all) from --spam/--ham/--index/--tsv, "
+                                             "in this process (--engine local)",
                                              param_hint="--store")
                 from ..commands.shared_store import retrain as store_retrain
 

@@ -74,6 +74,9 @@ def train_cli(
         progress = Progress("trained")
         try:
             if check_store(store, model):
+                if engine != "local":
+                    raise typer.BadParameter("with --store the messages are counted in this "
+                                             "process (--engine local)", param_hint="--engine")
                 from ..commands.shared_store import train as store_train
 
                 summary = store_train(store, store_model, cfg, spam or [], ham or [],
