@@ -149,7 +149,7 @@ def test_the_filter_caps_pairs_when_the_tokenizer_makes_them(sample_index):
     sample_messages = list(iter_index(sample_index))
     cfg = FilterConfig(tokenizer=TokenizerConfig(bigrams=True),
                        model=ModelConfig(max_discriminators=12, max_pair_discriminators=3,
-                                         header_places=0))
+                                         header_places=0, header_discriminators=0))
     f = SpamFilter(cfg).fit(sample_messages)
     msg = sample_messages[0]
     explained = f.explain(msg, k=50)
@@ -163,7 +163,8 @@ def test_the_filter_caps_pairs_when_the_tokenizer_makes_them(sample_index):
     loose = SpamFilter(FilterConfig(tokenizer=TokenizerConfig(bigrams=True),
                                     model=ModelConfig(max_discriminators=12,
                                                       max_pair_discriminators=12,
-                                                      header_places=0)))
+                                                      header_places=0,
+                                                      header_discriminators=0)))
     loose.fit(sample_messages)
     assert sum(c[0].startswith("bi:") for c in loose.explain(msg, k=50).clues) > 3
 
@@ -269,6 +270,79 @@ def test_header_places_keep_the_selection_in_row_and_strength_order():
             assert set(strongest_header.tolist()) <= set(side.tolist())
     np.testing.assert_array_equal(
         kept, evidence.RankedEvidence(C, pairs, header).positions(10, 4, True, header_places=2))
+
+
+# -- the route and the text apart (model.header_discriminators) ------------------------
+def route_and_text_by_hand(m, x_row, k, cap, header_clues):
+    """Each side spelled out: its `header_clues` strongest header clues, and apart from
+    them its k // 2 (spam: k - k // 2) strongest clues of the text, pairs capped."""
+    w = m.feature_log_prob_[1] - m.feature_log_prob_[0]
+    cols, contrib = x_row.indices, x_row.data * w[x_row.indices]
+    (k_spam, cap_spam), (k_ham, cap_ham) = evidence.split_places(k, cap)
+    total = 0.0
+    for positive, k_side, cap_side in ((True, k_spam, cap_spam), (False, k_ham, cap_ham)):
+        side = [i for i in range(len(cols)) if (contrib[i] > 0) == positive and contrib[i] != 0]
+        side.sort(key=lambda i: (-abs(contrib[i]), cols[i]))
+        route = [i for i in side if HEADERS[cols[i]]][:header_clues]
+        text, pairs = [], 0
+        for i in side:
+            if HEADERS[cols[i]] or len(text) >= k_side:
+                continue
+            if PAIRS[cols[i]]:
+                if pairs >= cap_side:
+                    continue
+                pairs += 1
+            text.append(i)
+        total += sum(contrib[i] for i in route + text)
+    return m.class_log_prior_[1] - m.class_log_prior_[0] + total
+
+
+@pytest.mark.parametrize("k,cap,header_clues", [(8, 2, 1), (8, 6, 4), (12, 4, 3), (6, 2, 6),
+                                                (4, 0, 2)])
+def test_route_and_text_match_a_hand_written_loop(k, cap, header_clues):
+    m = model()
+    want = [route_and_text_by_hand(m, X_TEST[i], k, cap, header_clues)
+            for i in range(X_TEST.shape[0])]
+    for places in (0, 2):  # header_places has nothing to reserve beside header_clues
+        got = m.selected_log_odds(X_TEST, k, PAIRS, cap, each_side=True, header=HEADERS,
+                                  header_places=places, header_clues=header_clues)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+    # The tuner's one-sort selection gives the same sums, and the same positions.
+    C, base = m.log_odds_contributions(X_TEST)
+    C = sp.csr_matrix(C)
+    C.sort_indices()
+    ranked = evidence.RankedEvidence(C, PAIRS, HEADERS)
+    np.testing.assert_allclose(base + ranked.sums(k, cap, each_side=True,
+                                                  header_clues=header_clues),
+                               want, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(
+        ranked.positions(k, cap, True, header_clues=header_clues),
+        evidence.strongest(C, k, PAIRS, cap, True, header=HEADERS, header_clues=header_clues))
+
+
+def test_route_and_text_each_keep_their_places_whatever_the_other_holds():
+    # A list's advertisement: eight strong spam words, and the list's five header clues
+    # on the ham side, with one weak spam header clue.
+    values = np.array([9.0, 8.8, 8.6, 8.4, 8.2, 8.0, 7.8, 7.6, 0.5, -6.1, -6.0, -5.9, -5.8,
+                       -5.7, -0.2])
+    columns = np.arange(values.size)
+    C = sp.csr_matrix((values, columns, [0, values.size]), shape=(1, values.size))
+    header = np.zeros(values.size, bool)
+    header[8:14] = True  # the weak spam header clue and the five ham header clues
+    kept = evidence.strongest(C, 8, each_side=True, header=header, header_clues=4)
+    # The spam side: the text's 4 strongest words and the route's one clue; the ham side:
+    # the route's 4 strongest clues and the text's one (-0.2). Strongest first.
+    assert values[kept].tolist() == [9.0, 8.8, 8.6, 8.4, -6.1, -6.0, -5.9, -5.8, 0.5, -0.2]
+    # With one budget shared (two of each side's four places kept for the route), the
+    # spam side's weak route clue takes a word's place (8.4 no longer counts) and the
+    # ham side's route fills all four, leaving the text's ham clue none.
+    shared = evidence.strongest(C, 8, each_side=True, header=header, header_places=2)
+    assert values[shared].tolist() == [9.0, 8.8, 8.6, -6.1, -6.0, -5.9, -5.8, 0.5]
+    # Without the header mask, or with one ranking, header_clues changes nothing.
+    assert np.array_equal(evidence.strongest(C, 8, each_side=True, header_clues=4),
+                          evidence.strongest(C, 8, each_side=True))
+    assert np.array_equal(evidence.strongest(C, 8, header=header, header_clues=4),
+                          evidence.strongest(C, 8))
 
 
 def test_header_columns_are_the_fields_other_than_subject():

@@ -66,6 +66,7 @@ class ModelConfig:
     max_pair_discriminators: int = 6
     evidence: str = "each-side"
     header_places: int = 2
+    header_discriminators: int = 4
     clues_per_header_field: int = 2
     tile_word_pairs: bool = False
     min_strength: float = 0.0
@@ -124,6 +125,10 @@ class FilterConfig:
         _check(isinstance(m.header_places, int) and m.header_places >= 0, "model.header_places",
                m.header_places, "use 0 (header clues compete with the rest) or a whole "
                "number of places a side")
+        _check(isinstance(m.header_discriminators, int) and m.header_discriminators >= 0,
+               "model.header_discriminators", m.header_discriminators,
+               "use 0 (header clues share the max_discriminators places with the text) or a "
+               "whole number of places a side for them, apart from the text's")
         _check(isinstance(m.clues_per_header_field, int) and m.clues_per_header_field >= 0,
                "model.clues_per_header_field", m.clues_per_header_field,
                "use 0 (every token of a header field may count) or a whole number of clues "

@@ -416,6 +416,7 @@ class SpamFilter:
                                             m.evidence == "each-side", m.min_strength,
                                             m.combine, header=self.header_columns(X),
                                             header_places=m.header_places,
+                                            header_clues=m.header_discriminators,
                                             dependence=self.dependence(X))
 
     def dependence(self, X=None) -> Dependence | None:
@@ -461,13 +462,14 @@ class SpamFilter:
 
     def header_columns(self, X=None) -> np.ndarray | None:
         """Which vocabulary columns come from header fields other than Subject (None when the
-        selection keeps no places for them: model.header_places).
+        selection keeps no places for them: model.header_places and
+        model.header_discriminators).
 
         X (matrix | None): the columns to make sure of; None: every column. A column is
         classified when scoring first meets it, by its token's namespace: a model may
         hold millions of tokens and a batch of messages a few thousand.
         """
-        if not self.config.model.header_places:
+        if not (self.config.model.header_places or self.config.model.header_discriminators):
             return None
         vocabulary, known, header = getattr(self, "_headers", (None, None, None))
         n = len(self.vocabulary)
@@ -571,6 +573,7 @@ class SpamFilter:
                                    m.max_pair_discriminators, m.evidence == "each-side",
                                    m.min_strength, header=self.header_columns(X),
                                    header_places=m.header_places,
+                                   header_clues=m.header_discriminators,
                                    dependence=self.dependence(X))
         used = len(order)
         correction = 0.0

@@ -65,7 +65,8 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt,
                                                  cfg["tokenizer"]["bigrams"],
                                                  m.get("header_places", 0),
                                                  m.get("clues_per_header_field", 0),
-                                                 m.get("tile_word_pairs", False)))
+                                                 m.get("tile_word_pairs", False),
+                                                 m.get("header_discriminators", 0)))
     typer.echo(f"decision:    cost ratio {cfg['decision']['cost_ratio']}, threshold "
                + (f"{threshold:.3f} (tuned)" if threshold is not None else "ln(cost ratio)"))
     d, band = cfg["decision"], summary["review_band"]

@@ -71,9 +71,12 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
         (:mod:`textnb.models.dependence`), required when the configuration drops
         dependent clues.
     """
-    if (header_columns is None and model_cfg.header_places and model_cfg.max_discriminators
+    header_setting = (("header_discriminators", model_cfg.header_discriminators)
+                      if model_cfg.header_discriminators else
+                      ("header_places", model_cfg.header_places))
+    if (header_columns is None and header_setting[1] and model_cfg.max_discriminators
             and model_cfg.evidence == "each-side"):
-        raise ValueError(f"model.header_places={model_cfg.header_places} keeps places for "
+        raise ValueError(f"model.{header_setting[0]}={header_setting[1]} keeps places for "
                          "header clues: pass header_columns "
                          "(textnb.models.evidence.header_columns(tokens))")
     if dependence is None and model_cfg.max_discriminators and (
@@ -86,6 +89,7 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
                                    model_cfg.evidence == "each-side", model_cfg.min_strength,
                                    model_cfg.combine, header=header_columns,
                                    header_places=model_cfg.header_places,
+                                   header_clues=model_cfg.header_discriminators,
                                    dependence=dependence)
 
 

@@ -366,7 +366,8 @@ def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarra
                                                          m.max_pair_discriminators,
                                                          m.evidence == "each-side",
                                                          m.min_strength, m.combine,
-                                                         m.header_places)
+                                                         m.header_places,
+                                                         m.header_discriminators)
     return scores
 
 

@@ -567,6 +567,7 @@ def atomic_write(path: Path, data) -> None:
 # whatever the built-in default has become since.
 _SAVED_BEFORE_THE_KEY_EXISTED = {("model", "evidence"): "strongest",
                                   ("model", "header_places"): 0,
+                                  ("model", "header_discriminators"): 0,
                                   ("model", "min_strength"): 0.0,
                                   ("model", "combine"): "sum",
                                   ("model", "clues_per_header_field"): 0,

@@ -29,6 +29,15 @@ a long advertisement's words fill every spam place and a mailing list's own head
 fields, the evidence of how it came, may not get one on either side
 (docs/conflicting-evidence.md).
 
+The route and the text apart (``model.header_discriminators``, the default): header fields
+and the text are two sources of evidence, and each gets its own places. Each side takes
+its ``header_discriminators`` strongest clues from header fields other than Subject and,
+apart from them, its ``k / 2`` strongest clues from the text (body and Subject), so
+neither source can crowd out the other: a long advertisement's words leave the route
+its places, and a list's many header lines leave the advertisement its own. On a real
+mailbox this ranks far better than one budget shared (docs/route-and-text.md). With it,
+``header_places`` has nothing to reserve and is ignored.
+
 Dependent clues (``model.clues_per_header_field``, ``model.tile_word_pairs``): before any
 of this, a clue that repeats a stronger one's evidence -- a header field's third token
 on a side, a word beside its own word pair -- is dropped (textnb/models/dependence.py,
@@ -81,11 +90,14 @@ def split_places(k: int, max_limited: int | None) -> tuple[tuple[int, int | None
 
 def selection_text(k: int, max_pairs: int, mode: str, pairs: bool = True,
                    header_places: int = 0, clues_per_header_field: int = 0,
-                   tile_word_pairs: bool = False) -> str:
+                   tile_word_pairs: bool = False, header_clues: int = 0) -> str:
     """The selection in words, for `info` and the PMML export's notes."""
     if not k:
         return "every token (plain naive Bayes)"
-    text = _selection_text(k, max_pairs, mode, pairs, header_places)
+    text = _selection_text(k, max_pairs, mode, pairs, 0 if header_clues else header_places)
+    if header_clues and mode == "each-side":
+        text = (f"each side's {header_clues} strongest clues from header fields other than "
+                f"Subject, and apart from them, from the text, {text}")
     if clues_per_header_field:
         text += (f"; of one header field's tokens at most {clues_per_header_field} "
                  f"{'clue' if clues_per_header_field == 1 else 'clues'} a side")
@@ -113,7 +125,8 @@ def _selection_text(k: int, max_pairs: int, mode: str, pairs: bool, header_place
 def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
               max_limited: int | None = None, each_side: bool = False,
               min_strength: float = 0.0, *, header: np.ndarray | None = None,
-              header_places: int = 0, dependence: Dependence | None = None) -> np.ndarray:
+              header_places: int = 0, header_clues: int = 0,
+              dependence: Dependence | None = None) -> np.ndarray:
     """Positions in ``C.data`` of each row's ``k`` strongest entries, row by row.
 
     C (csr_matrix): per-token contributions (log-likelihood ratios), rows = documents,
@@ -128,6 +141,9 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     header_places (int): with ``each_side``, this many (at most ``k // 2``) of each side's
         places are kept for the side's strongest ``header`` entries, as far as it has them;
         the rest go to its strongest remaining entries of any kind (module docstring).
+    header_clues (int): with ``each_side``, places a side for ``header`` entries *apart from*
+        the ``k``, which then go to the other entries only (the route and the text apart,
+        module docstring); ``header_places`` is then ignored.
     dependence (Dependence | None): with ``k``, entries that repeat a stronger entry's
         evidence are dropped first (:mod:`textnb.models.dependence`: one header field's
         tokens, a word pair and its own words); the rest are selected as above.
@@ -139,7 +155,10 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
         if not keep.all():
             sub, where = restricted(C, keep)
             return where[strongest(sub, k, limited, max_limited, each_side, min_strength,
-                                   header=header, header_places=header_places)]
+                                   header=header, header_places=header_places,
+                                   header_clues=header_clues)]
+    if header_clues and each_side and k and header is not None:
+        return _route_and_text(C, k, limited, max_limited, min_strength, header, header_clues)
     if not (header_places and each_side and k and header is not None):
         return strongest_positions(C, k, limited, max_limited, each_side, min_strength)
     is_header = _widened(header, C.shape[1])[C.indices]
@@ -158,6 +177,18 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     rows, spam = entry_row[body], C.data[body] > 0
     left = np.where(spam, k_spam - taken_spam[rows], k_ham - taken_ham[rows])
     kept = np.concatenate([head, body[_rank_in_group(rows * 2 + spam) < left]])
+    return kept[np.lexsort((C.indices[kept], -np.abs(C.data[kept]), entry_row[kept]))]
+
+
+def _route_and_text(C, k: int, limited, max_limited, min_strength: float,
+                    header: np.ndarray, header_clues: int) -> np.ndarray:
+    """:func:`strongest` with ``header_clues``: each side's strongest ``header_clues`` header
+    entries, and apart from them its share of ``k`` among the other entries."""
+    is_header = _widened(header, C.shape[1])[C.indices]
+    route = _positions_among(C, is_header, 2 * header_clues, None, None, min_strength)
+    text = _positions_among(C, ~is_header, k, limited, max_limited, min_strength)
+    kept = np.concatenate([route, text])
+    entry_row = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
     return kept[np.lexsort((C.indices[kept], -np.abs(C.data[kept]), entry_row[kept]))]
 
 
@@ -250,15 +281,18 @@ class RankedEvidence:
         return before - before[self._row_start]
 
     def kept(self, k: int, max_limited: int | None = None, each_side: bool = False,
-             min_strength: float = 0.0, header_places: int = 0) -> np.ndarray:
+             min_strength: float = 0.0, header_places: int = 0, header_clues: int = 0
+             ) -> np.ndarray:
         """Bool over the sorted entries: each row's k strongest, at most ``max_limited``
         of them limited (the cap applies only when 0 < max_limited < k); with
         ``each_side``, the same for the positive and the negative entries apart, with
         the places and the cap split by :func:`split_places`. Entries no stronger than
         ``min_strength`` (|value| <= it) are not clues at all (as bogofilter's min_dev and
         SpamBayes' minimum_prob_strength); 0 keeps every non-zero entry. ``header_places``
-        is :func:`strongest`'s."""
-        if not k:
+        and ``header_clues`` are :func:`strongest`'s."""
+        if header_clues and k and each_side and self._header is not None:
+            keep = self._kept_route_and_text(k, max_limited, header_clues)
+        elif not k:
             keep = np.ones(self.values.size, bool)
         elif header_places and each_side and self._header is not None:
             keep = self._kept_with_header_places(k, max_limited, header_places)
@@ -271,6 +305,15 @@ class RankedEvidence:
         if min_strength > 0:
             keep &= np.abs(self.values) > min_strength
         return keep
+
+    def _kept_route_and_text(self, k: int, max_limited: int | None, header_clues: int
+                             ) -> np.ndarray:
+        (k_spam, cap_spam), (k_ham, cap_ham) = split_places(k, max_limited)
+        spam, ham, header = self.values > 0, self.values < 0, self._header
+        return (self._kept_among(spam & header, header_clues, None)
+                | self._kept_among(ham & header, header_clues, None)
+                | self._kept_among(spam & ~header, k_spam, cap_spam)
+                | self._kept_among(ham & ~header, k_ham, cap_ham))
 
     def _kept_with_header_places(self, k: int, max_limited: int | None, header_places: int
                                  ) -> np.ndarray:
@@ -297,14 +340,16 @@ class RankedEvidence:
         return eligible & (self._rank_within_row(eligible) < k)
 
     def positions(self, k: int, max_limited: int | None = None, each_side: bool = False,
-                  min_strength: float = 0.0, header_places: int = 0) -> np.ndarray:
+                  min_strength: float = 0.0, header_places: int = 0, header_clues: int = 0
+                  ) -> np.ndarray:
         """:func:`strongest`'s answer: positions in C.data, by row, strongest first."""
-        return self.order[self.kept(k, max_limited, each_side, min_strength, header_places)]
+        return self.order[self.kept(k, max_limited, each_side, min_strength, header_places,
+                                    header_clues)]
 
     def sums(self, k: int, max_limited: int | None = None, each_side: bool = False,
-             min_strength: float = 0.0, combine: str = "sum", header_places: int = 0
-             ) -> np.ndarray:
+             min_strength: float = 0.0, combine: str = "sum", header_places: int = 0,
+             header_clues: int = 0) -> np.ndarray:
         """Per row, the kept contributions combined (:func:`textnb.models.combining.combine`:
         their sum, or chi-square combining)."""
-        keep = self.kept(k, max_limited, each_side, min_strength, header_places)
+        keep = self.kept(k, max_limited, each_side, min_strength, header_places, header_clues)
         return combining.combine(self.values[keep], self.rows[keep], self.n_rows, combine)

@@ -378,7 +378,8 @@ class _BaseNB:
     def selected_log_odds(self, X, max_discriminators: int, limited=None,
                           max_limited: int | None = None, each_side: bool = False,
                           min_strength: float = 0.0, combine: str = "sum", *,
-                          header=None, header_places: int = 0, dependence=None) -> np.ndarray:
+                          header=None, header_places: int = 0, header_clues: int = 0,
+                          dependence=None) -> np.ndarray:
         """Log-odds from only the ``max_discriminators`` strongest tokens of each document.
 
         Graham's "plan for spam", SpamBayes' max_discriminators and bogofilter's min_dev
@@ -389,7 +390,8 @@ class _BaseNB:
         ``each_side`` gives half the places to spam clues and half to ham clues; tokens
         with |log-likelihood ratio| <= ``min_strength`` are no clues:
         :func:`textnb.models.evidence.strongest` does the selection (``header`` and
-        ``header_places``: places a side for clues from header fields; ``dependence``: clues
+        ``header_places``: places a side for clues from header fields, ``header_clues``: the
+        same apart from ``max_discriminators``; ``dependence``: clues
         that repeat a stronger one's evidence, dropped first). ``combine`` is how
         the clues add up (:mod:`textnb.models.combining`: their sum, or chi-square combining).
         """
@@ -398,7 +400,8 @@ class _BaseNB:
         C, baseline = self.log_odds_contributions(X)
         C.sort_indices()
         keep = strongest(C, max_discriminators, limited, max_limited, each_side, min_strength,
-                         header=header, header_places=header_places, dependence=dependence)
+                         header=header, header_places=header_places,
+                         header_clues=header_clues, dependence=dependence)
         rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
         return baseline + combining.combine(C.data[keep], rows[keep], C.shape[0], combine)
 

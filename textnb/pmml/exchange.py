@@ -313,7 +313,8 @@ def export_file(model_path: Path, out: Path, max_features: int = 0) -> dict:
     if mc.max_discriminators:
         chosen = selection_text(mc.max_discriminators, mc.max_pair_discriminators, mc.evidence,
                                 spam_filter.config.tokenizer.bigrams, mc.header_places,
-                                mc.clues_per_header_field, mc.tile_word_pairs)
+                                mc.clues_per_header_field, mc.tile_word_pairs,
+                                mc.header_discriminators)
         notes.append(f"the document scores with every kept term; textnb classify uses "
                      f"{chosen} (model.max_discriminators), so its P(spam) equals the "
                      "document's only with max_discriminators = 0")
