@@ -7,6 +7,7 @@ scenarios (scorer processes, SpamAssassin, kill -9, a restarted server) are in
 tests/test_shared_store_hosts.py, a system test.
 """
 
+import sys
 import threading
 
 import numpy as np
@@ -320,3 +321,10 @@ def test_an_outbox_entry_cut_short_by_a_crash_is_dropped_and_the_rest_kept(tmp_p
     (tmp_path / "junk").write_bytes(b"not an outbox\n")
     with pytest.raises(Exception, match="is not a textnb outbox"):
         Outbox(tmp_path / "junk")
+
+
+def test_without_psycopg_a_store_names_the_install_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if it were not installed
+    result = CliRunner().invoke(app, ["info", "--store", "postgresql:///mail"])
+    assert result.exit_code == 1
+    assert "pip install 'textnb[postgresql]'" in result.output
