@@ -328,3 +328,37 @@ def test_without_psycopg_a_store_names_the_install_line(monkeypatch):
     result = CliRunner().invoke(app, ["info", "--store", "postgresql:///mail"])
     assert result.exit_code == 1
     assert "pip install 'textnb[postgresql]'" in result.output
+
+
+def test_a_users_first_learn_makes_their_model_a_copy_of_the_shared_one_plus_it(
+        store_url, sample_index, tmp_path):
+    import threading as _threading
+
+    from textnb.delivery.shared_users import SharedModelSet
+
+    messages = sample(sample_index)
+    new_model(store_url)
+    host(store_url).learn_messages(messages[:90])
+    stop = _threading.Event()
+    try:
+        scorers = SharedModelSet(store_url, "default", tmp_path / "outbox", stop, poll=0.2)
+        shared_before = counts_of(scorers.shared.spam_filter)
+        assert scorers.for_scoring("alice") == (scorers.shared, "shared")
+        mine = relabelled(messages[0], "ham" if messages[0].label == "spam" else "spam")
+        alice = scorers.for_learning("Alice")
+        assert alice.update("LEARN", mine.raw, mine.label) == "moved"
+        assert alice.update("LEARN", messages[95].raw, messages[95].label) == "new"
+        assert scorers.for_scoring("ALICE") == (alice, "user")
+        expected = [mine] + messages[1:90] + [messages[95]]
+        assert counts_of(alice.spam_filter) == counts_of(trained_on(expected))
+        assert counts_of(scorers.shared.spam_filter) == shared_before  # hers alone
+        # Another host serving the store finds her model and scores her with it.
+        other = SharedModelSet(store_url, "default", tmp_path / "outbox2", stop, poll=0.0)
+        other.loaded()
+        model, source = other.for_scoring("alice")
+        assert source == "user"
+        assert counts_of(model.spam_filter) == counts_of(trained_on(expected))
+        other.close()
+        scorers.close()
+    finally:
+        stop.set()

@@ -404,3 +404,22 @@ def test_a_scorer_on_a_store_records_verdicts_for_the_review_page(store_url, sam
     assert [row.label for row in rows] == ["ham"]
     assert learn_remote(scorer.socket, message, "spam") == "spam new"
     assert counts_of(host(store_url).spam_filter)[2] == {"spam": 41, "ham": 60}
+
+
+def test_users_models_in_the_store_through_two_scorers(store_url, sample_index, scorers):
+    """The IMAPSieve recipe with --user: a learn for alice on one scorer makes her model
+    in the store; the other scorer scores her with it, and bob with the shared model."""
+    trained_store(store_url, sample_index)
+    imap, mx = (scorers(store_url, name, "--store-users") for name in ("imap", "mx"))
+    for scorer in (imap, mx):
+        scorer.start()
+    message = novel_message()
+    assert learn_remote(imap.socket, message, "spam", user="alice") == "spam new"
+    assert score_remote(imap.socket, message, user="alice").label == "spam"
+    started = time.monotonic()
+    while score_remote(mx.socket, message, user="Alice").label != "spam":
+        assert time.monotonic() - started < 5, "the other scorer never found her model"
+        time.sleep(0.05)
+    assert score_remote(mx.socket, message, user="bob").label == "ham"
+    assert score_remote(mx.socket, message).label == "ham"
+    assert ping(mx.socket, user="alice")["spam"] == "41"

@@ -41,6 +41,7 @@ def serve_cli(
     record_user_mb: Optional[int] = RecordUserMbOpt,
     store: Optional[str] = StoreOpt,
     store_model: str = StoreModelOpt,
+    store_users: bool = typer.Option(False, "--store-users", help="With --store: a model per user in the store (user:<name>), chosen by the client's --user; others get --store-model's. A user's first learn makes theirs as a copy of it."),
     outbox: Optional[Path] = typer.Option(None, "--outbox", help="With --store: the file where learns wait, fsync'd, while the database is away (one per scorer). Default: outbox-<store model> beside the default model file."),
 ):
     # fmt: on
@@ -74,6 +75,8 @@ def serve_cli(
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    if store_users and store is None:
+        raise typer.BadParameter("--store-users goes with --store URL", param_hint="--store-users")
     if check_store(store, model):
         if models is not None or metrics is not None:
             raise typer.BadParameter("with --store, serve one model of the store (give each "
@@ -91,7 +94,8 @@ def serve_cli(
                                socket_mode=mode, key_file=key_file, stop=stop,
                                allow_any_user_to_teach=allow_any_user_to_teach,
                                record=record, record_days=record_days,
-                               record_max_mb=record_max_mb,
+                               record_max_mb=record_max_mb, per_user=store_users,
+                               max_resident_users=max_resident_users, max_users=max_users,
                                say=lambda line: typer.echo(line, err=True))
         return
     with operator_errors():

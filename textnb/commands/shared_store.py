@@ -164,12 +164,14 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
           allow_remote: bool = False, socket_mode: int = 0o600,
           allow_any_user_to_teach: bool = False, key_file: Path | None = None,
           record: Path | None = None, record_days: float = 30.0, record_max_mb: int = 200,
+          per_user: bool = False, max_resident_users: int = 16, max_users: int = 1000,
           stop: threading.Event | None = None,
           say: Callable[[str], None] = lambda line: None) -> None:
     """The resident scorer on the store's model: verdicts from memory, learns through the
     store (or the outbox while it is away), the log followed (``SharedModel.follow``).
     record (Path | None): record verdicts there for the review page (``textnb web``, which
-        teaches through this scorer, so into the store)."""
+        teaches through this scorer, so into the store).
+    per_user (bool): a model per user in the store (``textnb.delivery.shared_users``)."""
     from ..delivery.client import KeyFileError, read_key, show_address
     from ..delivery.server import ScorerServer, check_who_may_teach
     from ..errors import TextnbError
@@ -179,12 +181,17 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
         key = read_key(key_file) if key_file is not None else None
     except KeyFileError as exc:
         raise TextnbError(str(exc)) from None
-    check_who_may_teach(False, address, socket_mode, False, allow_any_user_to_teach)
+    check_who_may_teach(per_user, address, socket_mode, False, allow_any_user_to_teach)
     stop = stop if stop is not None else threading.Event()
-    model = open_model(url, name, outbox=outbox).warmed()
+    if per_user:
+        from ..delivery.shared_users import SharedModelSet
+
+        model = SharedModelSet(url, name, outbox, stop, poll, max_resident_users, max_users)
+    else:
+        model = open_model(url, name, outbox=outbox).warmed()
+        model.follow(stop, poll)
     recorder = None
     try:
-        model.follow(stop, poll)
         recorder = start_recording(record, record_days, record_max_mb, True, "serve",
                                    say=say)
         server = ScorerServer(model, address, max_bytes=max_bytes, max_clients=max_clients,
@@ -192,8 +199,10 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
                               allow_remote=allow_remote, socket_mode=socket_mode,
                               allow_any_user_to_teach=allow_any_user_to_teach,
                               recorder=recorder, key=key).bind()
-        say(f"textnb serve: {model.path} (record {model.seq}) on "
-            f"{show_address(server.bound_address)}; outbox {outbox}; SIGTERM stops")
+        shown = model.shared if per_user else model
+        say(f"textnb serve: {shown.path} (record {shown.seq})"
+            + (", users' models beside it" if per_user else "")
+            + f" on {show_address(server.bound_address)}; outbox {outbox}; SIGTERM stops")
         server.serve_forever(stop)
     finally:
         stop.set()

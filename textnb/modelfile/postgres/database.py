@@ -163,6 +163,47 @@ class SharedStore:
 
         return self._run(work)
 
+    def copy_model(self, source_id: int, name: str, snapshot_at) -> StoredModel:
+        """A new model ``name``, a copy of model ``source_id`` as it is now: its ledger rows
+        and a snapshot of its counts, in one transaction while the source's changes wait
+        (``FOR SHARE`` on its row, whose lock numbers every change's record). An existing
+        model of that name is returned as it is (another host made it first).
+
+        snapshot_at (callable): ``snapshot_at(head, read)`` returns the model file's bytes
+            of the source at record ``head`` (None: it has learned nothing); ``read(after)``
+            gives the source's records past ``after`` as this transaction sees them.
+        The copy starts at record 0, its snapshot numbered 0.
+        """
+        from psycopg.types.json import Jsonb
+
+        def work(conn):
+            source = conn.execute("SELECT head, config FROM textnb_models WHERE id = %s "
+                                  "FOR SHARE", (source_id,)).fetchone()
+            row = conn.execute(
+                "INSERT INTO textnb_models (name, config, head) VALUES (%s, %s, 0) "
+                "ON CONFLICT (name) DO NOTHING RETURNING id, name, config, head",
+                (name, Jsonb(source[1]))).fetchone()
+            if row is None:
+                return StoredModel(*conn.execute(
+                    "SELECT id, name, config, head FROM textnb_models WHERE name = %s",
+                    (name,)).fetchone())
+
+            def read(after: int) -> list[tuple[int, bytes]]:
+                return [(int(s), bytes(r)) for s, r in conn.execute(
+                    "SELECT seq, record FROM textnb_log WHERE model_id = %s AND seq > %s "
+                    "ORDER BY seq", (source_id, after)).fetchall()]
+
+            data = snapshot_at(int(source[0]), read)
+            conn.execute("INSERT INTO textnb_ledger (model_id, digest, label, tokens_hash, "
+                         "counts) SELECT %s, digest, label, tokens_hash, counts FROM "
+                         "textnb_ledger WHERE model_id = %s", (row[0], source_id))
+            if data is not None:
+                conn.execute("INSERT INTO textnb_snapshots (model_id, seq, model) VALUES "
+                             "(%s, 0, %s)", (row[0], data))
+            return StoredModel(*row)
+
+        return self._run(work)
+
     def names(self) -> list[str]:
         return [r[0] for r in self._run(lambda c: c.execute(
             "SELECT name FROM textnb_models ORDER BY name").fetchall())]

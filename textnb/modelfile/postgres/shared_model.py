@@ -32,6 +32,7 @@ from ...models.ledger import normalise, tokens_hash
 from ...spamfilter import SpamFilter
 from .database import CHANNEL, Item, SharedStore
 from .outbox import Outbox
+from .sender import Sender
 from .records import apply, decode_record, message_counts
 from .schema import StoreError, StoreUnavailableError, connect
 
@@ -47,8 +48,6 @@ POLL_SECONDS = 1.0
 # Messages per transaction for the batch commands (train, retrain, forget): large enough
 # that commits are few, small enough that hosts learning at once wait little for a row.
 BATCH = 256
-# Outbox entries sent per transaction when it drains.
-DRAIN_BATCH = 256
 # Tokenised once at start, so that spaCy is built before the first request.
 WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http://example.com/\n"
 
@@ -66,8 +65,9 @@ def new_filter_config(config) -> dict:
 class SharedModel:
     """The model ``name`` of the store at ``url``, loaded and kept up to date.
 
-    outbox (path | None): the host's outbox file (a scorer's); None: learns fail when
-        the database is away (StoreUnavailableError).
+    outbox (path | Sender | None): the host's outbox file (a scorer's), or the Sender of
+        one that other models of the host share; None: learns fail when the database is
+        away (StoreUnavailableError).
     """
 
     def __init__(self, url: str, name: str, outbox=None, fold_every: int = FOLD_EVERY):
@@ -78,23 +78,18 @@ class SharedModel:
         self.path = f"{self.store.shown} model '{name}'"
         self.fold_every = fold_every
         self.lock = threading.RLock()  # scoring and applying records
-        self._drain_lock = threading.Lock()
         self.loads = self.learned = self.queued = 0
-        self.outbox = Outbox(outbox) if outbox is not None else None
-        self._done: int | None = None  # the outbox position the database has
-        # Outcomes of entries sent by whichever thread drained them, for the update
-        # waiting on each (by position).
-        self._waiting: set[int] = set()
-        self._outcomes: dict[int, str] = {}
-        # Until when learns do not try the database themselves (it was found away): they
-        # go to the outbox and are answered at once, and the watcher's next look sends
-        # them; a client then never waits out a connection timeout per learn.
-        self._away_until = 0.0
+        self._owns_sender = outbox is not None and not isinstance(outbox, Sender)
+        self.sender = Sender(self.store, outbox) if self._owns_sender else outbox
         self.spam_filter, self.seq = self._start(stored.config)
         self._folded = self.store.snapshot_seq(self.model_id)
         self.catch_up()
-        if self.outbox is not None:
-            self.drain(quiet=True)
+        if self.sender is not None:
+            self.sender.drain(quiet=True)
+
+    @property
+    def outbox(self) -> Outbox | None:
+        return None if self.sender is None else self.sender.outbox
 
     # -- following the log -------------------------------------------------------------
     def _start(self, config: dict) -> tuple[SpamFilter, int]:
@@ -131,15 +126,39 @@ class SharedModel:
                                              or decode_record(records[0][1])[1] is None):
                     self._reload(first)  # folded into a snapshot past this model
                     continue
-                for seq, data in records:
-                    if seq <= self.seq:
-                        continue  # another thread applied it meanwhile
-                    changes, reset = decode_record(data)
-                    if reset is not None:
-                        self.spam_filter = self._fresh(reset)
-                    apply(self.spam_filter, changes)
-                    self.seq = seq
-                    applied += 1
+                applied += self._apply_records(records)
+
+    def _apply_records(self, records) -> int:
+        """Apply records that follow on from the model's (call holding the lock)."""
+        applied = 0
+        for seq, data in records:
+            if seq <= self.seq:
+                continue  # another thread applied it meanwhile
+            changes, reset = decode_record(data)
+            if reset is not None:
+                self.spam_filter = self._fresh(reset)
+            apply(self.spam_filter, changes)
+            self.seq = seq
+            applied += 1
+        return applied
+
+    def snapshot_at(self, head: int, read) -> bytes:
+        """The model file's bytes of this model at record ``head``, its records up to it
+        read with ``read(after)`` (``SharedStore.copy_model``'s callback)."""
+        from ..store import dumps
+
+        with self.lock:
+            records = [r for r in read(self.seq) if r[0] <= head] if self.seq < head else []
+            if records and records[0][0] != self.seq + 1 \
+                    and decode_record(records[0][1])[1] is None:
+                raise StoreError(f"{self.path} is behind a snapshot; try again after its "
+                                 "next poll")
+            self._apply_records(records)
+            if self.seq != head:
+                raise StoreError(f"{self.path} holds record {self.seq}, not {head}")
+            if not hasattr(self.spam_filter.model, "class_count_"):
+                return None  # nothing learned: the copy starts empty
+            return dumps(self.spam_filter, self.seq)
 
     def _reload(self, first: int) -> None:
         """Start again from the newest snapshot (call holding the lock), which must reach
@@ -213,29 +232,19 @@ class SharedModel:
         item = self._item(kind, raw, label)
         if apply_by is not None and time.monotonic() > apply_by:
             raise TimeoutError("it waited too long for the model (--timeout); send it again")
-        if self.outbox is None:
+        if self.sender is None:
             (outcome,), _ = self.store.change(self.model_id, [item])
         else:
-            with self._drain_lock:
-                position = self.outbox.append(self.name, item)
-                self._waiting.add(position)
-            if time.monotonic() >= self._away_until:
-                try:
-                    self.drain()
-                except StoreUnavailableError:
-                    self._away_until = time.monotonic() + POLL_SECONDS
-            with self._drain_lock:
-                self._waiting.discard(position)
-                outcome = self._outcomes.pop(position, None)
+            outcome = self.sender.send(self.name, item)
             if outcome is None:  # waiting in the outbox
                 self.queued += 1
                 outcome = self._predicted(item)
         self.learned += 1
-        if time.monotonic() >= self._away_until:
+        if self.sender is None or time.monotonic() >= self.sender.away_until:
             try:
                 self.catch_up()
             except StoreUnavailableError:  # learned (or queued); applied at the next poll
-                self._away_until = time.monotonic() + POLL_SECONDS
+                pass
         return outcome
 
     def _predicted(self, item: Item) -> str:
@@ -246,37 +255,8 @@ class SharedModel:
         return "new" if now is None else "known" if now == item.label else "moved"
 
     def drain(self, quiet: bool = False) -> dict[int, str]:
-        """Send the outbox's entries the database lacks, in order, each exactly once.
-        RETURNS {position: outcome} of those sent; StoreUnavailableError when the
-        database is away (``quiet``: then nothing is sent and {} returned)."""
-        if self.outbox is None:
-            return {}
-        sent: dict[int, str] = {}
-        with self._drain_lock:
-            try:
-                if self._done is None:
-                    self._done = self.store.outbox_position(self.outbox.id)
-                    self.outbox.settle(self._done)
-                pending = self.outbox.pending(self._done)
-                ids: dict[str, int] = {self.name: self.model_id}
-                while pending:
-                    name = pending[0][1]
-                    run = [e for e in islice(pending, DRAIN_BATCH)]
-                    run = run[:next((i for i, e in enumerate(run) if e[1] != name), len(run))]
-                    if name not in ids:
-                        ids[name] = self.store.require(name).id
-                    outcomes, _ = self.store.change(ids[name], [e[2] for e in run],
-                                                    outbox=(self.outbox.id, run[-1][0]))
-                    sent.update(zip((e[0] for e in run), outcomes))
-                    self._outcomes.update((p, sent[p]) for p in self._waiting if p in sent)
-                    self._done = run[-1][0]
-                    pending = pending[len(run):]
-                self.outbox.settle(self._done)
-            except StoreUnavailableError:
-                self._done = None  # ask the database again: a commit may have been lost
-                if not quiet:
-                    raise
-        return sent
+        """Send what waits in the host's outbox (``Sender.drain``); {} without one."""
+        return {} if self.sender is None else self.sender.drain(quiet)
 
     def learn_messages(self, messages: Iterable, kind: str = "LEARN",
                        progress: Callable[[int], None] | None = None) -> dict:
@@ -340,8 +320,8 @@ class SharedModel:
         """The scorer's watcher: send what waits in the outbox, apply new records (the
         poll behind the notifications) and fold when due. RETURNS False (no reload)."""
         try:
-            if self.outbox is not None and self.outbox.pending(self._done or 0):
-                self.drain()
+            if self.sender is not None and self.sender.waiting():
+                self.sender.drain()
             self.catch_up()
             self.fold()
         except StoreUnavailableError:
@@ -382,5 +362,5 @@ class SharedModel:
 
     def close(self) -> None:
         self.store.close()
-        if self.outbox is not None:
-            self.outbox.close()
+        if self._owns_sender:
+            self.sender.close()
