@@ -10,9 +10,12 @@ The single-host store is a model file and its journal (``textnb.modelfile.store`
   one transaction changed), applied to a filter in memory;
 - ``database``: ``SharedStore``, the transactions: one decides through the ledger,
   counts and appends the numbered log record, then notifies; snapshots fold the log;
-- ``outbox``: learns a host keeps, fsync'd, while the database is away;
+- ``outbox``: learns a host keeps, fsync'd, while the database is away, and ``sender``,
+  which sends them in order, each once;
 - ``shared_model``: ``SharedModel``, a model in memory that follows the log (LISTEN/NOTIFY,
   and a poll for lost notifications) and learns through the store or the outbox.
+
+Users' models served beside a shared one are ``textnb.delivery.shared_users``.
 
 The adapter is psycopg 3 (``pip install 'textnb[postgresql]'``), imported only here and
 only when a store is used. docs/shared-store.md describes the design and a two-host set-up.

@@ -13,7 +13,8 @@ Every ``FOLD_EVERY`` records a host folds the log into a new snapshot (``fold``)
 The database away: scoring goes on from memory. With an outbox (``Outbox``), every learn
 is first written there, fsync'd, then sent; when sending fails it waits there, the
 client is told what the ledger in memory predicts (as the file store tells it), and the
-entries are sent in order, each exactly once, when the database is back (``drain``).
+entries are sent in order, each exactly once, when the database is back (``Sender``:
+the host's one outbox, which users' models served beside this one share).
 Without an outbox (the batch commands), the command fails, naming the store.
 """
 
