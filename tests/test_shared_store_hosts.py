@@ -423,3 +423,41 @@ def test_users_models_in_the_store_through_two_scorers(store_url, sample_index, 
     assert score_remote(mx.socket, message, user="bob").label == "ham"
     assert score_remote(mx.socket, message).label == "ham"
     assert ping(mx.socket, user="alice")["spam"] == "41"
+
+
+def test_the_milter_scores_a_recipient_with_their_own_model_in_the_store(
+        store_url, sample_index, tmp_path):
+    from tests.test_milter import ADDED, MILTERTEST, miltertest
+    from textnb.delivery.shared_users import SharedModelSet
+    from textnb.delivery.verdict_headers import score_with
+
+    if MILTERTEST is None:
+        pytest.skip("Debian's miltertest is not installed: apt-get install miltertest")
+    pytest.importorskip("Milter", reason="pymilter: pip install -e '.[milter]'")
+    trained_store(store_url, sample_index)
+    message = novel_message()
+    stop = threading.Event()
+    imap = SharedModelSet(store_url, "default", tmp_path / "outbox", stop)
+    imap.for_learning("b").update("LEARN", message, "spam")  # miltertest's recipient: b@
+    assert score_with(imap.shared.spam_filter, message).label == "ham"
+    port = free_port()
+    spec = f"inet:{port}@127.0.0.1"
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    milter = subprocess.Popen([sys.executable, "-m", "textnb", "milter", "--socket", spec,
+                               "--store", store_url, "--store-users"], env=env,
+                              stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert milter.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        assert miltertest(spec, message, ADDED)["status"] == "spam"
+    finally:
+        milter.send_signal(signal.SIGTERM)
+        milter.wait(timeout=60)
+        stop.set()
+        imap.close()

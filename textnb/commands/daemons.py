@@ -170,7 +170,7 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
            recipient_user: str = "local", metrics: str | None = None,
            record: Path | None = None, record_days: float = 30.0, record_max_mb: int = 200,
            record_user_mb: int | None = None, store: tuple[str, str] | None = None,
-           say: Say = _silent) -> int:
+           store_users: bool = False, say: Say = _silent) -> int:
     """The milter (``textnb milter``): add X-TextNB-Status and X-TextNB-Score to each
     message the MTA passes, until SIGTERM. RETURNS the messages scored.
 
@@ -178,7 +178,9 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
         unix:PATH). model, models: as :func:`serve`'s; with ``models`` the recipient
         names the user (``recipient_user``: 'local' or 'address').
     store ((url, model name) | None): score with a model of a shared store instead, held in
-        memory and following its log (``textnb.modelfile.postgres``).
+        memory and following its log (``textnb.modelfile.postgres``); with ``store_users``,
+        a recipient's own model in the store when they have one
+        (``textnb.delivery.shared_users``).
     The policy options are checked (``textnb.delivery.milter_options.MilterPolicy``)
     and the address parsed before pymilter is imported, so a bad one is named as such
     on a machine without pymilter too, and before the model loads.
@@ -202,7 +204,13 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
     from ..delivery.users import ModelSet
 
     following = None
-    if store is not None:
+    if store is not None and store_users:
+        from ..delivery.shared_users import SharedModelSet
+
+        following = threading.Event()
+        resident = SharedModelSet(*store, None, following, reload_interval or 1.0)
+        shown = f"{resident.shared.path}, users' own by recipient"
+    elif store is not None:
         from ..modelfile.postgres.shared_model import SharedModel
 
         resident = SharedModel(*store).warmed()
@@ -222,7 +230,8 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
                           reload_interval=reload_interval,
                           started=lambda: say(f"textnb milter: model {shown} on {socket_spec} "
                                               f"(pid {os.getpid()}); SIGTERM stops"),
-                          recipient_user=recipient_user if models is not None else None,
+                          recipient_user=(recipient_user if models is not None or store_users
+                                          else None),
                           telemetry=telemetry, recorder=recorder)
 
 
