@@ -6,8 +6,9 @@ Starts a private PostgreSQL (bench/postgres.py: initdb and pg_ctl in a temporary
 and measures, in one run:
 
 - **learns per second**, one host and three at once: each host a process with a
-  ``SharedStore`` of its own, teaching distinct messages, one transaction per message (a scorer's LEARN: the
-  ledger decides, the log record is appended and notified, the commit is durable). The
+  ``SharedStore`` of its own, teaching distinct messages, one transaction per message
+  (a scorer's LEARN: the ledger decides, the log record is appended and notified, the
+  commit is durable). The
   messages are synthetic token lists (Zipf-distributed words, 150 a message), made
   before the clock starts: this is the store's cost, not the tokenizer's;
 - **a scorer's per-message latency**, ``textnb serve --model FILE`` against ``textnb serve

@@ -25,7 +25,7 @@ from tests.pg_cluster import pg_cluster, store_url  # noqa: F401  (fixtures)
 from tests.test_shared_store import counts_of, host, new_model, relabelled
 from textnb.config import FilterConfig
 from textnb.delivery.client import ScorerUnavailable, learn_remote, ping, score_remote
-from textnb.mail.sources import RawMessage, iter_index
+from textnb.mail.sources import iter_index
 from textnb.models.ledger import normalise
 
 PROJECT = Path(__file__).resolve().parents[1]
