@@ -203,6 +203,12 @@ def test_three_hosts_teaching_2000_spamassassin_messages_at_once_equal_one_train
         assert counts_of(h.spam_filter) == expected
     joining = host(store_url)
     assert counts_of(joining.spam_filter) == expected
+    # The same records in the same order: the same columns, so verdicts bit for bit alike.
+    tokens = [list(h.spam_filter.vocabulary.tokens_) for h in (*hosts, joining)]
+    assert all(t == tokens[0] for t in tokens)
+    raws = [m.raw for m in messages[:50]]
+    scores = [h.spam_filter.log_odds(raws).tolist() for h in (*hosts, joining)]
+    assert all(s == scores[0] for s in scores)
     print(f"three hosts: {3 * len(messages) + 400} learns and forgets in {seconds:.1f} s, "
           f"{len(expected[0])} tokens equal to one train")
 
