@@ -54,6 +54,8 @@ SUITE = {
         "latency": "per-message latency of the delivery paths",
         "learn_latency": "learning one message: the scorer, retrain, bogofilter",
         "record_latency": "what recording verdicts costs the scorer's clients",
+        "shared_store": "the PostgreSQL shared store: learns/s with three hosts, a scorer's "
+                        "latency against the file store's, a host joining",
     },
     "load": {
         "server_load": "the resident scorer under many clients at once",
@@ -67,7 +69,7 @@ SUITE = {
     },
 }
 # Shared code the benchmarks import; a benchmark imports only these, never another one.
-HELPERS = ("bytecode", "common", "delivery", "folds", "peers", "stats")
+HELPERS = ("bytecode", "common", "delivery", "folds", "peers", "postgres", "stats")
 
 
 def listing() -> str:

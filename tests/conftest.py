@@ -31,6 +31,8 @@ SYSTEM_FILES = {
     "test_daemon_attacks.py": "the daemons under load: hundreds of connections, descriptor "
                               "and thread limits",
     "test_fuzz.py": "coverage-guided fuzzing of the mail path",
+    "test_shared_store_hosts.py": "several hosts, scorer processes and a restarted "
+                                  "PostgreSQL on one shared store",
 }
 
 

@@ -241,7 +241,7 @@ def test_cli_export_import_and_classify_the_same(tmp_path, sample_model_file):
                                  str(out)])
     assert result.exit_code == 0, result.output
     n = len(store.load(sample_model_file).vocabulary)
-    assert f"exported {n:,} tokens and 0 ledger entries as text" in result.output
+    assert f"exported {n:,} tokens and 100 ledger entries as text" in result.output
     piped = runner.invoke(app, ["export", "-f", "text", "--model", str(sample_model_file), "-"])
     assert piped.stdout.encode() == out.read_bytes()
     back = tmp_path / "back.tnb"

@@ -99,3 +99,30 @@ def test_errors_are_catchable_from_the_package(tmp_path):
         load(bad)
     with pytest.raises(TextnbError):
         load(bad)
+
+
+def test_a_model_made_by_fit_keeps_a_ledger_and_can_be_forgotten_exactly():
+    """The docstring's example made a model nothing could be forgotten from: ``fit`` kept
+    no ledger. Now it enters every message, and ``textnb forget``'s path removes them."""
+    from textnb import SpamFilter
+    from textnb.mail.sources import iter_index
+    from textnb.modelfile.retrain import fit as train
+    from textnb.modelfile.retrain import forget_messages
+
+    messages = list(iter_index(SAMPLE_INDEX))
+    made = SpamFilter().fit(messages)
+    assert made.ledger.summary(made.n_learned)["untracked"] == 0
+    result = forget_messages(made, messages[70:])
+    assert sum(result["forgotten"].values()) == 30 and result["not_found"] == 0
+    reference = SpamFilter()
+    train(reference, messages[:70])
+    assert made.n_learned == reference.n_learned and made.ledger == reference.ledger
+    for ours, theirs in ((made.counts(), reference.counts()),):
+        tokens = {t: i for i, t in enumerate(ours["tokens"])}
+        for j, token in enumerate(theirs["tokens"]):
+            i = tokens[token]
+            assert ours["feature_count"][0, i] == theirs["feature_count"][0, j]
+            assert ours["feature_count"][1, i] == theirs["feature_count"][1, j]
+            assert ours["doc_freq"][i] == theirs["doc_freq"][j]
+        held = {t for i, t in enumerate(ours["tokens"]) if ours["doc_freq"][i]}
+        assert held == set(theirs["tokens"])

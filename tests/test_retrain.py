@@ -29,6 +29,7 @@ from textnb.modelfile import retrain, store
 from textnb.modelfile.lifecycle import Lifecycle
 from textnb.modelfile.lock import ModelLockedError, lock_path, model_lock
 from textnb.modelfile.retrain import LedgerMismatchError, fit, forget_messages, learn_messages
+from textnb.models.ledger import Ledger
 from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE, SAMPLE_INDEX
@@ -230,7 +231,8 @@ def test_unlabelled_messages_are_refused():
 
 
 def test_a_model_without_a_ledger_keeps_its_counts_and_says_what_it_cannot_forget(model_path):
-    legacy = SpamFilter().fit(A)  # SpamFilter.fit keeps no ledger
+    legacy = SpamFilter().fit(A)
+    legacy.ledger = Ledger()  # a model saved before ledgers
     store.save(legacy, model_path)
     result = retrain.retrain(model_path, index=[str(write_index(model_path.parent, B))])
     assert result["messages"] == {"spam": 40, "ham": 60}
@@ -565,3 +567,26 @@ def test_spamassassin_train_forget_retrain_and_move(sa_split, sa_batch, sa_full)
     assert sum(report.moved.values()) == len(test)
     learn_messages(model, test)
     assert_identical(model, sa_full)
+
+
+def test_the_plan_step_agrees_with_learning_one_message_at_a_time():
+    """``lifecycle.decide`` (what Lifecycle.sort and the Dask engine plan by) against the
+    ledger updated message by message: the same known count, and each changed message's
+    final label and the label it left, at its first place that changed anything."""
+    from textnb.modelfile.lifecycle import decide
+
+    rng = random.Random(5)
+    for _ in range(300):
+        digests = [bytes([rng.randrange(6)]) * 32 for _ in range(rng.randrange(12))]
+        labels = [rng.choice(("spam", "ham")) for _ in digests]
+        ledger = {bytes([k]) * 32: rng.choice(("spam", "ham", None)) for k in range(6)}
+        state, known, first = dict(ledger), 0, {}
+        for place, (d, label) in enumerate(zip(digests, labels)):
+            if state[d] == label:
+                known += 1
+            else:
+                first.setdefault(d, place)
+                state[d] = label
+        expected = sorted((first[d], state[d], ledger[d]) for d in first
+                          if state[d] != ledger[d])
+        assert decide(digests, labels, ledger.get) == (known, expected)

@@ -33,8 +33,9 @@ def test_file_is_a_zip_of_json_and_npy_only(sample_filter, model_path):
     with zipfile.ZipFile(model_path) as zf:
         names = set(zf.namelist())
         meta = json.loads(zf.read("textnb-model.json"))
+    ledger = {f"{name}.npy" for name in sample_filter.ledger.to_arrays()}  # fit keeps one
     assert names == {"textnb-model.json", "vocabulary.json", "class_count.npy",
-                     "feature_count.npy", "doc_freq.npy"}
+                     "feature_count.npy", "doc_freq.npy"} | ledger
     assert meta["format"] == "textnb-model" and meta["format_version"] == store.FORMAT_VERSION
     assert set(meta["sha256"]) == names - {"textnb-model.json"}
 

@@ -6,6 +6,7 @@ mailbox of any size is never held in memory; only the counts grow.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from .labels import LABEL_CODES, LABELS, require_both_classes
 from .mail.parse import MailLimits, parse_message
 from .models import evidence
 from .models.dependence import Dependence, make_dependence
-from .models.ledger import Ledger
+from .models.ledger import Ledger, normalise, tokens_hash
 from .models.naive_bayes import make_model
 from .text.namespaces import is_header_token
 from .text.tokenize import EmailTokenizer
@@ -150,8 +151,8 @@ class SpamFilter:
         # (JSON-able; None: the model's own posterior, expit(log-odds)).
         self.calibration: dict | None = None
         self.n_learned = dict.fromkeys(LABELS, 0)
-        # Which messages the counts hold (textnb.modelfile.lifecycle
-        # keeps it; SpamFilter.fit and learn do not).
+        # Which messages the counts hold (textnb.modelfile.lifecycle keeps it, and
+        # SpamFilter.fit and learn; learn_tokens and add_counts, which get no mail, do not).
         self.ledger = Ledger()
         return self
 
@@ -270,13 +271,25 @@ class SpamFilter:
 
     def learn(self, messages: Iterable[RawMessage], progress: Callable[[int], None] | None = None,
               weight: float = 1.0) -> int:
-        """Add labelled messages to the counts (weight -1 removes them). Returns how many."""
+        """Add labelled messages to the counts (weight -1 removes them). Returns how many.
+
+        The ledger keeps up: each message is entered under its label, by the digest of
+        its normalised bytes, which are what is tokenised (as ``textnb train`` learns),
+        so a model this makes can be retrained and forgotten exactly
+        (``textnb.modelfile.lifecycle``); removing a message removes its entry. A
+        message given twice is counted twice and entered once: the second copy is one
+        of the ledger's ``untracked`` messages (``Ledger.summary``), which no forget
+        removes. ``textnb train`` learns it once instead.
+        """
         total = 0
         iterator = iter(messages)
         while batch := list(islice(iterator, BATCH_SIZE)):
             y = np.array([_label_code(m) for m in batch])
-            X = self._matrix(self.tokens_many([m.raw for m in batch]), grow=True)
+            norms = [normalise(m.raw) for m in batch]
+            token_lists = self.tokens_many(norms)
+            X = self._matrix(token_lists, grow=True)
             self._add_counts(X, y, weight)
+            self._keep_ledger(norms, token_lists, y, X, weight)
             if self.numeric is not None:
                 self._learn_numeric([m.raw for m in batch], y, weight)
             total += len(batch)
@@ -284,6 +297,22 @@ class SpamFilter:
                 progress(len(batch))
         self._update_mask()
         return total
+
+    def _keep_ledger(self, norms: list[bytes], token_lists: list[list[str]], y: np.ndarray,
+                     X, weight: float) -> None:
+        """Enter (weight > 0) or remove (< 0) a learned batch's messages in the ledger."""
+        ledger = self.ledger
+        if weight > 0:
+            ledger.cover(X.shape[1])
+        for i, (norm, tokens) in enumerate(zip(norms, token_lists)):
+            digest = hashlib.sha256(norm).digest()
+            label = LABELS[int(y[i])]
+            if weight < 0:
+                if ledger.label(digest) == label:
+                    ledger.remove(digest)
+            elif digest not in ledger:
+                serial = ledger.record(digest, label, tokens_hash(tokens))
+                ledger.saw(X.indices[X.indptr[i]:X.indptr[i + 1]], serial)
 
     def learn_tokens(self, token_lists: list[list[str]], labels: Iterable[str],
                      weight: float = 1.0) -> None:

@@ -75,7 +75,19 @@ EngineStrictOpt = typer.Option(False, "--strict", help="Stop at the first input 
 JobsOpt = typer.Option(None, "--jobs", "-j", min=1, help="With --engine local: worker processes that parse, tokenise and count or score mail (default: every core); results do not depend on N.")
 EngineOpt = typer.Option("local", "--engine", help="Where the work runs: local (processes on this machine) or dask (a Dask cluster; pip install 'textnb\\[dask]').")
 SchedulerOpt = typer.Option(None, "--scheduler", help="With --engine dask: the scheduler's address (tcp://HOST:8786) or scheduler file. Default: $DASK_SCHEDULER_ADDRESS, else a cluster of this machine's cores.")
+StoreOpt = typer.Option(None, "--store", envvar="TEXTNB_STORE", show_envvar=False, help="A shared store instead of a model file: postgresql://USER@HOST/DATABASE (several hosts share its models; docs/shared-store.md). Default: $TEXTNB_STORE.")
+StoreModelOpt = typer.Option("default", "--store-model", envvar="TEXTNB_STORE_MODEL", show_envvar=False, help="With --store: the model's name in the store (one per user, say). Default: $TEXTNB_STORE_MODEL, else 'default'.")
 # fmt: on
+
+
+def check_store(store: Optional[str], model: Optional[Path]) -> bool:
+    """Whether a --store was given; a usage error when --model was given too."""
+    if store is None:
+        return False
+    if model is not None:
+        raise typer.BadParameter("give --model (a model file) or --store (a shared store), "
+                                 "not both", param_hint="--store")
+    return True
 
 
 @contextmanager

@@ -18,8 +18,11 @@ from ._util import (
     JsonOpt,
     ModelOpt,
     SchedulerOpt,
+    StoreModelOpt,
+    StoreOpt,
     TsvOpt,
     app,
+    check_store,
     check_cost_ratio,
     model_to_read,
     nothing_done,
@@ -44,6 +47,8 @@ def classify_cli(
     output_format: str = typer.Option("jsonl", "--output-format", help="With --output: jsonl (as --json prints) or parquet (needs pyarrow)."),
     jobs: Optional[int] = JobsOpt,
     strict: bool = EngineStrictOpt,
+    store: Optional[str] = StoreOpt,
+    store_model: str = StoreModelOpt,
 ):
     # fmt: on
     """Classify messages: one line each with the label, log-odds, P(spam) and the source.
@@ -69,10 +74,20 @@ def classify_cli(
                        f"{len(result['files'])} files in {output} ({result['seconds']:.1f} s)")
             return
         unhealthy: list[str] = []
-        batches = commands.classify_batches(model_to_read(model), sources or [], index or [],
-                                            tsv or [], cost_ratio, engine=chosen,
-                                            on_model=lambda f: unhealthy.extend(
-                                                training_health(f.n_learned).problems))
+
+        def on_model(spam_filter):
+            unhealthy.extend(training_health(spam_filter.n_learned).problems)
+
+        if check_store(store, model):
+            from ..commands.shared_store import classify_batches as store_classify_batches
+
+            batches = store_classify_batches(store, store_model, sources or [],
+                                                    index or [], tsv or [], cost_ratio,
+                                                    engine=chosen, on_model=on_model)
+        else:
+            batches = commands.classify_batches(model_to_read(model), sources or [],
+                                                index or [], tsv or [], cost_ratio,
+                                                engine=chosen, on_model=on_model)
         counts = {"spam": 0, "ham": 0, "unsure": 0}
         for batch in batches:
             # A batch's lines in one write: typer.echo flushes, and checks the stream for

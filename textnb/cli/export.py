@@ -8,7 +8,16 @@ from typing import Optional
 
 import typer
 
-from ._util import JsonOpt, ModelOpt, app, model_to_read, operator_errors
+from ._util import (
+    JsonOpt,
+    ModelOpt,
+    StoreModelOpt,
+    StoreOpt,
+    app,
+    check_store,
+    model_to_read,
+    operator_errors,
+)
 
 # textnb.commands.EXPORT_FORMATS (not imported here: `textnb --help` loads no NumPy).
 FORMATS = ("pmml", "text")
@@ -35,6 +44,8 @@ def export_cli(
     fmt: str = typer.Option("pmml", "--format", "-f", callback=check_format, help="pmml (PMML 4.4, for other engines) or text (a line-per-record dump for backups, grep and diff; docs/model-file.md)."),
     max_features: int = typer.Option(0, "--max-features", help="PMML only: export the model pruned to its N most frequent terms (0: every kept term), for PMML consumers that cannot take ~100,000 input fields."),
     as_json: bool = JsonOpt,
+    store: Optional[str] = StoreOpt,
+    store_model: str = StoreModelOpt,
 ):
     # fmt: on
     """Export a model as PMML 4.4 or as a text dump that 'textnb import --format text' restores.
@@ -50,7 +61,12 @@ def export_cli(
     from ..commands import export
 
     with operator_errors():
-        summary = export(model_to_read(model), out, fmt, max_features)
+        if check_store(store, model):
+            from ..commands.shared_store import export as store_export
+
+            summary = store_export(store, store_model, out, fmt, max_features)
+        else:
+            summary = export(model_to_read(model), out, fmt, max_features)
     if as_json:
         typer.echo(json.dumps(summary), err=str(out) == "-")
         return

@@ -13,9 +13,12 @@ from ._util import (
     JsonOpt,
     ModelOpt,
     Progress,
+    StoreModelOpt,
+    StoreOpt,
     StrictOpt,
     TsvOpt,
     app,
+    check_store,
     model_to_read,
     nothing_done,
     operator_errors,
@@ -34,6 +37,8 @@ def forget_cli(
     wait: Optional[float] = WaitOpt,
     as_json: bool = JsonOpt,
     strict: bool = StrictOpt,
+    store: Optional[str] = StoreOpt,
+    store_model: str = StoreModelOpt,
 ):
     # fmt: on
     """Forget messages: their counts leave the model exactly, as if never learned.
@@ -46,8 +51,14 @@ def forget_cli(
     with operator_errors(), skipping_unreadable(strict) as skipped:
         progress = Progress("read")
         try:
-            result = forget(model_to_read(model), sources or [], index or [], tsv or [],
-                            progress=progress, lock_timeout=wait)
+            if check_store(store, model):
+                from ..commands.shared_store import forget as store_forget
+
+                result = store_forget(store, store_model, sources or [], index or [],
+                                             tsv or [], progress=progress)
+            else:
+                result = forget(model_to_read(model), sources or [], index or [], tsv or [],
+                                progress=progress, lock_timeout=wait)
         finally:
             progress.close()
     nothing_done(skipped, result["read"], strict)
@@ -61,6 +72,10 @@ def forget_cli(
         typer.echo(f"{result['pruned']:,} of them had tokens a size bound dropped earlier "
                    "(textnb compact --prune): the counts the model still held were removed, "
                    "the dropped ones were gone already")
+    if store is not None:
+        typer.echo(f"model {result['model']}: {n['spam']:,} spam, {n['ham']:,} ham; "
+                   f"ledger {result['ledger']['messages']:,}")
+        return
     verb = "written" if result["written"] else "unchanged"
     typer.echo(f"model {verb}: {result['model']} ({n['spam']:,} spam, {n['ham']:,} ham; "
                f"ledger {result['ledger']['messages']:,})")

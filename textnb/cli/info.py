@@ -8,18 +8,33 @@ from typing import Optional
 
 import typer
 
-from ._util import JsonOpt, ModelOpt, app, model_to_read, operator_errors
+from ._util import (
+    JsonOpt,
+    ModelOpt,
+    StoreModelOpt,
+    StoreOpt,
+    app,
+    check_store,
+    model_to_read,
+    operator_errors,
+)
 
 
 @app.command("info")
-def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
+def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt,
+             store: Optional[str] = StoreOpt, store_model: str = StoreModelOpt):
     """Show what a model was trained on, its settings and its size."""
     from .. import commands
     from ..models.evidence import selection_text
     from ..models.health import training_health
 
     with operator_errors():
-        summary = commands.info(model_to_read(model))
+        if check_store(store, model):
+            from ..commands.shared_store import info as store_info
+
+            summary = store_info(store, store_model)
+        else:
+            summary = commands.info(model_to_read(model))
     health = training_health(summary["messages"])
     summary["health"] = health.to_dict()
     if as_json:
@@ -28,8 +43,13 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt):
     cfg = summary["config"]
     n = summary["messages"]
     threshold = summary["threshold"]
-    typer.echo(f"model:       {summary['model']} ({summary['size_bytes'] / 1e6:.2f} MB, "
-               f"format {summary['format_version']})")
+    if store is not None:
+        typer.echo(f"model:       {summary['model']} (log record {summary['log_record']}, "
+                   f"snapshot at {summary['snapshot_record']}; the store holds "
+                   f"{', '.join(summary['store_models'])})")
+    else:
+        typer.echo(f"model:       {summary['model']} ({summary['size_bytes'] / 1e6:.2f} MB, "
+                   f"format {summary['format_version']})")
     typer.echo(f"trained on:  {n.get('spam', 0):,} spam, {n.get('ham', 0):,} ham")
     ledger = summary["ledger"]
     typer.echo(f"ledger:      {ledger['messages']:,} messages ({ledger['spam']:,} spam, "

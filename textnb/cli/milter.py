@@ -10,7 +10,17 @@ import typer
 
 from ._metrics import MetricsOpt
 from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, RecordUserMbOpt
-from ._util import CostOpt, ModelOpt, app, check_cost_ratio, model_path, operator_errors
+from ._util import (
+    CostOpt,
+    ModelOpt,
+    StoreModelOpt,
+    StoreOpt,
+    app,
+    check_cost_ratio,
+    check_store,
+    model_path,
+    operator_errors,
+)
 
 
 # fmt: off
@@ -34,6 +44,9 @@ def milter_cli(
     record_days: float = RecordDaysOpt,
     record_max_mb: int = RecordMaxMbOpt,
     record_user_mb: Optional[int] = RecordUserMbOpt,
+    store: Optional[str] = StoreOpt,
+    store_model: str = StoreModelOpt,
+    store_users: bool = typer.Option(False, "--store-users", help="With --store: score a recipient with their own model in the store (user:<name>, made by serve --store-users) when they have one, else with --store-model's."),
 ):
     # fmt: on
     """Run as a milter: add X-TextNB-Status and X-TextNB-Score to each message, until SIGTERM.
@@ -55,8 +68,16 @@ def milter_cli(
     from ..commands import milter
 
     logging.basicConfig(level=logging.INFO, format="textnb milter: %(message)s")
+    shared = (store, store_model) if check_store(store, model) else None
+    if store_users and shared is None:
+        raise typer.BadParameter("--store-users goes with --store URL", param_hint="--store-users")
+    if shared is not None and (models is not None or record is not None or metrics is not None):
+        raise typer.BadParameter("with --store, the milter scores with one model of the store; "
+                                 "--models, --record and --metrics go with model files",
+                                 param_hint="--store")
     with operator_errors():
-        milter(socket_spec, model if models is not None else model_path(model), models=models,
+        milter(socket_spec, model if models is not None or shared else model_path(model),
+               models=models, store=shared, store_users=store_users,
                cost_ratio=cost_ratio, spamassassin=spamassassin, reject_above=reject_above,
                quarantine_above=quarantine_above, on_error=on_error, max_bytes=max_bytes,
                timeout=timeout, reload_interval=reload_interval, allow_remote=allow_remote,

@@ -19,8 +19,11 @@ from ._util import (
     Progress,
     SchedulerOpt,
     SpamOpt,
+    StoreModelOpt,
+    StoreOpt,
     TsvOpt,
     app,
+    check_store,
     model_path,
     nothing_done,
     operator_errors,
@@ -50,6 +53,8 @@ def retrain_cli(
     scheduler: Optional[str] = SchedulerOpt,
     jobs: Optional[int] = JobsOpt,
     strict: bool = EngineStrictOpt,
+    store: Optional[str] = StoreOpt,
+    store_model: str = StoreModelOpt,
 ):
     # fmt: on
     """Add labelled mail to a model: new messages are learned, known ones skipped, relabelled ones moved.
@@ -66,10 +71,24 @@ def retrain_cli(
         chosen = pick_engine(engine, scheduler, jobs)
         progress = Progress("read")
         try:
-            result = commands.retrain(model_path(model), spam or [], ham or [], index or [],
-                                      tsv or [], regime, margin, progress, lock_timeout=wait,
-                                      engine=chosen, maildir=maildir,
-                                      spam_folders=spam_folder or [], ham_folders=ham_folder or [])
+            if check_store(store, model):
+                if regime != "all" or maildir is not None or engine != "local":
+                    raise typer.BadParameter("with --store, retrain learns every message "
+                                             "(--regime all) from --spam/--ham/--index/--tsv, "
+                                             "in this process (--engine local)",
+                                             param_hint="--store")
+                from ..commands.shared_store import retrain as store_retrain
+
+                result = store_retrain(store, store_model, spam or [], ham or [],
+                                              index or [], tsv or [], progress=progress)
+                result.update(regime="all", known=result["duplicates"], passed=0,
+                              written=True, created=False)
+            else:
+                result = commands.retrain(model_path(model), spam or [], ham or [], index or [],
+                                          tsv or [], regime, margin, progress,
+                                          lock_timeout=wait, engine=chosen, maildir=maildir,
+                                          spam_folders=spam_folder or [],
+                                          ham_folders=ham_folder or [])
         finally:
             progress.close()
     nothing_done(skipped, result["read"], strict)

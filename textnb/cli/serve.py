@@ -12,7 +12,7 @@ import typer
 
 from ._metrics import MetricsOpt
 from ._record import RecordDaysOpt, RecordMaxMbOpt, RecordOpt, RecordUserMbOpt
-from ._util import ModelOpt, app, model_path, operator_errors
+from ._util import ModelOpt, StoreModelOpt, StoreOpt, app, check_store, model_path, operator_errors
 
 
 # fmt: off
@@ -39,6 +39,10 @@ def serve_cli(
     record_days: float = RecordDaysOpt,
     record_max_mb: int = RecordMaxMbOpt,
     record_user_mb: Optional[int] = RecordUserMbOpt,
+    store: Optional[str] = StoreOpt,
+    store_model: str = StoreModelOpt,
+    store_users: bool = typer.Option(False, "--store-users", help="With --store: a model per user in the store (user:<name>), chosen by the client's --user; others get --store-model's. A user's first learn makes theirs as a copy of it."),
+    outbox: Optional[Path] = typer.Option(None, "--outbox", help="With --store: the file where learns wait, fsync'd, while the database is away (one per scorer). Default: outbox-<store model> beside the default model file."),
 ):
     # fmt: on
     """Keep the model loaded and answer 'textnb filter --server' / 'textnb-client' until SIGTERM."""
@@ -71,6 +75,29 @@ def serve_cli(
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    if store_users and store is None:
+        raise typer.BadParameter("--store-users goes with --store URL", param_hint="--store-users")
+    if check_store(store, model):
+        if models is not None or metrics is not None:
+            raise typer.BadParameter("with --store, serve one model of the store (give each "
+                                     "user's its own --store-model and scorer); --models "
+                                     "and --metrics go with model files", param_hint="--store")
+        from ..commands.shared_store import serve as store_serve
+
+        if outbox is None:
+            outbox = model_path(None).parent / f"outbox-{store_model}"
+        with operator_errors():
+            outbox.parent.mkdir(parents=True, exist_ok=True)
+            store_serve(store, store_model, address, outbox=outbox, max_bytes=max_bytes,
+                               max_clients=max_clients, timeout=timeout,
+                               poll=reload_interval or 1.0, allow_remote=allow_remote,
+                               socket_mode=mode, key_file=key_file, stop=stop,
+                               allow_any_user_to_teach=allow_any_user_to_teach,
+                               record=record, record_days=record_days,
+                               record_max_mb=record_max_mb, per_user=store_users,
+                               max_resident_users=max_resident_users, max_users=max_users,
+                               say=lambda line: typer.echo(line, err=True))
+        return
     with operator_errors():
         serve(model if models is not None else model_path(model), address, models=models,
               max_bytes=max_bytes, max_clients=max_clients, timeout=timeout,

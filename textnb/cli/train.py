@@ -19,8 +19,11 @@ from ._util import (
     Progress,
     SchedulerOpt,
     SpamOpt,
+    StoreModelOpt,
+    StoreOpt,
     TsvOpt,
     app,
+    check_store,
     model_path,
     operator_errors,
     pick_engine,
@@ -46,6 +49,8 @@ def train_cli(
     scheduler: Optional[str] = SchedulerOpt,
     jobs: Optional[int] = JobsOpt,
     strict: bool = EngineStrictOpt,
+    store: Optional[str] = StoreOpt,
+    store_model: str = StoreModelOpt,
 ):
     # fmt: on
     """Train a new model from labelled mail and save it (replacing any model at that path).
@@ -68,8 +73,18 @@ def train_cli(
         chosen = pick_engine(engine, scheduler, jobs)
         progress = Progress("trained")
         try:
-            summary = commands.train(model_path(model), cfg, spam or [], ham or [], index or [],
-                                     tsv or [], progress=progress, engine=chosen)
+            if check_store(store, model):
+                if engine != "local":
+                    raise typer.BadParameter("with --store the messages are counted in this "
+                                             "process (--engine local)", param_hint="--engine")
+                from ..commands.shared_store import train as store_train
+
+                summary = store_train(store, store_model, cfg, spam or [], ham or [],
+                                             index or [], tsv or [], progress=progress)
+                summary.update(size_bytes=0)
+            else:
+                summary = commands.train(model_path(model), cfg, spam or [], ham or [], index or [],
+                                         tsv or [], progress=progress, engine=chosen)
         finally:
             progress.close()
     if as_json:
@@ -77,7 +92,7 @@ def train_cli(
     else:
         n = summary["messages"]
         typer.echo(f"trained {n['spam']:,} spam and {n['ham']:,} ham in {summary['seconds']:.1f} s; "
-                   f"{summary['vocabulary_size']:,} tokens; model written to {summary['model']} "
-                   f"({summary['size_bytes'] / 1e6:.1f} MB)")
+                   f"{summary['vocabulary_size']:,} tokens; model written to {summary['model']}"
+                   + (f" ({summary['size_bytes'] / 1e6:.1f} MB)" if store is None else ""))
 
 

@@ -169,13 +169,18 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
            reload_interval: float = 1.0, allow_remote: bool = False,
            recipient_user: str = "local", metrics: str | None = None,
            record: Path | None = None, record_days: float = 30.0, record_max_mb: int = 200,
-           record_user_mb: int | None = None, say: Say = _silent) -> int:
+           record_user_mb: int | None = None, store: tuple[str, str] | None = None,
+           store_users: bool = False, say: Say = _silent) -> int:
     """The milter (``textnb milter``): add X-TextNB-Status and X-TextNB-Score to each
     message the MTA passes, until SIGTERM. RETURNS the messages scored.
 
     socket_spec (str): where the MTA connects, in Postfix notation (inet:PORT@HOST or
         unix:PATH). model, models: as :func:`serve`'s; with ``models`` the recipient
         names the user (``recipient_user``: 'local' or 'address').
+    store ((url, model name) | None): score with a model of a shared store instead, held in
+        memory and following its log (``textnb.modelfile.postgres``); with ``store_users``,
+        a recipient's own model in the store when they have one
+        (``textnb.delivery.shared_users``).
     The policy options are checked (``textnb.delivery.milter_options.MilterPolicy``)
     and the address parsed before pymilter is imported, so a bad one is named as such
     on a machine without pymilter too, and before the model loads.
@@ -184,7 +189,7 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
 
     if recipient_user not in ("local", "address"):
         raise TextnbError(f"--recipient-user '{recipient_user}' is not local or address")
-    if models is None and model is None:
+    if models is None and model is None and store is None:
         raise TextnbError("milter needs a model file, or --models DIR")
     policy = MilterPolicy(spamassassin, reject_above, quarantine_above, on_error,
                           max_bytes, timeout, cost_ratio).check()
@@ -198,7 +203,21 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
     from ..delivery.server import ResidentModel
     from ..delivery.users import ModelSet
 
-    if models is not None:
+    following = None
+    if store is not None and store_users:
+        from ..delivery.shared_users import SharedModelSet
+
+        following = threading.Event()
+        resident = SharedModelSet(*store, None, following, reload_interval or 1.0)
+        shown = f"{resident.shared.path}, users' own by recipient"
+    elif store is not None:
+        from ..modelfile.postgres.shared_model import SharedModel
+
+        resident = SharedModel(*store).warmed()
+        following = threading.Event()
+        resident.follow(following)
+        shown = resident.path
+    elif models is not None:
         resident = ModelSet(models, model)
         shown = f"{models}/<user>/model.tnb by recipient, shared {resident.shared.path}"
     else:
@@ -206,13 +225,24 @@ def milter(socket_spec: str, model: Path | None, *, models: Path | None = None,
         shown = str(model)
     _warn_about_training("milter", resident, say)
     with _watched(resident, metrics, record, record_days, record_max_mb, record_user_mb,
-                  models is None, "milter", say) as (telemetry, recorder):
+                  models is None, "milter", say) as (telemetry, recorder), _set_after(following):
         return run_milter(resident, socket_spec, policy, allow_remote=allow_remote,
                           reload_interval=reload_interval,
                           started=lambda: say(f"textnb milter: model {shown} on {socket_spec} "
                                               f"(pid {os.getpid()}); SIGTERM stops"),
-                          recipient_user=recipient_user if models is not None else None,
+                          recipient_user=(recipient_user if models is not None or store_users
+                                          else None),
                           telemetry=telemetry, recorder=recorder)
+
+
+@contextmanager
+def _set_after(event: threading.Event | None) -> Iterator[None]:
+    """Set ``event`` (a follower's stop) when the block ends, however it ends."""
+    try:
+        yield
+    finally:
+        if event is not None:
+            event.set()
 
 
 def web(record: Path, users: Path, scorer_address, host: str = "127.0.0.1", port: int = 8025,

@@ -73,7 +73,7 @@ from ..config import FilterConfig
 from ..errors import EmptyTrainingSetError, EngineError, SourceError
 from ..labels import LABEL_CODES, LABELS
 from ..modelfile import store
-from ..modelfile.lifecycle import LearnReport, Lifecycle
+from ..modelfile.lifecycle import LearnReport, Lifecycle, decide
 from ..models.ledger import DIGEST_SIZE, normalise
 from ..spamfilter import ScoredMessage, SpamFilter
 
@@ -310,15 +310,12 @@ def _hashes(partial: tuple[Counts, Counts, list[int]]) -> list[int]:
 
 
 def plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
-    """Decide what to learn, as ``textnb.modelfile.lifecycle.Lifecycle.sort`` decides
-    for regime 'all', over the whole run at once.
+    """Decide what to learn over the whole run at once, by the decision every way of
+    learning takes (``textnb.modelfile.lifecycle.decide``, as ``Lifecycle.sort`` for
+    regime 'all'), from the digests the workers sent.
 
-    A message (digest) is learned once, at its first place in the run, under the last
-    label the run gives it: added when the ledger lacks it, moved when the ledger holds
-    it under the other label, skipped when under the same one. A message counts as
-    known when its label is the one it already had (from the ledger or its previous
-    place in the run). RETURNS (plans, report, learned): a _Plan per partition, the
-    LearnReport, and the learned messages' (digests, labels, is_new) in run order.
+    RETURNS (plans, report, learned): a _Plan per partition, the LearnReport, and the
+    learned messages' (digests, labels, is_new) in run order.
     """
     sizes = [len(labels) for _, labels in digested]
     digests = (np.concatenate([d for d, _ in digested]) if digested
@@ -326,35 +323,16 @@ def plan_run(digested: list[tuple[np.ndarray, np.ndarray]], ledger):
     labels = (np.concatenate([lab for _, lab in digested]) if digested
               else np.zeros(0, dtype=np.uint8)).astype(np.int8)
     n = len(labels)
-    keys = np.ascontiguousarray(digests).view(f"V{DIGEST_SIZE}").ravel()
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
-    last = np.full(len(first), -1)
-    np.maximum.at(last, inverse, np.arange(n))
-    final = labels[last]  # per distinct message: the label it ends with
-    in_ledger = np.full(len(first), -1, dtype=np.int8)
-    if len(ledger):
-        for j, i in enumerate(first):
-            label = ledger.label(digests[i].tobytes())
-            in_ledger[j] = -1 if label is None else LABEL_CODES[label]
-    # The label each message had just before it: its previous place's, else the ledger's.
-    order = np.argsort(inverse, kind="stable")
-    before = np.empty(n, dtype=np.int8)
-    before[first] = in_ledger
-    repeat = inverse[order][1:] == inverse[order][:-1]
-    before[order[1:][repeat]] = labels[order[:-1][repeat]]
-
-    learn = final != in_ledger  # per distinct message
+    raw = np.ascontiguousarray(digests).tobytes()
+    keys = [raw[i * DIGEST_SIZE:(i + 1) * DIGEST_SIZE] for i in range(n)]
+    known, changes = decide(keys, [LABELS[c] for c in labels.tolist()], ledger.label)
     label = np.full(n, -1, dtype=np.int8)
     old = np.full(n, -1, dtype=np.int8)
-    label[first[learn]] = final[learn]
-    old[first[learn]] = in_ledger[learn]
-
-    report = LearnReport(regime="all", read=n, known=int(np.sum(before == labels)))
-    new = learn & (in_ledger < 0)
-    for code, name in enumerate(LABELS):
-        report.learned[name] = int(np.sum(new & (final == code)))
-        report.moved[name] = int(np.sum(learn & ~new & (final == code)))
+    report = LearnReport(regime="all", read=n, known=known)
+    for place, final, was in changes:
+        label[place] = LABEL_CODES[final]
+        old[place] = -1 if was is None else LABEL_CODES[was]
+        (report.learned if was is None else report.moved)[final] += 1
 
     plans, start = [], 0
     for size in sizes:

@@ -36,8 +36,9 @@ earlier message of the run (one at a time, as TREC's online protocol does);
 every regime: the user said the label is wrong, and a model that keeps a message
 under a label it no longer has is wrong whatever its scores.
 
-``SpamFilter.fit`` and ``SpamFilter.learn`` stay below this: they add counts and
-keep no ledger (cross-validation's folds, a message given twice counted twice).
+``SpamFilter.fit`` and ``SpamFilter.learn`` stay below this: they add counts (a message
+given twice counted twice, as cross-validation's folds want) and enter each message in
+the ledger once, so a model they make can be forgotten here.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from ..models.ledger import matches, normalise, tokens_hash
 from ..spamfilter import BATCH_SIZE, SpamFilter, learning_batches
 
 __all__ = ["REGIMES", "DEFAULT_MARGIN", "LearnReport", "LedgerMismatchError", "Lifecycle",
-           "Seen", "check_regime"]
+           "Seen", "check_regime", "decide"]
 
 REGIMES = ("all", "error", "thick")
 # The thick regime's margin, in log-odds beyond the threshold. It depends on the score
@@ -121,6 +122,38 @@ class Seen:
                 "--spam or --ham, or through an index file")
         norm = normalise(message.raw)
         return cls(message.label, norm, hashlib.sha256(norm).digest(), message.source)
+
+
+def decide(digests: Sequence[bytes], labels: Sequence[str],
+           label_of: Callable[[bytes], str | None]) -> tuple[int, list[tuple[int, str, str | None]]]:
+    """The ledger's decision on a run of labelled messages, from their digests alone: the
+    plan step of every way of learning (``Lifecycle.sort``, the Dask engine's whole-run
+    plan).
+
+    A message new to the ledger is added once, at its first place in the run where it
+    changes anything (new tokens get columns in order of first sight), under the last
+    label the run gives it; one in the ledger under the other label is relabelled; under
+    the same label it is known (so is a repeat under the label it has just been given).
+
+    label_of (callable): the ledger's label of a digest, None when it holds none.
+    RETURNS (int, list): how many are known, and the changes in order of first place:
+        (that place, the label the message ends with, the label it leaves or None: new).
+    """
+    before: dict[bytes, str | None] = {}  # label in the ledger when the run began
+    after: dict[bytes, list] = {}  # [first place, last label given], if it changed
+    known = 0
+    for place, (d, label) in enumerate(zip(digests, labels)):
+        if d not in before:
+            before[d] = label_of(d)
+        current = after[d][1] if d in after else before[d]
+        if current == label:
+            known += 1
+        elif d in after:
+            after[d][1] = label  # keeps its first place
+        else:
+            after[d] = [place, label]
+    return known, [(place, label, before[d]) for d, (place, label) in after.items()
+                   if label != before[d]]
 
 
 def check_regime(regime: str, margin: float) -> None:
@@ -239,23 +272,16 @@ class Lifecycle:
         gives it; one in the ledger under the other label is relabelled; under the same
         label it is known. The local engine plans its workers' batches with this too.
         """
-        ledger = self.spam_filter.ledger
-        before: dict[bytes, str | None] = {}   # label in the ledger when the batch began
-        after: dict[bytes, Seen] = {}          # last label given in the batch, if it differs
-        for message in batch:
-            seen = Seen.of(message)
-            report.read += 1
-            d = seen.digest
-            if d not in before:
-                before[d] = ledger.label(d)
-            current = after[d].label if d in after else before[d]
-            if current == seen.label:
-                report.known += 1
-                continue
-            after[d] = seen  # keeps its first place
-        adds = [s for d, s in after.items() if before[d] is None]
-        moves = [(s, before[d]) for d, s in after.items() if before[d] not in (None, s.label)]
-        return adds, moves
+        seen = [Seen.of(message) for message in batch]
+        known, changes = decide([s.digest for s in seen], [s.label for s in seen],
+                                self.spam_filter.ledger.label)
+        report.read += len(seen)
+        report.known += known
+        # The message at its first place, with the label it ends with.
+        final = [(Seen(label, seen[place].norm, seen[place].digest, seen[place].source), old)
+                 for place, label, old in changes]
+        return [s for s, old in final if old is None], [(s, old) for s, old in final
+                                                        if old is not None]
 
     def enter(self, digest: bytes, label: str, tokens_hash: int | None = None) -> int:
         """Record in the ledger that a message's counts are now under ``label``.

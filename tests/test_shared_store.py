@@ -1,0 +1,364 @@
+"""The PostgreSQL shared store (textnb.modelfile.postgres) against a real PostgreSQL.
+
+A private cluster is started for the module (tests/pg_cluster.py: initdb and pg_ctl in a
+temporary folder, as an unprivileged user); each test has a database of its own. Without
+PostgreSQL or psycopg the tests skip, naming the install lines. The hosts-at-once
+scenarios (scorer processes, SpamAssassin, kill -9, a restarted server) are in
+tests/test_shared_store_hosts.py, a system test.
+"""
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from tests.pg_cluster import pg_cluster, store_url  # noqa: F401  (fixtures)
+from textnb.cli import app
+from textnb.config import FilterConfig
+from textnb.mail.sources import RawMessage, iter_index
+from textnb.modelfile.retrain import fit
+from textnb.spamfilter import SpamFilter
+
+pytestmark = pytest.mark.usefixtures("memo_tokens")
+
+
+def sample(index):
+    return list(iter_index(index))
+
+
+def counts_of(spam_filter):
+    """Every token's (ham count, spam count, messages) where any is not 0, the class counts
+    and the messages learned: what two models must share to score alike."""
+    c = spam_filter.counts()
+    n = len(c["tokens"])
+    fc, df = c["feature_count"][:, :n], c["doc_freq"][:n]
+    tokens = {t: (fc[0, i], fc[1, i], df[i]) for i, t in enumerate(c["tokens"])
+              if fc[0, i] or fc[1, i] or df[i]}
+    return tokens, tuple(c["class_count"]), dict(spam_filter.n_learned)
+
+
+def trained_on(messages):
+    spam_filter = SpamFilter()
+    fit(spam_filter, messages)
+    return spam_filter
+
+
+def new_model(url, name="default"):
+    from textnb.modelfile.postgres.database import SharedStore
+    from textnb.modelfile.postgres.shared_model import new_filter_config
+
+    store = SharedStore(url)
+    store.create(name, new_filter_config(FilterConfig()))
+    store.close()
+
+
+def host(url, name="default", **options):
+    from textnb.modelfile.postgres.shared_model import SharedModel
+
+    return SharedModel(url, name, **options)
+
+
+def relabelled(message, label):
+    return RawMessage(message.source, message.raw, label)
+
+
+def test_a_record_applied_adds_what_learning_the_messages_adds(sample_index):
+    from textnb.modelfile.postgres.records import (Change, apply, decode_record,
+                                                   encode_record, message_counts)
+    from textnb.models.ledger import message_digest, tokens_hash
+
+    messages = sample(sample_index)
+    spam_filter = SpamFilter()
+    changes = []
+    for m in messages:
+        tokens = spam_filter.tokens(m.raw)
+        changes.append(Change(message_digest(m.raw), m.label, None, tokens_hash(tokens),
+                              *message_counts(tokens)))
+    decoded, reset = decode_record(encode_record(changes))
+    assert reset is None
+    apply(spam_filter, decoded)
+    assert counts_of(spam_filter) == counts_of(trained_on(messages))
+    assert spam_filter.ledger == trained_on(messages).ledger
+
+
+def test_learn_relabel_forget_from_three_hosts_equals_one_train_on_the_final_labels(
+        store_url, sample_index):
+    messages = sample(sample_index)
+    new_model(store_url)
+    a, b, c = host(store_url), host(store_url), host(store_url)
+    report = a.learn_messages(messages)
+    assert sum(report["new"].values()) == len(messages)
+    moved = [relabelled(m, "ham" if m.label == "spam" else "spam") for m in messages[:15]]
+    assert sum(b.learn_messages(moved)["moved"].values()) == 15
+    assert b.learn_messages(moved[:5])["known"] == 5
+    gone = messages[80:]
+    assert sum(c.learn_messages(gone, kind="FORGET")["forgotten"].values()) == len(gone)
+    assert c.learn_messages(gone, kind="FORGET")["not_found"] == len(gone)
+    final = moved + messages[15:80]
+    expected = counts_of(trained_on(final))
+    for h in (a, b, c):
+        h.catch_up()
+        assert counts_of(h.spam_filter) == expected
+        assert h.spam_filter.ledger == trained_on(final).ledger
+
+
+def test_one_message_learned_on_two_hosts_at_once_counts_once(store_url, sample_index):
+    messages = sample(sample_index)[:20]
+    new_model(store_url)
+    hosts = [host(store_url) for _ in range(3)]
+    outcomes = []
+
+    def teach(h):
+        outcomes.extend(h.learn_messages(messages)["new"].values())
+
+    threads = [threading.Thread(target=teach, args=(h,)) for h in hosts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(outcomes) == len(messages)  # each message new on exactly one host
+    for h in hosts:
+        h.catch_up()
+        assert counts_of(h.spam_filter) == counts_of(trained_on(messages))
+
+
+def test_a_new_host_starts_from_the_snapshot_and_the_log_tail(store_url, sample_index):
+    messages = sample(sample_index)
+    new_model(store_url)
+    first = host(store_url, fold_every=1)
+    first.learn_messages(messages[:50])
+    first.catch_up()
+    assert first.fold()
+    first.learn_messages(messages[50:])
+    joining = host(store_url)
+    assert joining.seq == first.store.records_after(first.model_id, 0)[1]
+    assert counts_of(joining.spam_filter) == counts_of(trained_on(messages))
+    # A host that was behind the folded records reloads from the snapshot.
+    behind = host(store_url)
+    first.catch_up()
+    first.learn_messages([relabelled(messages[0], "ham")])
+    first.catch_up()
+    assert first.fold(force=True)
+    behind.catch_up()
+    assert counts_of(behind.spam_filter) == counts_of(first.spam_filter)
+
+
+def test_learns_wait_in_the_outbox_while_the_store_is_away_and_count_once(
+        store_url, sample_index, tmp_path, monkeypatch):
+    from textnb.modelfile.postgres import database
+    from textnb.modelfile.postgres.schema import StoreUnavailableError
+
+    messages = sample(sample_index)
+    new_model(store_url)
+    scorer = host(store_url, outbox=tmp_path / "outbox")
+    real_change = database.SharedStore.change
+
+    def away(self, *args, **kwargs):
+        raise StoreUnavailableError("away for the test")
+
+    monkeypatch.setattr(database.SharedStore, "change", away)
+    outcomes = [scorer.update("LEARN", m.raw, m.label) for m in messages[:30]]
+    assert outcomes == ["new"] * 30  # what the ledger in memory predicts
+    assert scorer.spam_filter.n_learned == {"ham": 0, "spam": 0}  # not in the model yet
+    assert scorer.update("LEARN", messages[0].raw, "ham") == "new"
+    monkeypatch.setattr(database.SharedStore, "change", real_change)
+    # The scorer is killed now; its outbox holds the 31 learns. Started again, it sends
+    # them, and a restart after that sends none twice.
+    scorer.close()
+    again = host(store_url, outbox=tmp_path / "outbox")
+    again.close()
+    again = host(store_url, outbox=tmp_path / "outbox")
+    final = [relabelled(messages[0], "ham")] + messages[1:30]
+    assert counts_of(again.spam_filter) == counts_of(trained_on(final))
+    assert again.outbox.pending(0) == []
+
+
+def test_an_entry_the_database_committed_is_not_sent_again(store_url, sample_index, tmp_path):
+    """A crash between the commit and the outbox's own bookkeeping: the database's
+    position for the outbox, set in the same transaction, says what it has."""
+    from textnb.modelfile.postgres.outbox import Outbox
+
+    messages = sample(sample_index)
+    new_model(store_url)
+    scorer = host(store_url, outbox=tmp_path / "outbox")
+    for m in messages[:5]:
+        scorer.update("LEARN", m.raw, m.label)
+    scorer.update("FORGET", messages[0].raw)
+    scorer.update("LEARN", messages[0].raw, "spam")
+    scorer.close()
+    # As if the file had not been settled: every entry written back, none known sent.
+    box = Outbox(tmp_path / "outbox2")
+    for _, name, item in host(store_url, outbox=tmp_path / "outbox3").outbox.entries:
+        box.append(name, item)
+    box.close()
+    restarted = host(store_url, outbox=tmp_path / "outbox")
+    final = [relabelled(messages[0], "spam")] + messages[1:5]
+    assert counts_of(restarted.spam_filter) == counts_of(trained_on(final))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # no class left
+def test_the_cli_trains_scores_and_forgets_in_a_store(store_url, sample_index, tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["train", "--store", store_url, "--store-model", "alice",
+                                 "--index", str(sample_index)])
+    assert result.exit_code == 0, result.output
+    assert "trained 40 spam and 60 ham" in result.output
+    unlabelled = sample_index.parent / "unlabelled"
+    stored = runner.invoke(app, ["classify", "--store", store_url, "--store-model", "alice",
+                                 str(unlabelled)])
+    model_file = tmp_path / "m.tnb"
+    assert runner.invoke(app, ["train", "--model", str(model_file), "--index",
+                               str(sample_index)]).exit_code == 0
+    filed = runner.invoke(app, ["classify", "--model", str(model_file), str(unlabelled)])
+    assert stored.exit_code == 0 and stored.stdout == filed.stdout
+    info = runner.invoke(app, ["info", "--store", store_url, "--store-model", "alice"])
+    assert info.exit_code == 0 and "40 spam, 60 ham" in info.output
+    assert "the store holds alice" in info.output
+    gone = runner.invoke(app, ["forget", "--store", store_url, "--store-model", "alice",
+                               "--index", str(sample_index)])
+    assert gone.exit_code == 0 and "forgot 40 spam and 60 ham" in gone.output
+
+
+@pytest.mark.parametrize("url, says", [
+    ("mysql://localhost/mail", "is not a PostgreSQL URL"),
+    ("postgresql://textnb@127.0.0.1:1/none", "cannot connect to the store"),
+])
+def test_a_bad_store_url_is_named_with_the_fix(url, says):
+    result = CliRunner().invoke(app, ["info", "--store", url])
+    assert result.exit_code == 1
+    assert says in result.output and url.split("://")[0] in result.output
+
+
+def test_a_missing_model_and_a_wrong_schema_version_are_named_with_the_fix(store_url):
+    import psycopg
+
+    runner = CliRunner()
+    missing = runner.invoke(app, ["info", "--store", store_url, "--store-model", "bob"])
+    assert missing.exit_code == 1 and "no model 'bob'" in missing.output
+    assert "textnb train --store" in missing.output
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("UPDATE textnb_schema SET version = 99")
+    wrong = runner.invoke(app, ["info", "--store", store_url])
+    assert wrong.exit_code == 1 and "schema version 99" in wrong.output
+
+
+def test_model_and_store_together_are_a_usage_error(tmp_path):
+    result = CliRunner().invoke(app, ["info", "--model", str(tmp_path / "m.tnb"), "--store",
+                                      "postgresql:///x"])
+    assert result.exit_code == 2
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # no class left
+def test_counts_stay_exact_after_every_message_is_forgotten(store_url, sample_index):
+    messages = sample(sample_index)
+    new_model(store_url)
+    h = host(store_url)
+    h.learn_messages(messages)
+    h.learn_messages(messages, kind="FORGET")
+    h.catch_up()
+    c = h.spam_filter.counts()
+    assert not c["class_count"].any() and not np.asarray(c["feature_count"]).any()
+    assert len(h.spam_filter.ledger) == 0
+
+
+def test_export_from_a_store_gives_the_file_stores_dump(store_url, sample_index, tmp_path):
+    runner = CliRunner()
+    assert runner.invoke(app, ["train", "--store", store_url, "--index",
+                               str(sample_index)]).exit_code == 0
+    stored = runner.invoke(app, ["export", "--store", store_url, "--format", "text",
+                                 str(tmp_path / "stored.dump")])
+    assert stored.exit_code == 0, stored.output
+    assert "exported 8,366 tokens and 100 ledger entries" in stored.output
+    from textnb.modelfile import dump
+
+    back = dump.loads((tmp_path / "stored.dump").read_bytes())
+    assert counts_of(back) == counts_of(trained_on(sample(sample_index)))
+
+
+def test_retrain_into_a_store_learns_new_mail_and_relabels_known(store_url, sample_index,
+                                                                 tmp_path):
+    from tests.helpers import write_index
+
+    messages = sample(sample_index)
+    runner = CliRunner()
+    first = write_index(tmp_path, messages[:60])
+    assert runner.invoke(app, ["train", "--store", store_url, "--index",
+                               str(first)]).exit_code == 0
+    flipped = [relabelled(m, "ham" if m.label == "spam" else "spam") for m in messages[:10]]
+    second = write_index(tmp_path, flipped + messages[10:])
+    result = runner.invoke(app, ["retrain", "--store", store_url, "--index", str(second)])
+    assert result.exit_code == 0, result.output
+    assert "50 already known" in result.output
+    h = host(store_url)
+    assert counts_of(h.spam_filter) == counts_of(trained_on(flipped + messages[10:]))
+    refused = runner.invoke(app, ["retrain", "--store", store_url, "--regime", "error",
+                                  "--index", str(second)])
+    assert refused.exit_code == 2
+
+
+def test_an_outbox_entry_cut_short_by_a_crash_is_dropped_and_the_rest_kept(tmp_path):
+    """A crash mid-append leaves a torn entry, whose learn was never acknowledged."""
+    from textnb.modelfile.postgres.database import Item
+    from textnb.modelfile.postgres.outbox import Outbox
+
+    box = Outbox(tmp_path / "outbox")
+    for i in range(3):
+        box.append("default", Item("LEARN", bytes([i]) * 32, "spam", ["a", "b"], [1, 2], 7))
+    box.close()
+    whole = (tmp_path / "outbox").read_bytes()
+    (tmp_path / "outbox").write_bytes(whole[:-9])
+    again = Outbox(tmp_path / "outbox")
+    assert [(p, item.digest[:1], item.tf) for p, _, item in again.pending(0)] == [
+        (1, b"\x00", [1, 2]), (2, b"\x01", [1, 2])]
+    assert again.append("default", Item("FORGET", b"\x09" * 32)) == 3
+    again.close()
+    with pytest.raises(Exception, match="in use by another process"):
+        held = Outbox(tmp_path / "outbox")
+        Outbox(tmp_path / "outbox")
+    held.close()
+    (tmp_path / "junk").write_bytes(b"not an outbox\n")
+    with pytest.raises(Exception, match="is not a textnb outbox"):
+        Outbox(tmp_path / "junk")
+
+
+def test_without_psycopg_a_store_names_the_install_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if it were not installed
+    result = CliRunner().invoke(app, ["info", "--store", "postgresql:///mail"])
+    assert result.exit_code == 1
+    assert "pip install 'textnb[postgresql]'" in result.output
+
+
+def test_a_users_first_learn_makes_their_model_a_copy_of_the_shared_one_plus_it(
+        store_url, sample_index, tmp_path):
+    import threading as _threading
+
+    from textnb.delivery.shared_users import SharedModelSet
+
+    messages = sample(sample_index)
+    new_model(store_url)
+    host(store_url).learn_messages(messages[:90])
+    stop = _threading.Event()
+    try:
+        scorers = SharedModelSet(store_url, "default", tmp_path / "outbox", stop, poll=0.2)
+        shared_before = counts_of(scorers.shared.spam_filter)
+        assert scorers.for_scoring("alice") == (scorers.shared, "shared")
+        mine = relabelled(messages[0], "ham" if messages[0].label == "spam" else "spam")
+        alice = scorers.for_learning("Alice")
+        assert alice.update("LEARN", mine.raw, mine.label) == "moved"
+        assert alice.update("LEARN", messages[95].raw, messages[95].label) == "new"
+        assert scorers.for_scoring("ALICE") == (alice, "user")
+        expected = [mine] + messages[1:90] + [messages[95]]
+        assert counts_of(alice.spam_filter) == counts_of(trained_on(expected))
+        assert counts_of(scorers.shared.spam_filter) == shared_before  # hers alone
+        # Another host serving the store finds her model and scores her with it.
+        other = SharedModelSet(store_url, "default", tmp_path / "outbox2", stop, poll=0.0)
+        other.loaded()
+        model, source = other.for_scoring("alice")
+        assert source == "user"
+        assert counts_of(model.spam_filter) == counts_of(trained_on(expected))
+        other.close()
+        scorers.close()
+    finally:
+        stop.set()

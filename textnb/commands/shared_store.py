@@ -1,0 +1,211 @@
+"""The commands on a shared store (``--store postgresql://...``), as plain functions.
+
+Each is the model-file command's twin, with the store's URL and the model's name in place
+of a model path (``textnb.modelfile.postgres``). ``train`` creates the model (or empties
+an existing one and starts it afresh); ``retrain`` and ``forget`` change it through the
+shared ledger, a few hundred messages per transaction; ``info`` and ``classify`` load it
+(the newest snapshot and the log's tail) and work from memory; ``serve`` is the scorer,
+following the log and learning through the store, with an outbox for when it is away.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import FilterConfig
+from ..labels import require_both_classes
+from ..spamfilter import ScoredMessage
+
+__all__ = ["classify_batches", "export", "forget", "info", "open_model", "retrain", "serve",
+           "train"]
+
+
+def open_model(url: str, name: str, outbox: Path | None = None):
+    """The model ``name`` of the store at ``url``, loaded (``SharedModel``)."""
+    from ..modelfile.postgres.shared_model import SharedModel
+
+    return SharedModel(url, name, outbox=outbox)
+
+
+def train(url: str, name: str, config: FilterConfig, spam: Sequence[str] = (),
+          ham: Sequence[str] = (), index: Sequence[str] = (), tsv: Sequence[str] = (),
+          progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """A new model ``name`` in the store (an existing one is emptied first), learned from
+    the labelled mail; the log is then folded into a snapshot, so hosts start fast."""
+    from ..modelfile.postgres.database import SharedStore
+    from ..modelfile.postgres.shared_model import new_filter_config
+    from . import labelled_messages
+
+    messages = labelled_messages(spam, ham, index, tsv)
+    start = time.perf_counter()
+    store = SharedStore(url)
+    try:
+        store.create(name, new_filter_config(config), reset=True)
+    finally:
+        store.close()
+    return _learn(url, name, messages, progress, start, train=True)
+
+
+def retrain(url: str, name: str, spam: Sequence[str] = (), ham: Sequence[str] = (),
+            index: Sequence[str] = (), tsv: Sequence[str] = (),
+            progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Learn new messages into the store's model and relabel known ones."""
+    from . import labelled_messages
+
+    messages = labelled_messages(spam, ham, index, tsv)
+    return _learn(url, name, messages, progress, time.perf_counter())
+
+
+def _learn(url, name, messages, progress, start, train: bool = False) -> dict[str, Any]:
+    model = open_model(url, name)
+    try:
+        report = model.learn_messages(messages, progress=progress)
+        model.catch_up()
+        if train:
+            require_both_classes(model.spam_filter.n_learned)
+        model.fold(force=True)
+        summary = _summary(model)
+    finally:
+        model.close()
+    summary.update(seconds=round(time.perf_counter() - start, 3), learned=report["new"],
+                   moved=report["moved"], duplicates=report["known"], read=report["read"])
+    return summary
+
+
+def forget(url: str, name: str, sources: Sequence[str] = (), index: Sequence[str] = (),
+           tsv: Sequence[str] = (), progress: Callable[[int], None] | None = None
+           ) -> dict[str, Any]:
+    """Remove messages' counts from the store's model exactly (the ledger rows hold them)."""
+    from . import unlabelled_messages
+
+    model = open_model(url, name)
+    try:
+        report = model.learn_messages(unlabelled_messages(sources, index, tsv), kind="FORGET",
+                                      progress=progress)
+        model.catch_up()
+        summary = _summary(model)
+    finally:
+        model.close()
+    summary.update(read=report["read"], forgotten=report["forgotten"],
+                   not_found=report["not_found"])
+    return summary
+
+
+def _summary(model) -> dict[str, Any]:
+    spam_filter = model.spam_filter
+    summary = spam_filter.summary()
+    summary.update(model=model.path, store=model.store.shown, name=model.name,
+                   log_record=model.seq,
+                   ledger=spam_filter.ledger.summary(spam_filter.n_learned))
+    return summary
+
+
+def info(url: str, name: str) -> dict[str, Any]:
+    """What the store's model holds (as ``textnb info`` says of a file)."""
+    import numpy as np
+
+    model = open_model(url, name)
+    try:
+        summary = _summary(model)
+        summary.update(size_bytes=0, format_version=None)
+        band = model.spam_filter.cost_model().unsure_between
+        summary["review_band"] = (None if band is None else
+                                  [b if np.isfinite(b) else None for b in band])
+        summary["snapshot_record"] = model.store.snapshot_seq(model.model_id)
+        summary["store_models"] = model.store.names()
+    finally:
+        model.close()
+    return summary
+
+
+def export(url: str, name: str, out: Path, fmt: str = "pmml", max_features: int = 0
+           ) -> dict[str, Any]:
+    """``commands.export`` of the store's model: loaded, saved as a model file in a
+    temporary folder (a snapshot is that file's bytes), and exported from there."""
+    import tempfile
+
+    from ..modelfile import store
+    from . import export as export_file
+
+    model = open_model(url, name)
+    try:
+        with tempfile.TemporaryDirectory(prefix="textnb-export-") as folder:
+            path = Path(folder) / f"{name}.tnb"
+            store.save(model.spam_filter, path)
+            summary = export_file(path, out, fmt, max_features)
+    finally:
+        model.close()
+    summary["model"] = model.path
+    return summary
+
+
+def classify_batches(url: str, name: str, sources: Sequence[str] = (),
+                     index: Sequence[str] = (), tsv: Sequence[str] = (),
+                     cost_ratio: float | None = None, engine=None, on_model=None
+                     ) -> Iterator[list[ScoredMessage]]:
+    """``commands.classify_batches`` with the store's model, loaded once, scoring here."""
+    from . import _decisions, engine_for
+
+    engine = engine_for(engine)
+    files = engine.plan_unlabelled(sources, index, tsv)
+    model = open_model(url, name)
+    model.close()  # scoring needs no database
+    if on_model is not None:
+        on_model(model.spam_filter)
+    return _decisions(model.spam_filter, engine.score(model.spam_filter, files), cost_ratio)
+
+
+def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int = 10_000_001,
+          max_clients: int = 8, timeout: float = 10.0, poll: float = 1.0,
+          allow_remote: bool = False, socket_mode: int = 0o600,
+          allow_any_user_to_teach: bool = False, key_file: Path | None = None,
+          record: Path | None = None, record_days: float = 30.0, record_max_mb: int = 200,
+          per_user: bool = False, max_resident_users: int = 16, max_users: int = 1000,
+          stop: threading.Event | None = None,
+          say: Callable[[str], None] = lambda line: None) -> None:
+    """The resident scorer on the store's model: verdicts from memory, learns through the
+    store (or the outbox while it is away), the log followed (``SharedModel.follow``).
+    record (Path | None): record verdicts there for the review page (``textnb web``, which
+        teaches through this scorer, so into the store).
+    per_user (bool): a model per user in the store (``textnb.delivery.shared_users``)."""
+    from ..delivery.client import KeyFileError, read_key, show_address
+    from ..delivery.server import ScorerServer, check_who_may_teach
+    from ..errors import TextnbError
+    from .daemons import start_recording
+
+    try:
+        key = read_key(key_file) if key_file is not None else None
+    except KeyFileError as exc:
+        raise TextnbError(str(exc)) from None
+    check_who_may_teach(per_user, address, socket_mode, False, allow_any_user_to_teach)
+    stop = stop if stop is not None else threading.Event()
+    if per_user:
+        from ..delivery.shared_users import SharedModelSet
+
+        model = SharedModelSet(url, name, outbox, stop, poll, max_resident_users, max_users)
+    else:
+        model = open_model(url, name, outbox=outbox).warmed()
+        model.follow(stop, poll)
+    recorder = None
+    try:
+        recorder = start_recording(record, record_days, record_max_mb, True, "serve",
+                                   say=say)
+        server = ScorerServer(model, address, max_bytes=max_bytes, max_clients=max_clients,
+                              timeout=timeout, reload_interval=poll,
+                              allow_remote=allow_remote, socket_mode=socket_mode,
+                              allow_any_user_to_teach=allow_any_user_to_teach,
+                              recorder=recorder, key=key).bind()
+        shown = model.shared if per_user else model
+        say(f"textnb serve: {shown.path} (record {shown.seq})"
+            + (", users' models beside it" if per_user else "")
+            + f" on {show_address(server.bound_address)}; outbox {outbox}; SIGTERM stops")
+        server.serve_forever(stop)
+    finally:
+        stop.set()
+        if recorder is not None:
+            recorder.close()
+        model.close()

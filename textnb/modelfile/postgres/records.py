@@ -1,0 +1,136 @@
+"""A message's token counts as the shared ledger keeps them, and the log's records.
+
+The ledger row of a learned message holds its token counts (its distinct tokens in order
+of first sight and each one's term frequency), so that relabelling or forgetting it from
+any host removes exactly what was added, without the mail and whatever the host's
+tokenizer makes of it now. A log record lists what one transaction changed, message by
+message: the label each now has (or none: forgotten), the label it left (or none: new),
+its tokens hash and its counts. Every host applies the records in their order (``apply``),
+so every host's vocabulary gets its columns in the same order and its counts are, bit for
+bit, those of one ``textnb train`` on the final labels (integer-valued floats are exact in
+any order of addition; tests/test_shared_store.py checks it on SpamAssassin).
+
+Encoded as zlib-compressed JSON, as the journal's count patches are
+(``textnb.modelfile.count_patch``): no pickle, nothing that runs code, inflated within the
+model file's bound.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...labels import LABELS
+from ...models.ledger import DIGEST_SIZE
+from ..count_patch import decode
+
+__all__ = ["Change", "apply", "decode_counts", "decode_record", "encode_counts",
+           "encode_record", "message_counts"]
+
+
+def message_counts(tokens: list[str]) -> tuple[list[str], list[int]]:
+    """A token list as (distinct tokens in order of first sight, term frequencies)."""
+    counter = Counter(tokens)
+    return list(counter), list(counter.values())
+
+
+def encode_counts(tokens: list[str], tf: list[int]) -> bytes:
+    """A message's counts as its ledger row keeps them."""
+    return zlib.compress(json.dumps([tokens, tf], separators=(",", ":")).encode(), 6)
+
+
+def decode_counts(data: bytes) -> tuple[list[str], list[int]]:
+    """The inverse of ``encode_counts``; ValueError for anything else."""
+    value = decode(bytes(data))
+    if not (isinstance(value, list) and len(value) == 2 and len(value[0]) == len(value[1])):
+        raise ValueError("a ledger row's counts are not [tokens, term frequencies]")
+    return value[0], value[1]
+
+
+@dataclass
+class Change:
+    """One message's change, as a transaction decided it.
+
+    label (str | None): the label its counts are now under; None: forgotten.
+    old (str | None): the label its counts leave; None: new to the ledger.
+    """
+
+    digest: bytes
+    label: str | None
+    old: str | None
+    tokens_hash: int
+    tokens: list[str]
+    tf: list[int]
+
+    def to_list(self) -> list:
+        code = {None: -1, "ham": 0, "spam": 1}
+        return [self.digest.hex(), code[self.label], code[self.old], str(self.tokens_hash),
+                self.tokens, self.tf]
+
+    @classmethod
+    def from_list(cls, item) -> "Change":
+        if not (isinstance(item, list) and len(item) == 6 and isinstance(item[0], str)
+                and len(item[0]) == 2 * DIGEST_SIZE and item[1] in (-1, 0, 1)
+                and item[2] in (-1, 0, 1) and len(item[4]) == len(item[5])):
+            raise ValueError("a log record holds a change of the wrong shape")
+        label = None if item[1] < 0 else LABELS[item[1]]
+        old = None if item[2] < 0 else LABELS[item[2]]
+        return cls(bytes.fromhex(item[0]), label, old, int(item[3]), item[4], item[5])
+
+
+def encode_record(changes: list[Change], reset: dict | None = None) -> bytes:
+    """A log record: the changes, in order; ``reset`` (a config's ``to_dict``): the model
+    starts afresh with that configuration first (``textnb train`` into a store)."""
+    body = {"changes": [c.to_list() for c in changes]}
+    if reset is not None:
+        body["reset"] = reset
+    return zlib.compress(json.dumps(body, separators=(",", ":")).encode(), 6)
+
+
+def decode_record(data: bytes) -> tuple[list[Change], dict | None]:
+    """The changes of a record and its reset configuration (None: no reset)."""
+    body = decode(bytes(data))
+    if not isinstance(body, dict) or not isinstance(body.get("changes"), list):
+        raise ValueError("a log record is not {'changes': [...]}")
+    return [Change.from_list(item) for item in body["changes"]], body.get("reset")
+
+
+def apply(spam_filter, changes: list[Change]) -> None:
+    """Apply a record's changes to a filter in memory: every message's counts join its
+    new label, then leave its old one (additions first, so counts never dip below 0), and
+    its ledger entry is set or removed, in order."""
+    presence = spam_filter.counts_presence
+    _add(spam_filter, [(c.tokens, c.tf, c.label) for c in changes if c.label], 1.0, presence)
+    _add(spam_filter, [(c.tokens, c.tf, c.old) for c in changes if c.old], -1.0, presence)
+    ledger = spam_filter.ledger
+    for c in changes:
+        if c.label is None:
+            if c.digest in ledger:
+                ledger.remove(c.digest)
+        else:
+            ledger.record(c.digest, c.label, c.tokens_hash)
+
+
+def _add(spam_filter, messages, weight: float, presence: bool) -> None:
+    """Add (weight 1) or remove (-1) messages' counts: (tokens, term frequencies, label)."""
+    if not messages:
+        return
+    column: dict[str, int] = {}
+    for tokens, _, _ in messages:
+        for token in tokens:
+            column.setdefault(token, len(column))
+    n = len(column)
+    at = np.fromiter((column[t] for tokens, _, _ in messages for t in tokens), np.int64)
+    tf = np.fromiter((f for _, tfs, _ in messages for f in tfs), np.float64, count=at.size)
+    codes = np.repeat([LABELS.index(label) for _, _, label in messages],
+                      [len(tokens) for tokens, _, _ in messages])
+    weights = np.ones(at.size) if presence else tf
+    feature_count = np.bincount(codes * n + at, weights=weights, minlength=2 * n).reshape(2, n)
+    doc_freq = np.bincount(at, minlength=n).astype(np.float64)
+    class_count = np.bincount([LABELS.index(m[2]) for m in messages], minlength=2)
+    spam_filter.add_counts(list(column), class_count.astype(np.float64), feature_count,
+                           doc_freq, weight)
