@@ -276,11 +276,11 @@ def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarra
     return result
 
 
-def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = (),
+def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[str] = (),
          spam: Sequence[str] = (), ham: Sequence[str] = (), tsv: Sequence[str] = (),
          n_folds: int = 5, chronological: bool = False, search: bool = False,
          write: bool = False, progress: Callable[[int], None] | None = None,
-         review_cost: float | None = None):
+         review_cost: float | None = None, config: FilterConfig | None = None):
     """Cross-validate the model's settings on labelled mail and tune its decision.
 
     With ``write``, the model file is replaced by one trained on that mail by
@@ -293,6 +293,8 @@ def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = 
         a spam let through: the rows then give the three-way rule's figures
         (``decision.review_region``), and with ``write`` it becomes the model's
         ``decision.review_cost``. None: the model's own (0: two-way).
+    config (FilterConfig | None): the settings to start from; None: the model file's
+        (a shared store's model gives its own: ``shared_store.tune``).
     Returns a ``textnb.evaluation.tune.TuneResult``.
     """
     from dataclasses import replace
@@ -303,7 +305,8 @@ def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = 
     if write and "-" in [*spam, *ham]:
         raise SourceError("tune --write reads the mail twice (to tune, then to train), so "
                           "it cannot take '-' (standard input); save the mail to a file")
-    config = store.load(model_path).config
+    if config is None:
+        config = store.load(model_path).config
     if review_cost is not None:
         config = replace(config, decision=replace(config.decision,
                                                   review_cost=float(review_cost))).validate()
