@@ -92,7 +92,7 @@ def instrument() -> None:
     from textnb import spamfilter
     from textnb.engines import counting, local
     from textnb.mail import parse
-    from textnb.modelfile import store
+    from textnb.modelfile import journal_or_rewrite, store
     from textnb.text import tokenize
 
     spamfilter.parse_message = _timed("parse", parse.parse_message)
@@ -103,6 +103,7 @@ def instrument() -> None:
     local.read_planned = _timed_iterator("read", local.read_planned)
     _wrap(local._Planner, "plan", "plan (normalise, digest, ledger)")
     _wrap(store, "save", "save")
+    _wrap(journal_or_rewrite, "save", "save")  # commit's rewrite calls it there
     _wrap(store, "load", "load")
     _wrap(store, "load_for_update", "load")
     # spaCy's import is start-up, wherever it happens: at the tokenizer's first call, or

@@ -7,6 +7,7 @@ scenarios (scorer processes, SpamAssassin, kill -9, a restarted server) are in
 tests/test_shared_store_hosts.py, a system test.
 """
 
+import json
 import sys
 import threading
 
@@ -362,3 +363,52 @@ def test_a_users_first_learn_makes_their_model_a_copy_of_the_shared_one_plus_it(
         scorers.close()
     finally:
         stop.set()
+
+
+def test_compact_with_a_store_folds_its_log_into_a_snapshot(store_url, sample_index, tmp_path):
+    from tests.helpers import write_index
+
+    messages = sample(sample_index)
+    runner = CliRunner()
+    assert runner.invoke(app, ["train", "--store", store_url, "--index",
+                               str(sample_index)]).exit_code == 0  # folds as it ends
+    assert runner.invoke(app, ["forget", "--store", store_url, "--index",
+                               str(write_index(tmp_path, messages[:10]))]).exit_code == 0
+    folded = runner.invoke(app, ["compact", "--store", store_url, "--json"])
+    assert folded.exit_code == 0, folded.output
+    result = json.loads(folded.stdout)
+    assert result["folded"] and result["snapshot_before"] < result["snapshot_after"]
+    assert result["snapshot_after"] == result["log_record"]
+    again = runner.invoke(app, ["compact", "--store", store_url])
+    assert again.exit_code == 0 and "nothing to fold" in again.output
+    assert counts_of(host(store_url).spam_filter) == counts_of(trained_on(messages[10:]))
+
+
+def test_compact_with_a_store_refuses_prune_naming_the_fix(store_url):
+    result = CliRunner().invoke(app, ["compact", "--store", store_url, "--prune"])
+    assert result.exit_code == 2
+    assert "not a shared store's" in result.output and "without them" in result.output
+
+
+def test_tune_with_a_store_tunes_its_model_and_refuses_write(store_url, sample_index, tmp_path):
+    runner = CliRunner()
+    model_file = tmp_path / "m.tnb"
+    for place in (["--store", store_url], ["--model", str(model_file)]):
+        assert runner.invoke(app, ["train", *place, "--index", str(sample_index)]
+                             ).exit_code == 0
+    tuned = {}
+    for name, place in (("store", ["--store", store_url]),
+                        ("file", ["--model", str(model_file)])):
+        result = runner.invoke(app, ["tune", *place, "--index", str(sample_index), "-r", "9",
+                                     "--folds", "3", "--json"])
+        assert result.exit_code == 0, result.output
+        tuned[name] = json.loads(result.stdout)
+    assert tuned["store"]["cost_ratios"] == tuned["file"]["cost_ratios"]
+    assert not tuned["store"]["written"]
+    text = runner.invoke(app, ["tune", "--store", store_url, "--index", str(sample_index),
+                               "--folds", "3"])
+    assert "nothing written (a shared store's model keeps no tuned calibration)" in text.output
+    refused = runner.invoke(app, ["tune", "--store", store_url, "--index", str(sample_index),
+                                  "--write"])
+    assert refused.exit_code == 2
+    assert "--write replaces a model file" in refused.output and "--cost-ratio" in refused.output

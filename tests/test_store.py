@@ -12,7 +12,7 @@ from textnb.errors import ModelFormatError, WriteError
 from textnb.features import token_store
 from textnb.features.token_store import TokenStore
 from textnb.mail.sources import iter_index
-from textnb.modelfile import store
+from textnb.modelfile import loaders, model_bytes, store, zip_writer
 
 
 def _scores(spam_filter, sample_index):
@@ -64,7 +64,7 @@ def test_members_deflated_by_isa_l_are_those_zlib_writes(sample_filter, model_pa
     pytest.importorskip("isal", reason="python-isal is not installed here: zlib writes the "
                         "model, which the other tests cover")
     store.save(sample_filter, model_path)
-    monkeypatch.setattr(store, "_deflater", lambda: None)
+    monkeypatch.setattr(zip_writer, "_deflater", lambda: None)
     with_zlib = store.save(sample_filter, tmp_path / "zlib.tnb")
     with zipfile.ZipFile(model_path) as isal, zipfile.ZipFile(with_zlib) as zlib_written:
         assert isal.testzip() is None
@@ -139,7 +139,7 @@ def test_an_error_making_a_member_stops_the_saving_thread(sample_filter, monkeyp
         fh.write(b"[")
         raise MemoryError("made up")
 
-    monkeypatch.setattr(store, "_write_json_list", broken)
+    monkeypatch.setattr(model_bytes, "write_json_list", broken)
     with pytest.raises(MemoryError, match="made up"):
         store.dumps(sample_filter)
     assert not [t for t in threading.enumerate() if t.name == "textnb-save"]
@@ -148,7 +148,7 @@ def test_an_error_making_a_member_stops_the_saving_thread(sample_filter, monkeyp
 def test_arrays_are_written_as_np_save_writes_them(monkeypatch):
     """store._write_npy: the counts' strided view (spare columns) a row at a time, a
     contiguous array in pieces, any other layout through np.save: np.save's bytes."""
-    monkeypatch.setattr(store, "_NPY_PIECE", 24)  # many pieces a row
+    monkeypatch.setattr(zip_writer, "_NPY_PIECE", 24)  # many pieces a row
     buffer = np.arange(2 * 50, dtype=np.float64).reshape(2, 50)
     arrays = [buffer[:, :37], buffer, np.arange(13, dtype=np.int64), np.zeros(0),
               np.zeros((0, 4)), np.asfortranarray(buffer), buffer[:, ::2], buffer[::-1],
@@ -256,7 +256,7 @@ def test_members_are_inflated_where_they_lie_as_zipfile_reads_them(sample_filter
     import zlib
 
     if inflater == "zlib":
-        monkeypatch.setattr(store, "_inflater", lambda: (zlib.decompress, zlib.crc32))
+        monkeypatch.setattr(loaders, "_inflater", lambda: (zlib.decompress, zlib.crc32))
     else:
         pytest.importorskip("isal", reason="python-isal is not installed here")
     data = store.dumps(sample_filter)
@@ -265,7 +265,7 @@ def test_members_are_inflated_where_they_lie_as_zipfile_reads_them(sample_filter
         with zipfile.ZipFile(io.BytesIO(archive)) as zf:
             for info in zf.infolist():
                 assert store._member_bytes(zf, archive, info.filename,
-                                           store._inflater()) == zf.read(info.filename)
+                                           loaders._inflater()) == zf.read(info.filename)
     loaded = store.loads(data)
     assert store.dumps(loaded) == data
 
@@ -456,7 +456,7 @@ def test_load_while_raises_the_works_error_once_the_load_is_done(sample_filter, 
     store.save(sample_filter, model_path)
     loads = []
     real = store._start_read
-    monkeypatch.setattr(store, "_start_read",
+    monkeypatch.setattr(loaders, "_start_read",
                         lambda path, index: loads.append(real(path, index)) or loads[-1])
 
     def work():

@@ -30,6 +30,7 @@ from textnb.evaluation.tune import (
 )
 from textnb.mail.sources import iter_index
 from textnb.modelfile import store
+from textnb.modelfile.journal import journal_path
 from textnb.spamfilter import SpamFilter
 
 from conftest import SAMPLE
@@ -220,6 +221,70 @@ def test_tune_write_then_classify_decides_by_calibrated_probability(trained, tmp
                 float(cal.predict_proba(tuned.calibration, [row["log_odds"]])[0]))
     info = runner.invoke(app, ["info", "--model", str(path), "--json"])
     assert json.loads(info.output)["calibration"] == "isotonic"
+
+
+def _counts_by_token(spam_filter):
+    """(ham count, spam count, document frequency) of every token some message holds."""
+    fc, df = spam_filter.model.feature_count_, spam_filter.doc_freq_
+    return {t: (fc[0, j], fc[1, j], df[j]) for j, t in enumerate(spam_filter.vocabulary.tokens_)
+            if df[j] or fc[0, j] or fc[1, j]}
+
+
+def test_tune_write_writes_the_counts_ledger_and_journal_train_writes(trained, tmp_path):
+    """tune --write learns by train's steps (the ledger plans, the engine counts, the file
+    is replaced): over a model with a journal, the same columns, counts and ledger as
+    train's, bit for bit, and the same journal state (its records void, dropped)."""
+    journaled = tmp_path / "journaled.tnb"
+    journaled.write_bytes(trained.read_bytes())
+    relabel = runner.invoke(app, ["retrain", "--model", str(journaled), "--json",
+                                  "--spam", str(SAMPLE / "ham" / "001.eml")])
+    assert json.loads(relabel.stdout)["write"] == "journal"
+    paths = {}
+    for how, args in (("train", []), ("tune", ["-r", "9", "--write"])):
+        paths[how] = tmp_path / f"{how}.tnb"
+        paths[how].write_bytes(journaled.read_bytes())
+        journal_path(paths[how]).write_bytes(journal_path(journaled).read_bytes())
+        result = runner.invoke(app, [how, "--model", str(paths[how]), "--index",
+                                     str(SAMPLE / "index"), *args])
+        assert result.exit_code == 0, result.output
+    tuned, by_train = store.load(paths["tune"]), store.load(paths["train"])
+    assert tuned.vocabulary.tokens_ == by_train.vocabulary.tokens_
+    np.testing.assert_array_equal(tuned.model.class_count_, by_train.model.class_count_)
+    np.testing.assert_array_equal(tuned.model.feature_count_, by_train.model.feature_count_)
+    np.testing.assert_array_equal(tuned.doc_freq_, by_train.doc_freq_)
+    assert tuned.ledger == by_train.ledger and list(tuned.ledger) == list(by_train.ledger)
+    arrays = [f.ledger.to_arrays(len(f.vocabulary)) for f in (tuned, by_train)]
+    assert arrays[0].keys() == arrays[1].keys()
+    for name in arrays[0]:
+        np.testing.assert_array_equal(arrays[0][name], arrays[1][name], err_msg=name)
+    for path in paths.values():
+        assert store.journal_seq_of(path) == 1 and store.journal(path).read() == []
+        assert store.load_for_update(path)[1].records == 0
+
+
+def test_a_model_written_by_tune_write_forgets_a_message_exactly(tmp_path):
+    """Forgetting a message from the model tune --write wrote leaves the counts of a model
+    trained without it, exactly."""
+    lines = (SAMPLE / "index").read_text().splitlines()
+    forgotten = next(line for line in lines if line.startswith("spam "))
+    without = tmp_path / "index-without"
+    without.write_text("".join(f"{line.split()[0]} {SAMPLE / line.split()[1]}\n"
+                               for line in lines if line != forgotten))
+    path, reference = tmp_path / "tuned.tnb", tmp_path / "without.tnb"
+    for model, index in ((path, SAMPLE / "index"), (reference, without)):
+        trained = runner.invoke(app, ["train", "--model", str(model), "--index", str(index)])
+        assert trained.exit_code == 0, trained.output
+    result = runner.invoke(app, ["tune", "--model", str(path), "--index", str(SAMPLE / "index"),
+                                 "-r", "9", "--write"])
+    assert result.exit_code == 0, result.output
+    gone = runner.invoke(app, ["forget", "--model", str(path),
+                               str(SAMPLE / forgotten.split()[1])])
+    assert gone.exit_code == 0, gone.output
+    after, expected = store.load(path), store.load(reference)
+    assert after.ledger.counts() == expected.ledger.counts() == {"ham": 60, "spam": 39}
+    assert _counts_by_token(after) == _counts_by_token(expected)
+    np.testing.assert_array_equal(after.model.class_count_, expected.model.class_count_)
+    assert after.n_learned == expected.n_learned and after.ledger == expected.ledger
 
 
 def test_evaluate_table_and_json(trained):

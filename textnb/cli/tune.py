@@ -16,10 +16,13 @@ from ._util import (
     ModelOpt,
     Progress,
     SpamOpt,
+    StoreModelOpt,
+    StoreOpt,
     StrictOpt,
     TsvOpt,
     app,
     check_cost_ratio,
+    check_store,
     model_path,
     operator_errors,
     skipping_unreadable,
@@ -43,6 +46,8 @@ def tune_cli(
     review_cost: Optional[float] = typer.Option(None, "--review-cost", min=0.0, help="Cost of a person's look at one message, in units of a spam let through: also report the three-way rule (unsure where a look costs less than either verdict: docs/tuning.md#a-third-verdict); with --write the model keeps it. Default: the model's (0, two-way)."),
     as_json: bool = JsonOpt,
     strict: bool = StrictOpt,
+    store: Optional[str] = StoreOpt,
+    store_model: str = StoreModelOpt,
 ):
     # fmt: on
     """Tune the decision on labelled mail: for each λ the threshold of least cost λ·FP + FN,
@@ -50,21 +55,40 @@ def tune_cli(
 
     Inputs that cannot be read are skipped and listed on stderr; with --strict the
     first one stops the run (exit 1) and the model stays as it was.
+
+    With --store, the shared model's settings are tuned; --write, which replaces a model
+    file, is refused.
     """
     from .. import commands
 
     with operator_errors(), skipping_unreadable(strict):
         for r in cost_ratio or []:
             check_cost_ratio(r)
+        shared = check_store(store, model)
+        if shared and write:
+            raise typer.BadParameter(
+                "--write replaces a model file, and a shared store's model keeps no tuned "
+                "calibration; run 'textnb tune --store' without --write for the table and "
+                "give 'textnb classify --store' the chosen λ with --cost-ratio",
+                param_hint="--write")
         if write:  # said before the work: the model's present counts are not kept
             typer.echo(f"textnb: tune --write replaces {model_path(model)} with a model trained "
                        "on this mail alone, with the tuned settings and calibration", err=True)
         progress = Progress("read")
         try:
-            result = commands.tune(model_path(model), cost_ratio or [], index or [], spam or [],
-                                   ham or [], tsv or [], n_folds=folds,
-                                   chronological=chronological, search=search, write=write,
-                                   progress=progress, review_cost=review_cost)
+            if shared:
+                from ..commands.shared_store import tune as store_tune
+
+                result = store_tune(store, store_model, cost_ratio or [], index or [],
+                                    spam or [], ham or [], tsv or [], n_folds=folds,
+                                    chronological=chronological, search=search,
+                                    progress=progress, review_cost=review_cost)
+            else:
+                result = commands.tune(model_path(model), cost_ratio or [], index or [],
+                                       spam or [], ham or [], tsv or [], n_folds=folds,
+                                       chronological=chronological, search=search,
+                                       write=write, progress=progress,
+                                       review_cost=review_cost)
         finally:
             progress.close()
         if plot is not None:
@@ -77,11 +101,14 @@ def tune_cli(
     if as_json:
         typer.echo(json.dumps(_as_dict(result, write, plot), default=_json_default))
         return
-    for line in _report_lines(result, write, plot, model_path(model)):
+    path = None if store is not None else model_path(model)  # None: the store's model
+    for line in _report_lines(result, write, plot, path):
         typer.echo(line)
 
 
-def _report_lines(result, write: bool, plot: Optional[Path], path: Path) -> list[str]:
+def _report_lines(result, write: bool, plot: Optional[Path], path: Optional[Path]
+                  ) -> list[str]:
+    """path: the model file's (None: a shared store's model)."""
     from ..evaluation.tune import RANKING_TOLERANCE, describe
     from ._tables import cost_rows
 
@@ -112,7 +139,9 @@ def _report_lines(result, write: bool, plot: Optional[Path], path: Path) -> list
     if plot is not None:
         lines.append(f"plots written to {plot}")
     lines.append(f"model {path} rewritten: trained on this mail, calibrated" if write else
-                 "nothing written (add --write to store the settings and calibration in the model)")
+                 "nothing written (add --write to store the settings and calibration in the model)"
+                 if path is not None else
+                 "nothing written (a shared store's model keeps no tuned calibration)")
     return lines
 
 

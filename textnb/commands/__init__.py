@@ -74,23 +74,39 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
     The engine's workers parse, tokenise and count; the model does not depend on
     the engine or on how many processes it runs.
     """
-    from ..modelfile.lock import model_lock
-
     _check_sources(spam, ham, index, tsv)
     engine = engine_for(engine, jobs)
-    files = engine.plan_labelled(spam, ham, index, tsv)
     start = time.perf_counter()
-    spam_filter = SpamFilter(config)
-    report = engine.learn(spam_filter, files, progress=progress)
-    require_both_classes(spam_filter.n_learned)
+    spam_filter, report = _learn_anew(config, engine, spam, ham, index, tsv, progress)
     elapsed = time.perf_counter() - start
-    with model_lock(model_path):  # never interleaved with a retrain of the same file
-        store.save(spam_filter, model_path)
+    _replace_model(spam_filter, model_path)
     summary = spam_filter.summary()
     summary.update(model=str(model_path), seconds=round(elapsed, 3),
                    size_bytes=Path(model_path).stat().st_size, duplicates=report.known,
                    **engine.run_info())
     return summary
+
+
+def _learn_anew(config: FilterConfig, engine, spam: Sequence[str], ham: Sequence[str],
+                index: Sequence[str], tsv: Sequence[str],
+                progress: Callable[[int], None] | None):
+    """A new filter with ``config`` that learned the mail as every learning command does:
+    the ledger plans (new, known, relabelled), the engine counts, the filter applies.
+    RETURNS (SpamFilter, LearnReport)."""
+    files = engine.plan_labelled(spam, ham, index, tsv)
+    spam_filter = SpamFilter(config)
+    report = engine.learn(spam_filter, files, progress=progress)
+    require_both_classes(spam_filter.n_learned)
+    return spam_filter, report
+
+
+def _replace_model(spam_filter: SpamFilter, model_path: Path) -> None:
+    """Write a model that replaces whatever the file and its journal held (the journal's
+    records are void: ``store.save`` with no ``journal_seq``)."""
+    from ..modelfile.lock import model_lock
+
+    with model_lock(model_path):  # never interleaved with a retrain of the same file
+        store.save(spam_filter, model_path)
 
 
 def retrain(model_path: Path, spam: Sequence[str] = (), ham: Sequence[str] = (),
@@ -260,35 +276,37 @@ def evaluation_summary(spam_filter: SpamFilter, y: np.ndarray, scores: np.ndarra
     return result
 
 
-def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = (),
+def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[str] = (),
          spam: Sequence[str] = (), ham: Sequence[str] = (), tsv: Sequence[str] = (),
          n_folds: int = 5, chronological: bool = False, search: bool = False,
          write: bool = False, progress: Callable[[int], None] | None = None,
-         review_cost: float | None = None):
+         review_cost: float | None = None, config: FilterConfig | None = None):
     """Cross-validate the model's settings on labelled mail and tune its decision.
 
-    With ``write``, the model file is replaced by one trained on that mail (as
-    ``train`` does, through the ledger) with the chosen settings, carrying the
-    calibration: the map was fitted to the scores of models trained on this mail,
-    so it belongs to such a model and to no other. The mail is read a second time
-    for that. An explicit first cost ratio becomes the model's default.
+    With ``write``, the model file is replaced by one trained on that mail by
+    ``train``'s own steps (the ledger plans, the engine counts, the file is replaced),
+    with the chosen settings, carrying the calibration: the map was fitted to the scores
+    of models trained on this mail, so it belongs to such a model and to no other. The
+    mail is read a second time for that. An explicit first cost ratio becomes the
+    model's default.
     review_cost (float | None): the cost of a person's look at one message, in units of
         a spam let through: the rows then give the three-way rule's figures
         (``decision.review_region``), and with ``write`` it becomes the model's
         ``decision.review_cost``. None: the model's own (0: two-way).
+    config (FilterConfig | None): the settings to start from; None: the model file's
+        (a shared store's model gives its own: ``shared_store.tune``).
     Returns a ``textnb.evaluation.tune.TuneResult``.
     """
     from dataclasses import replace
 
     from ..evaluation.tune import DEFAULT_COST_RATIOS
     from ..evaluation.tune import tune as tune_filter
-    from ..modelfile.lock import model_lock
-    from ..modelfile.retrain import fit
 
     if write and "-" in [*spam, *ham]:
         raise SourceError("tune --write reads the mail twice (to tune, then to train), so "
                           "it cannot take '-' (standard input); save the mail to a file")
-    config = store.load(model_path).config
+    if config is None:
+        config = store.load(model_path).config
     if review_cost is not None:
         config = replace(config, decision=replace(config.decision,
                                                   review_cost=float(review_cost))).validate()
@@ -301,12 +319,13 @@ def tune(model_path: Path, cost_ratios: Sequence[float], index: Sequence[str] = 
         if cost_ratios:
             chosen = replace(chosen, decision=replace(chosen.decision,
                                                       cost_ratio=float(cost_ratios[0])))
-        spam_filter = SpamFilter(chosen)
-        fit(spam_filter, labelled_messages(spam, ham, index, tsv), progress=progress)
+        # Learned by train's own steps (in one process, train's default: tune takes no
+        # --jobs), so the file's counts, ledger and journal are those train writes.
+        spam_filter, _ = _learn_anew(chosen, engine_for(None, 1), spam, ham, index, tsv,
+                                     progress)
         spam_filter.calibration = result.calibration
         spam_filter.threshold = None  # the calibration answers every λ
-        with model_lock(model_path):
-            store.save(spam_filter, model_path)
+        _replace_model(spam_filter, model_path)
     return result
 
 

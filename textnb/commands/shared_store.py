@@ -20,8 +20,8 @@ from ..config import FilterConfig
 from ..labels import require_both_classes
 from ..spamfilter import ScoredMessage
 
-__all__ = ["classify_batches", "export", "forget", "info", "open_model", "retrain", "serve",
-           "train"]
+__all__ = ["classify_batches", "compact", "export", "forget", "info", "open_model", "retrain",
+           "serve", "train", "tune"]
 
 
 def open_model(url: str, name: str, outbox: Path | None = None):
@@ -120,6 +120,36 @@ def info(url: str, name: str) -> dict[str, Any]:
     finally:
         model.close()
     return summary
+
+
+def compact(url: str, name: str) -> dict[str, Any]:
+    """``textnb compact``'s twin: the store's log folded into a snapshot of the model now,
+    so hosts start from it, and the records it holds dropped (``SharedStore.fold``)."""
+    model = open_model(url, name)
+    try:
+        before = model.store.snapshot_seq(model.model_id)
+        folded = model.fold(force=True)
+        summary = {"model": model.path, "store": model.store.shown, "name": model.name,
+                   "log_record": model.seq, "snapshot_before": before,
+                   "snapshot_after": model.store.snapshot_seq(model.model_id),
+                   "folded": folded}
+    finally:
+        model.close()
+    return summary
+
+
+def tune(url: str, name: str, cost_ratios: Sequence[float], index: Sequence[str] = (),
+         spam: Sequence[str] = (), ham: Sequence[str] = (), tsv: Sequence[str] = (),
+         **options):
+    """``commands.tune`` from the settings of the store's model; it writes nothing (the
+    store's models keep no calibration: ``textnb tune --write`` replaces a model file).
+    RETURNS (TuneResult)."""
+    from . import tune as tune_settings
+
+    model = open_model(url, name)
+    model.close()  # its settings are all tuning needs
+    return tune_settings(None, cost_ratios, index, spam, ham, tsv,
+                         config=model.spam_filter.config, **options)
 
 
 def export(url: str, name: str, out: Path, fmt: str = "pmml", max_features: int = 0
