@@ -141,7 +141,7 @@ def test_model_without_a_mail_section_loads_with_the_default_bounds(tmp_path, sa
             archive.writestr(name, content)
     assert path.read_bytes() != data
     # The bounds' defaults, and the HTML renderer models were saved with before [mail]
-    # had one (textnb.modelfile.store._SAVED_BEFORE_THE_KEY_EXISTED).
+    # had one (textnb.modelfile.saved_defaults._SAVED_BEFORE_THE_KEY_EXISTED).
     assert store.load(path).mail_limits == MailLimits(html_renderer="stdlib")
 
 

@@ -12,7 +12,7 @@ from textnb.errors import ModelFormatError, WriteError
 from textnb.features import token_store
 from textnb.features.token_store import TokenStore
 from textnb.mail.sources import iter_index
-from textnb.modelfile import loaders, model_bytes, store, zip_writer
+from textnb.modelfile import loaders, model_bytes, store, token_codec, zip_writer
 
 
 def _scores(spam_filter, sample_index):
@@ -77,7 +77,7 @@ def test_members_deflated_by_isa_l_are_those_zlib_writes(sample_filter, model_pa
 
 
 def test_zipfile_member_writers_still_take_a_compressor(tmp_path):
-    """store._deflate_with swaps zipfile's compressor for ISA-L's through the member
+    """zip_writer._deflate_with swaps zipfile's compressor for ISA-L's through the member
     writer's ``_compressor``: if a Python release renames it, the swap would quietly stop
     (the files stay right, only slower); this says so."""
     with zipfile.ZipFile(tmp_path / "x.zip", "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -108,7 +108,7 @@ def test_failed_write_keeps_the_old_model(sample_filter, model_path, monkeypatch
 
 def test_a_write_that_fails_on_the_saving_thread_is_raised_and_keeps_the_old_model(
         sample_filter, model_path, monkeypatch):
-    """store._MemberWriter: members are deflated and written on a second thread; its error
+    """zip_writer.MemberWriter: members are deflated and written on a second thread; its error
     (here the disk filling up inside a member) reaches the caller, as WriteError, with
     the old file kept and no thread left behind."""
     import threading
@@ -121,7 +121,7 @@ def test_a_write_that_fails_on_the_saving_thread_is_raised_and_keeps_the_old_mod
         writes.append(threading.current_thread().name)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(store._Hashing, "write", full)
+    monkeypatch.setattr(zip_writer._Hashing, "write", full)
     with pytest.raises(WriteError, match="no space left on device"):
         store.save(sample_filter, model_path)
     assert writes == ["textnb-save"]  # the first chunk; the rest were drained, not written
@@ -146,7 +146,7 @@ def test_an_error_making_a_member_stops_the_saving_thread(sample_filter, monkeyp
 
 
 def test_arrays_are_written_as_np_save_writes_them(monkeypatch):
-    """store._write_npy: the counts' strided view (spare columns) a row at a time, a
+    """zip_writer.write_npy: the counts' strided view (spare columns) a row at a time, a
     contiguous array in pieces, any other layout through np.save: np.save's bytes."""
     monkeypatch.setattr(zip_writer, "_NPY_PIECE", 24)  # many pieces a row
     buffer = np.arange(2 * 50, dtype=np.float64).reshape(2, 50)
@@ -157,7 +157,7 @@ def test_arrays_are_written_as_np_save_writes_them(monkeypatch):
     for array in arrays:
         expected, got = io.BytesIO(), io.BytesIO()
         np.save(expected, array, allow_pickle=False)
-        store._write_npy(got, array)
+        zip_writer.write_npy(got, array)
         assert got.getvalue() == expected.getvalue(), (array.shape, array.strides)
 
 
@@ -250,7 +250,7 @@ def test_a_file_saved_before_evidence_modes_keeps_scoring_as_it_did(sample_index
 @pytest.mark.parametrize("inflater", ["isal", "zlib"])
 def test_members_are_inflated_where_they_lie_as_zipfile_reads_them(sample_filter, inflater,
                                                                    monkeypatch):
-    """``store._member_bytes``: one inflate call on the file's bytes, with ISA-L where it
+    """``loaders._member_bytes``: one inflate call on the file's bytes, with ISA-L where it
     is installed and zlib where not, gives what ``ZipFile.read`` gives, stored members too."""
     import io
     import zlib
@@ -264,7 +264,7 @@ def test_members_are_inflated_where_they_lie_as_zipfile_reads_them(sample_filter
     for archive in (data, stored):
         with zipfile.ZipFile(io.BytesIO(archive)) as zf:
             for info in zf.infolist():
-                assert store._member_bytes(zf, archive, info.filename,
+                assert loaders._member_bytes(zf, archive, info.filename,
                                            loaders._inflater()) == zf.read(info.filename)
     loaded = store.loads(data)
     assert store.dumps(loaded) == data
@@ -281,7 +281,7 @@ def test_npy_members_read_as_np_load_reads_them_into_arrays_of_their_own():
         for version in ((1, 0), (2, 0)):
             out = io.BytesIO()
             np.lib.format.write_array(out, expected, version=version)
-            got, loaded = store._npy(out.getvalue()), np.load(io.BytesIO(out.getvalue()))
+            got, loaded = loaders._npy(out.getvalue()), np.load(io.BytesIO(out.getvalue()))
             assert got.dtype == loaded.dtype and got.shape == loaded.shape
             np.testing.assert_array_equal(got, expected)
             assert got.flags.owndata and got.flags.writeable
@@ -290,9 +290,9 @@ def test_npy_members_read_as_np_load_reads_them_into_arrays_of_their_own():
     objects = io.BytesIO()
     np.save(objects, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(ValueError, match="allow_pickle=False"):  # np.load's words
-        store._npy(objects.getvalue())
+        loaders._npy(objects.getvalue())
     with pytest.raises(ValueError):
-        store._npy(out.getvalue()[:-1])  # cut short
+        loaders._npy(out.getvalue()[:-1])  # cut short
 
 
 def test_a_member_whose_inflated_bytes_miss_their_crc_is_damage(sample_filter):
@@ -382,7 +382,7 @@ def test_the_vocabulary_is_read_as_json_reads_it(tokens, monkeypatch):
     expected = TokenStore(json.loads(data))
     parsed, loads = [], json.loads
     monkeypatch.setattr(json, "loads", lambda text: parsed.append(text) or loads(text))
-    got = store._read_json_list(data)
+    got = token_codec.read_json_list(data)
     assert got == expected and list(got) == loads(data)
     if any("\\" not in json.dumps(token) for token in tokens):
         assert data not in parsed  # not the whole list: the escaped tokens at most
@@ -402,7 +402,7 @@ def test_the_vocabulary_is_written_as_json_writes_it(tokens, monkeypatch):
     for chunk in (1 << 16, 7):
         monkeypatch.setattr(token_store, "_CHUNK", chunk)
         out = io.BytesIO()
-        store._write_json_list(out, TokenStore(tokens))
+        token_codec.write_json_list(out, TokenStore(tokens))
         assert out.getvalue() == json.dumps(tokens).encode("ascii")
 
 
@@ -419,9 +419,9 @@ def test_a_vocabulary_of_another_shape_is_read_by_json(data):
         expected = json.loads(data)
     except ValueError:
         with pytest.raises(ValueError):
-            store._read_json_list(data)
+            token_codec.read_json_list(data)
         return
-    assert list(store._read_json_list(data)) == expected
+    assert list(token_codec.read_json_list(data)) == expected
 
 
 def test_load_while_gives_the_model_load_gives(sample_filter, sample_index, model_path):
@@ -455,7 +455,7 @@ def test_load_while_raises_the_works_error_once_the_load_is_done(sample_filter, 
 
     store.save(sample_filter, model_path)
     loads = []
-    real = store._start_read
+    real = loaders._start_read
     monkeypatch.setattr(loaders, "_start_read",
                         lambda path, index: loads.append(real(path, index)) or loads[-1])
 

@@ -25,7 +25,7 @@
  * and hashes that a model's load runs (hashing a store, filling the index, reading the
  * JSON) release the GIL: the load runs on a thread beside spaCy's import (textnb.modelfile.load_in_background).
  * So does writing the JSON for a save, whose members are deflated on a second thread
- * (textnb.modelfile.store._MemberWriter).
+ * (textnb.modelfile.zip_writer.MemberWriter).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1152,7 +1152,7 @@ json_items(PyObject *module, PyObject *args)
     }
     /* First the size (and every token checked), then the bytes; both passes without the
      * GIL (a model's save deflates and hashes the chunks made before on another thread,
-     * textnb.modelfile.store._MemberWriter), so what is wrong is raised after the first. */
+     * textnb.modelfile.zip_writer.MemberWriter), so what is wrong is raised after the first. */
     Py_ssize_t size = stop > start ? 2 * (stop - start) + 2 * (stop - start - 1) : 0;
     int problem = SPAN_OK, not_utf8 = 0;
     for (int pass = 0; pass < 2; pass++) {

@@ -51,16 +51,6 @@ from .model_bytes import (FORMAT_NAME, FORMAT_VERSION, MAX_META_BYTES, ZLIB_LEVE
 from .saved_defaults import with_saved_defaults
 from .zip_writer import ISAL_LEVEL
 
-# The helpers under the names they had when they lived here, for the tests that check them
-# one by one (tests/test_store.py). A test that patches one patches it in its own module.
-from .loaders import _inflater, _member_bytes, _npy, _start_read  # noqa: F401
-from .saved_defaults import _SAVED_BEFORE_THE_KEY_EXISTED  # noqa: F401
-from .token_codec import read_json_list as _read_json_list  # noqa: F401
-from .token_codec import write_json_list as _write_json_list  # noqa: F401
-from .zip_writer import MemberWriter as _MemberWriter  # noqa: F401
-from .zip_writer import _deflate_with, _Hashing  # noqa: F401
-from .zip_writer import write_npy as _write_npy  # noqa: F401
-
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "ISAL_LEVEL", "MAX_META_BYTES", "ZLIB_LEVEL",
            "JournalState", "ModelFormatError", "atomic_write", "commit", "default_model_path",
            "description", "dumps", "journal", "journal_seq_of", "load", "load_at",
