@@ -8,6 +8,7 @@ the whole run: every host ends with counts identical (exact equality, no toleran
 one ``textnb train`` on the final labels.
 """
 
+import contextlib
 import os
 import random
 import signal
@@ -353,20 +354,15 @@ def test_killed_scorer_restarted_database_and_a_host_away_lose_nothing_and_count
           "equal to one train")
 
 
-def test_the_milter_on_a_store_sees_a_learn_made_on_another_host(store_url, sample_index):
-    """The two-host recipe of docs/shared-store.md: the MX's milter on the store, a learn
-    on the IMAP host (a SharedModel of its own), the MX's next verdict changed."""
-    from tests.test_milter import ADDED, MILTERTEST, miltertest
-
-    if MILTERTEST is None:
-        pytest.skip("Debian's miltertest is not installed: apt-get install miltertest")
-    pytest.importorskip("Milter", reason="pymilter: pip install -e '.[milter]'")
-    trained_store(store_url, sample_index)
+@contextlib.contextmanager
+def milter_on_store(*options):
+    """``textnb milter`` with ``options`` on a free loopback port, once it accepts: its
+    socket spec; stopped with SIGTERM after."""
     port = free_port()
     spec = f"inet:{port}@127.0.0.1"
     env = {**os.environ, "PYTHONPATH": str(PROJECT)}
     milter = subprocess.Popen([sys.executable, "-m", "textnb", "milter", "--socket", spec,
-                               "--store", store_url], env=env, stderr=subprocess.PIPE)
+                               *options], env=env, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -376,6 +372,22 @@ def test_the_milter_on_a_store_sees_a_learn_made_on_another_host(store_url, samp
             except OSError:
                 assert milter.poll() is None and time.monotonic() < deadline
                 time.sleep(0.1)
+        yield spec
+    finally:
+        milter.send_signal(signal.SIGTERM)
+        milter.wait(timeout=60)
+
+
+def test_the_milter_on_a_store_sees_a_learn_made_on_another_host(store_url, sample_index):
+    """The two-host recipe of docs/shared-store.md: the MX's milter on the store, a learn
+    on the IMAP host (a SharedModel of its own), the MX's next verdict changed."""
+    from tests.test_milter import ADDED, MILTERTEST, miltertest
+
+    if MILTERTEST is None:
+        pytest.skip("Debian's miltertest is not installed: apt-get install miltertest")
+    pytest.importorskip("Milter", reason="pymilter: pip install -e '.[milter]'")
+    trained_store(store_url, sample_index)
+    with milter_on_store("--store", store_url) as spec:
         message = novel_message()
         assert miltertest(spec, message, ADDED)["status"] == "ham"
         imap = host(store_url)
@@ -384,9 +396,6 @@ def test_the_milter_on_a_store_sees_a_learn_made_on_another_host(store_url, samp
         while miltertest(spec, message, ADDED)["status"] != "spam":
             assert time.monotonic() - started < 5, "the milter never saw the learn"
         assert time.monotonic() - started < 2.0
-    finally:
-        milter.send_signal(signal.SIGTERM)
-        milter.wait(timeout=60)
 
 
 def test_a_scorer_on_a_store_records_verdicts_for_the_review_page(store_url, sample_index,
@@ -446,24 +455,9 @@ def test_the_milter_scores_a_recipient_with_their_own_model_in_the_store(
     imap = SharedModelSet(store_url, "default", tmp_path / "outbox", stop)
     imap.for_learning("b").update("LEARN", message, "spam")  # miltertest's recipient: b@
     assert score_with(imap.shared.spam_filter, message).label == "ham"
-    port = free_port()
-    spec = f"inet:{port}@127.0.0.1"
-    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
-    milter = subprocess.Popen([sys.executable, "-m", "textnb", "milter", "--socket", spec,
-                               "--store", store_url, "--store-users"], env=env,
-                              stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert milter.poll() is None and time.monotonic() < deadline
-                time.sleep(0.1)
-        assert miltertest(spec, message, ADDED)["status"] == "spam"
+        with milter_on_store("--store", store_url, "--store-users") as spec:
+            assert miltertest(spec, message, ADDED)["status"] == "spam"
     finally:
-        milter.send_signal(signal.SIGTERM)
-        milter.wait(timeout=60)
         stop.set()
         imap.close()
