@@ -461,3 +461,39 @@ def test_the_milter_scores_a_recipient_with_their_own_model_in_the_store(
     finally:
         stop.set()
         imap.close()
+
+
+def test_a_store_scorers_metrics_count_its_learns_and_the_log_record_it_holds(
+        store_url, sample_index, scorers):
+    """``serve --store --metrics``: the scorer's counters as a file-store scorer's, and the
+    store's gauges: the log record it holds (another host's learn moves it) and the learns
+    waiting in its outbox."""
+    import urllib.request
+
+    def scrape(port):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            lines = reply.read().decode().splitlines()
+        return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+                for line in lines if line and not line.startswith("#")}
+
+    trained_store(store_url, sample_index)
+    port = free_port()
+    a = scorers(store_url, "a", "--metrics", f"127.0.0.1:{port}")
+    a.start()
+    before = scrape(port)
+    assert before["textnb_store_outbox_waiting"] == 0
+    assert before['textnb_model_messages{label="spam"}'] == 40
+    assert "textnb_model_age_seconds" not in before  # a store has no file to age
+    message = novel_message()
+    assert learn_remote(a.socket, message, "spam") == "spam new"
+    after = scrape(port)
+    assert after['textnb_learn_requests_total{action="spam"}'] == 1
+    assert after["textnb_store_log_record"] > before["textnb_store_log_record"]
+    assert after['textnb_model_messages{label="spam"}'] == 41
+    assert after["textnb_store_outbox_waiting"] == 0
+    other = host(store_url)
+    assert other.update("LEARN", novel_message().replace(b"garden", b"pond"), "ham") == "new"
+    deadline = time.monotonic() + 5
+    while scrape(port)["textnb_store_log_record"] <= after["textnb_store_log_record"]:
+        assert time.monotonic() < deadline, "the scorer never followed the other host's learn"
+        time.sleep(0.05)

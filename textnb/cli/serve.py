@@ -78,10 +78,11 @@ def serve_cli(
     if store_users and store is None:
         raise typer.BadParameter("--store-users goes with --store URL", param_hint="--store-users")
     if check_store(store, model):
-        if models is not None or metrics is not None:
+        if models is not None:
             raise typer.BadParameter("with --store, serve one model of the store (give each "
-                                     "user's its own --store-model and scorer); --models "
-                                     "and --metrics go with model files", param_hint="--store")
+                                     "user's its own --store-model and scorer, or "
+                                     "--store-users); --models goes with model files",
+                                     param_hint="--store")
         from ..commands.shared_store import serve as store_serve
 
         if outbox is None:
@@ -96,6 +97,7 @@ def serve_cli(
                                record=record, record_days=record_days,
                                record_max_mb=record_max_mb, per_user=store_users,
                                max_resident_users=max_resident_users, max_users=max_users,
+                               metrics=metrics,
                                say=lambda line: typer.echo(line, err=True))
         return
     with operator_errors():

@@ -36,7 +36,7 @@ def _warn_about_training(who: str, resident, say: Say, shared_note: str = "") ->
         say(f"textnb {who}: warning: {line}{shared_note}")
 
 
-def _start_metrics(spec: str | None, resident, say: Say):
+def start_metrics(spec: str | None, resident, say: Say):
     """The Telemetry and its HTTP port for ``--metrics spec``; (None, None) when off.
     MetricsError (an operator error) when the port cannot open."""
     if spec is None:
@@ -53,7 +53,7 @@ def _start_metrics(spec: str | None, resident, say: Say):
     return telemetry, port
 
 
-def _stop_metrics(port) -> None:
+def stop_metrics(port) -> None:
     if port is not None:
         port.shutdown()
         port.server_close()
@@ -87,7 +87,7 @@ def _watched(resident, metrics: str | None, record: Path | None, record_days: fl
              say: Say) -> Iterator[tuple]:
     """(telemetry, recorder) for ``--metrics`` and ``--record`` (each None when off),
     started around a daemon's run and stopped after it, however it ends."""
-    telemetry, metrics_port = _start_metrics(metrics, resident, say)  # a port in use fails here
+    telemetry, metrics_port = start_metrics(metrics, resident, say)  # a port in use fails here
     recorder = None
     try:
         recorder = start_recording(record, record_days, record_max_mb, one_model, who,
@@ -96,7 +96,7 @@ def _watched(resident, metrics: str | None, record: Path | None, record_days: fl
             telemetry.recorder = recorder
         yield telemetry, recorder
     finally:
-        _stop_metrics(metrics_port)
+        stop_metrics(metrics_port)
         if recorder is not None:
             recorder.close()
 

@@ -195,17 +195,20 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
           allow_any_user_to_teach: bool = False, key_file: Path | None = None,
           record: Path | None = None, record_days: float = 30.0, record_max_mb: int = 200,
           per_user: bool = False, max_resident_users: int = 16, max_users: int = 1000,
-          stop: threading.Event | None = None,
+          metrics: str | None = None, stop: threading.Event | None = None,
           say: Callable[[str], None] = lambda line: None) -> None:
     """The resident scorer on the store's model: verdicts from memory, learns through the
     store (or the outbox while it is away), the log followed (``SharedModel.follow``).
     record (Path | None): record verdicts there for the review page (``textnb web``, which
         teaches through this scorer, so into the store).
-    per_user (bool): a model per user in the store (``textnb.delivery.shared_users``)."""
+    per_user (bool): a model per user in the store (``textnb.delivery.shared_users``).
+    metrics (str | None): ``--metrics``'s address: the scorer's counters, as a file-store
+        scorer's, and the store's own gauges (the log record held, learns waiting in the
+        outbox; ``textnb.delivery.telemetry``)."""
     from ..delivery.client import KeyFileError, read_key, show_address
     from ..delivery.server import ScorerServer, check_who_may_teach
     from ..errors import TextnbError
-    from .daemons import start_recording
+    from .daemons import start_metrics, stop_metrics, start_recording
 
     try:
         key = read_key(key_file) if key_file is not None else None
@@ -220,15 +223,18 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
     else:
         model = open_model(url, name, outbox=outbox).warmed()
         model.follow(stop, poll)
-    recorder = None
+    recorder = metrics_port = None
     try:
+        telemetry, metrics_port = start_metrics(metrics, model, say)
         recorder = start_recording(record, record_days, record_max_mb, True, "serve",
                                    say=say)
+        if telemetry is not None:
+            telemetry.recorder = recorder
         server = ScorerServer(model, address, max_bytes=max_bytes, max_clients=max_clients,
                               timeout=timeout, reload_interval=poll,
                               allow_remote=allow_remote, socket_mode=socket_mode,
                               allow_any_user_to_teach=allow_any_user_to_teach,
-                              recorder=recorder, key=key).bind()
+                              telemetry=telemetry, recorder=recorder, key=key).bind()
         shown = model.shared if per_user else model
         say(f"textnb serve: {shown.path} (record {shown.seq})"
             + (", users' models beside it" if per_user else "")
@@ -236,6 +242,7 @@ def serve(url: str, name: str, address, *, outbox: Path | None, max_bytes: int =
         server.serve_forever(stop)
     finally:
         stop.set()
+        stop_metrics(metrics_port)
         if recorder is not None:
             recorder.close()
         model.close()

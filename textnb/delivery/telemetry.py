@@ -163,8 +163,9 @@ class Telemetry:
     def _render_model(self, out: list[str]) -> None:
         served = self._models()
         model = getattr(served, "shared", served)
+        in_store = getattr(model, "store_gauges", None)  # a shared store's model: no file
         try:
-            written = os.stat(model.path).st_mtime
+            written = None if in_store else os.stat(model.path).st_mtime
         except OSError:
             written = None  # not written yet (a first learn creates it): no age to give
         if written is not None:
@@ -180,6 +181,14 @@ class Telemetry:
         if hasattr(served, "shared"):
             _family(out, "textnb_user_models", "gauge", "Users' own models loaded.",
                     [({}, len(served.loaded()) - 1)])
+        if in_store:  # docs/shared-store.md
+            log_record, waiting = in_store()
+            _family(out, "textnb_store_log_record", "gauge",
+                    "The store's numbered log record the served model holds.",
+                    [({}, log_record)])
+            _family(out, "textnb_store_outbox_waiting", "gauge",
+                    "Learns and forgets kept in this host's outbox that the store may "
+                    "lack (above 0 for long: the database is away).", [({}, waiting)])
 
 
 def _family(out: list[str], name: str, kind: str, help_text: str, samples) -> None:

@@ -59,7 +59,11 @@ class Sender:
 
     def waiting(self) -> bool:
         """Whether entries wait that the database may lack."""
-        return bool(self.outbox.pending(self._done or 0))
+        return bool(self.waiting_count())
+
+    def waiting_count(self) -> int:
+        """How many entries wait that the database may lack."""
+        return len(self.outbox.pending(self._done or 0))
 
     def drain(self, quiet: bool = False) -> dict[int, str]:
         """Send the entries the database lacks, in order, each exactly once. RETURNS

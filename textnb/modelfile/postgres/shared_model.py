@@ -92,6 +92,11 @@ class SharedModel:
     def outbox(self) -> Outbox | None:
         return None if self.sender is None else self.sender.outbox
 
+    def store_gauges(self) -> tuple[int, int]:
+        """(the log record held, the learns waiting in the outbox that the database may
+        lack): what ``serve --store --metrics`` exports beside the scorer's counters."""
+        return int(self.seq), 0 if self.sender is None else self.sender.waiting_count()
+
     # -- following the log -------------------------------------------------------------
     def _start(self, config: dict) -> tuple[SpamFilter, int]:
         """A filter from the newest snapshot (and its number), else an empty one."""
