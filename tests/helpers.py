@@ -1,4 +1,5 @@
-"""Small helpers the test files share: a free loopback port, an index file of messages."""
+"""Small helpers the test files share: a free loopback port, an index file of messages, one
+scorer request read as a fake scorer reads it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,27 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def read_request(conn: socket.socket) -> tuple[bytes, bytes]:
+    """One request of the scorer's protocol from ``conn``: (its line, its message), the
+    message's length read by the scorer's own parser (``request_reader.parse_head``)."""
+    from textnb.delivery.request_reader import parse_head
+
+    data = b""
+    while b"\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ConnectionError("the client closed before a whole request line")
+        data += chunk
+    line, _, body = data.partition(b"\n")
+    length = parse_head(line, 10**9)[3]
+    while len(body) < length:
+        chunk = conn.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("the client closed before the whole message")
+        body += chunk
+    return line, body
 
 
 def write_index(folder: Path, messages) -> Path:

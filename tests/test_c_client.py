@@ -23,6 +23,7 @@ from textnb.delivery.client import (ScorerUnavailable, client_scorer, learn_remo
 from textnb.delivery.verdict_headers import filter_message, header_end, in_process_scorer
 
 from conftest import PROJECT, SAMPLE
+from helpers import read_request
 from test_server import MESSAGES, Running
 
 SOURCE = PROJECT / "clients" / "textnb-client.c"
@@ -208,12 +209,7 @@ class StandIn:
                 continue
             with conn:
                 conn.settimeout(10)
-                data = b""
-                while b"\n" not in data:
-                    data += conn.recv(65536)
-                line, _, body = data.partition(b"\n")
-                while len(body) < int(line.split()[2]):
-                    body += conn.recv(1 << 20)
+                line, body = read_request(conn)
                 self.requests.append((line, len(body)))
                 conn.sendall(self.reply)
 
@@ -469,14 +465,7 @@ class Answering:
         with conn:
             conn.settimeout(10)
             try:
-                data = b""
-                while b"\n" not in data:
-                    data += conn.recv(65536)
-                line, _, body = data.partition(b"\n")
-                length = int([w for w in line.split() if w.isdigit()][-1] if b" PING" not in
-                             line else 0)
-                while len(body) < length:
-                    body += conn.recv(1 << 20)
+                line, _ = read_request(conn)
                 self.lines.append(line)
                 reply = self.answer(line)
                 if not self.drip:

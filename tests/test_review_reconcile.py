@@ -16,6 +16,7 @@ from starlette.testclient import TestClient  # noqa: E402
 from textnb.delivery.client import NoAnswer, learn_remote, learned_as, score_remote  # noqa: E402
 from textnb.review.store import VerdictStore  # noqa: E402
 from textnb.review.web import make_app  # noqa: E402
+from helpers import read_request  # noqa: E402
 
 from _wire import wait_for  # noqa: E402
 from test_review_web import (UNSURE, FakeScorer, PerUserScorer, log_in, record,  # noqa: E402,F401
@@ -130,14 +131,7 @@ class DroppingProxy:
                 continue
             with conn:
                 conn.settimeout(10)
-                data = b""
-                while b"\n" not in data:
-                    data += conn.recv(65536)
-                head, _, body = data.partition(b"\n")
-                length = int(head.split()[-1] if head.split()[-1].isdigit()
-                             else head.split()[-2])
-                while len(body) < length:
-                    body += conn.recv(65536)
+                head, body = read_request(conn)
                 with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as upstream:
                     upstream.settimeout(10)
                     upstream.connect(self.scorer)
