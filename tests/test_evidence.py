@@ -185,16 +185,26 @@ HEADERS = np.zeros(30, bool)
 HEADERS[1::4] = True  # every fourth column, from the second, "comes from a header field"
 
 
-def header_places_by_hand(m, x_row, k, cap, places):
-    """Each side spelled out: its `places` (at most k // 2) strongest header clues, then its
-    strongest remaining clues of any kind (pairs capped) up to the side's places."""
+def sides_by_hand(m, x_row, k, cap):
+    """(columns, contributions, and per side: its places, its pair cap and its entries
+    strongest first, ties in column order) of one row, spelled out."""
     w = m.feature_log_prob_[1] - m.feature_log_prob_[0]
     cols, contrib = x_row.indices, x_row.data * w[x_row.indices]
     (k_spam, cap_spam), (k_ham, cap_ham) = evidence.split_places(k, cap)
-    total = 0.0
+    sides = []
     for positive, k_side, cap_side in ((True, k_spam, cap_spam), (False, k_ham, cap_ham)):
         side = [i for i in range(len(cols)) if (contrib[i] > 0) == positive and contrib[i] != 0]
         side.sort(key=lambda i: (-abs(contrib[i]), cols[i]))
+        sides.append((k_side, cap_side, side))
+    return cols, contrib, sides
+
+
+def header_places_by_hand(m, x_row, k, cap, places):
+    """Each side spelled out: its `places` (at most k // 2) strongest header clues, then its
+    strongest remaining clues of any kind (pairs capped) up to the side's places."""
+    cols, contrib, sides = sides_by_hand(m, x_row, k, cap)
+    total = 0.0
+    for k_side, cap_side, side in sides:
         head = [i for i in side if HEADERS[cols[i]]][:min(places, k // 2)]
         left, pairs = k_side - len(head), 0
         body = []
@@ -276,13 +286,9 @@ def test_header_places_keep_the_selection_in_row_and_strength_order():
 def route_and_text_by_hand(m, x_row, k, cap, header_clues):
     """Each side spelled out: its `header_clues` strongest header clues, and apart from
     them its k // 2 (spam: k - k // 2) strongest clues of the text, pairs capped."""
-    w = m.feature_log_prob_[1] - m.feature_log_prob_[0]
-    cols, contrib = x_row.indices, x_row.data * w[x_row.indices]
-    (k_spam, cap_spam), (k_ham, cap_ham) = evidence.split_places(k, cap)
+    cols, contrib, sides = sides_by_hand(m, x_row, k, cap)
     total = 0.0
-    for positive, k_side, cap_side in ((True, k_spam, cap_spam), (False, k_ham, cap_ham)):
-        side = [i for i in range(len(cols)) if (contrib[i] > 0) == positive and contrib[i] != 0]
-        side.sort(key=lambda i: (-abs(contrib[i]), cols[i]))
+    for k_side, cap_side, side in sides:
         route = [i for i in side if HEADERS[cols[i]]][:header_clues]
         text, pairs = [], 0
         for i in side:
