@@ -225,8 +225,8 @@ def _number(x) -> bool:
 # -- encoding ---------------------------------------------------------------------------
 
 
-def encode(patch: dict) -> bytes:
-    """A patch as a journal record's payload."""
+def encode(patch: dict | list) -> bytes:
+    """A patch (or any JSON value: the shared store's records too) as a record's payload."""
     return zlib.compress(json.dumps(patch, separators=(",", ":")).encode(), 6)
 
 

@@ -17,8 +17,6 @@ model file's bound.
 
 from __future__ import annotations
 
-import json
-import zlib
 from collections import Counter
 from dataclasses import dataclass
 
@@ -26,7 +24,7 @@ import numpy as np
 
 from ...labels import LABELS
 from ...models.ledger import DIGEST_SIZE
-from ..count_patch import decode
+from ..count_patch import decode, encode
 
 __all__ = ["Change", "apply", "decode_counts", "decode_record", "encode_counts",
            "encode_record", "message_counts"]
@@ -40,7 +38,7 @@ def message_counts(tokens: list[str]) -> tuple[list[str], list[int]]:
 
 def encode_counts(tokens: list[str], tf: list[int]) -> bytes:
     """A message's counts as its ledger row keeps them."""
-    return zlib.compress(json.dumps([tokens, tf], separators=(",", ":")).encode(), 6)
+    return encode([tokens, tf])
 
 
 def decode_counts(data: bytes) -> tuple[list[str], list[int]]:
@@ -88,7 +86,7 @@ def encode_record(changes: list[Change], reset: dict | None = None) -> bytes:
     body = {"changes": [c.to_list() for c in changes]}
     if reset is not None:
         body["reset"] = reset
-    return zlib.compress(json.dumps(body, separators=(",", ":")).encode(), 6)
+    return encode(body)
 
 
 def decode_record(data: bytes) -> tuple[list[Change], dict | None]:
