@@ -1,5 +1,6 @@
-"""Releasing held mail from the review page: Release and Release-and-teach-as-ham through
-Starlette's TestClient and textnb-release with a fake postqueue and postsuper on PATH
+"""Releasing held mail from the review page: Release and Release-and-teach-as-ham, one
+message from its page or a selection from the held queue, through Starlette's
+TestClient and textnb-release with a fake postqueue and postsuper on PATH
 (tests/test_release.py has the command and the milter's record)."""
 
 import re
@@ -214,3 +215,263 @@ def test_a_release_command_that_hangs_is_stopped_and_the_page_says_what_it_may_h
         command_runner([str(hang)], timeout=0.5)("3F1B42C1A58")
     with pytest.raises(ReleaseError, match="not a Postfix queue id"):
         command_runner([str(hang)])("-d ALL")
+
+
+# -- releasing a selection from the held queue ----------------------------------------------
+
+def release_selected(client, csrf, ids, action="release", status=200, **extra):
+    """POST the held queue's bulk form; RETURNS the answer's page."""
+    data = {"action": action, "ids": [str(i) for i in ids], **extra}
+    if csrf is not None:
+        data["csrf"] = csrf
+    reply = client.post("/review/release?held=1", data=data, follow_redirects=False)
+    assert reply.status_code == status, reply.text
+    return reply.text
+
+
+def outcomes(page) -> list[tuple[str, str]]:
+    """(outcome, what happened) of each row of the result page, in the selection's order."""
+    return [(re.search(r'<td class="c-outcome">(.*?)</td>', row).group(1),
+             re.search(r'<td class="c-said">(.*?)</td>', row, re.S).group(1))
+            for row in re.findall(r'<tr class="outcome".*?</tr>', page, re.S)]
+
+
+def test_the_held_queue_offers_release_of_the_selected_and_says_the_bound(held_site):
+    client, _, ids, _ = held_site
+    log_in(client, "alice")
+    held = client.get("/review?held=1").text
+    assert 'id="bulk-release"' in held and 'id="bulk-release-ham"' in held
+    assert 'formaction="/review/release?held=1"' in held and "at most 100 at a time" in held
+    assert held.count('name="ids"') == 3  # a box on each held row
+    whole = client.get("/review").text  # the whole queue: teach, and a hint where to release
+    assert 'id="bulk-release"' not in whole and 'id="release-hint"' in whole
+
+
+def test_a_mixed_selection_releases_what_is_held_and_says_why_not_for_the_rest(
+        held_site, fake_queue):
+    client, scorer, ids, db = held_site
+    csrf = log_in(client, "alice")
+    asked = [ids["alice", "1"], ids["alice", "2"], ids["alice", "3"], ids["alice", "4"],
+             ids["bob", "1"], 99999, "1 OR 1=1"]
+    page = release_selected(client, csrf, asked)
+    assert [outcome for outcome, _ in outcomes(page)] == [
+        "released", "already released", "not held", "not held", "not yours", "not yours",
+        "not yours"]
+    said = dict(zip(map(str, asked), (s for _, s in outcomes(page))))
+    assert "no longer on hold: released already" in said[str(ids["alice", "2"])]
+    assert "no longer in the mail queue" in said[str(ids["alice", "3"])]
+    assert "rejected this message in SMTP" in said[str(ids["alice", "4"])]
+    # bob's message answers as one that does not exist, and shows nothing of it
+    assert said[str(ids["bob", "1"])] == said["99999"] and "bob" not in page
+    assert 'id="summary">1 released, 1 already released, 2 not held, 3 not yours<' in page
+    assert fake_queue.queue == {"3F1B42C1A58": "deferred", "4AB17C2D9": "deferred",
+                                "3Pm6fd3Y5nz2cYr": "hold"}
+    assert [c for c in fake_queue.calls if c.startswith("postsuper")] == [
+        "postsuper -H 3F1B42C1A58"]
+    assert [row_of(db, ids["alice", n]).action for n in "1234"] == [
+        "released", "quarantined", "quarantined", "rejected"]
+    assert row_of(db, ids["bob", "1"]).action == "quarantined" and scorer.calls == []
+    again = release_selected(client, csrf, [ids["alice", "1"], ids["alice", "1"]])
+    assert outcomes(again) == [("already released", "not done: already released")]
+    assert fake_queue.calls.count("postsuper -H 3F1B42C1A58") == 1
+
+
+def test_release_and_teach_as_ham_in_bulk_takes_back_the_lesson_of_each_that_fails(
+        held_site, fake_queue):
+    """root (an admin) releases alice's and bob's held mail, with alice's released-already
+    message between them: its lesson is given, its release fails, and that message alone
+    is put back, lesson and log record; the ones either side are released and taught."""
+    client, scorer, ids, db = held_site
+    csrf = log_in(client, "root")
+    page = release_selected(client, csrf, [ids["alice", "1"], ids["alice", "2"],
+                                           ids["bob", "1"]], action="release-ham")
+    assert [outcome for outcome, _ in outcomes(page)] == [
+        "released and taught as ham", "already released", "released and taught as ham"]
+    assert "the scorer was put back: nothing changed" in outcomes(page)[1][1]
+    assert '<td class="c-user">bob</td>' in page  # an admin sees whose each one was
+    assert fake_queue.queue["3F1B42C1A58"] == fake_queue.queue["3Pm6fd3Y5nz2cYr"] == "deferred"
+    assert scorer.calls == [("ham", "alice"), ("ham", "alice"), (None, "alice"), ("ham", "bob")]
+    assert [(r.action, r.taught) for r in (row_of(db, ids[k]) for k in
+                                           (("alice", "1"), ("alice", "2"), ("bob", "1")))] == [
+        ("released", "ham"), ("quarantined", None), ("released", "ham")]
+    assert 'href="/review?held=1" id="back"' in page
+
+
+def test_a_release_command_that_fails_for_one_message_leaves_the_others(
+        held_site, fake_queue, tmp_path, users_file):  # noqa: F811
+    """The command fails (status 1) for alice's message: the page says why, and bob's
+    and the one with a hostile queue id in the log are each answered on their own."""
+    _, scorer, ids, db = held_site
+    failing = tmp_path / "release-or-fail"
+    failing.write_text(f"#!/bin/sh\nif [ \"$1\" = 3F1B42C1A58 ]; then\n"
+                       f"  echo 'postsuper -H failed: queue file is locked'; exit 1\nfi\n"
+                       f"exec {' '.join(RELEASE)} \"$1\"\n")
+    failing.chmod(0o755)
+    with sqlite3.connect(db) as raw_db:
+        raw_db.execute("UPDATE verdicts SET queue_id = '-d ALL' WHERE id = ?",
+                       (ids["alice", "3"],))
+    client = TestClient(make_app(db, users_file, "unused.sock", learn=scorer.learn,
+                                 release_command=[str(failing)]), base_url="http://127.0.0.1")
+    csrf = log_in(client, "root")
+    page = release_selected(client, csrf, [ids["alice", "1"], ids["alice", "3"],
+                                           ids["bob", "1"]], action="release-ham")
+    assert outcomes(page) == [
+        ("failed", "not done: the release command failed (status 1): postsuper -H failed: "
+                   "queue file is locked; the scorer was put back: nothing changed"),
+        ("failed", "not done: no Postfix queue id was recorded for this message; release "
+                   "it with postsuper -H"),
+        ("released and taught as ham", "released; taught as ham")]
+    assert fake_queue.queue["3F1B42C1A58"] == "hold"
+    assert fake_queue.queue["3Pm6fd3Y5nz2cYr"] == "deferred"
+    assert (row_of(db, ids["alice", "1"]).action, row_of(db, ids["alice", "1"]).taught) == (
+        "quarantined", None)
+    assert scorer.state == {("bob", held_message("bob", 1)): "ham"}
+
+
+def test_a_user_cannot_release_anothers_mail_in_bulk(held_site, fake_queue):
+    client, scorer, ids, db = held_site
+    csrf = log_in(client, "alice")
+    page = release_selected(client, csrf, [ids["bob", "1"]], action="release-ham")
+    assert outcomes(page) == [("not yours", "not done: no message of yours has this id")]
+    assert fake_queue.calls == [] and scorer.calls == []
+    assert row_of(db, ids["bob", "1"]).action == "quarantined"
+    assert "statement" not in page.split('id="outcomes"')[1]  # not even its subject
+
+
+def test_a_bulk_release_without_the_csrf_token_or_from_another_site_is_refused(
+        held_site, fake_queue):
+    client, _, ids, db = held_site
+    csrf = log_in(client, "alice")
+    assert "CSRF token missing" in release_selected(client, None, [ids["alice", "1"]],
+                                                    status=403)
+    assert "CSRF token missing" in release_selected(client, "forged", [ids["alice", "1"]],
+                                                    status=403)
+    reply = client.post("/review/release", data={"csrf": csrf, "action": "release",
+                                                 "ids": [ids["alice", "1"]]},
+                        headers={"Sec-Fetch-Site": "cross-site"})
+    assert reply.status_code == 403
+    client.cookies.clear()  # signed out: the login page, and nothing released
+    reply = client.post("/review/release", data={"csrf": csrf, "action": "release",
+                                                 "ids": [ids["alice", "1"]]},
+                        follow_redirects=False)
+    assert reply.status_code == 303 and reply.headers["location"] == "/login"
+    assert fake_queue.calls == [] and row_of(db, ids["alice", "1"]).action == "quarantined"
+
+
+def test_more_than_a_hundred_messages_at_once_are_refused_whole(held_site, fake_queue):
+    client, _, ids, _ = held_site
+    csrf = log_in(client, "root")
+    many = [ids["alice", "1"]] + list(range(10_000, 10_100))
+    page = release_selected(client, csrf, many, status=400)
+    assert ("101 messages were selected, and at most 100 are released at a time: nothing "
+            "was released") in page
+    assert fake_queue.calls == []
+    page = release_selected(client, csrf, many[:100])  # a hundred is within the bound
+    assert [outcome for outcome, _ in outcomes(page)] == ["released"] + ["no such message"] * 99
+
+
+def test_an_empty_selection_or_an_unknown_action_releases_nothing(held_site, fake_queue):
+    client, _, ids, _ = held_site
+    csrf = log_in(client, "alice")
+    reply = client.post("/review/release?held=1", data={"csrf": csrf, "action": "release"},
+                        follow_redirects=False)
+    assert reply.status_code == 303
+    assert reply.headers["location"].startswith("/review?notice=nothing%20selected")
+    assert reply.headers["location"].endswith("&held=1")
+    release_selected(client, csrf, [ids["alice", "1"]], action="spam", status=400)
+    assert fake_queue.calls == []
+
+
+def test_a_bulk_lesson_to_the_shared_model_asks_to_confirm_first(tmp_path, users_file,  # noqa: F811
+                                                                 fake_queue):
+    db = tmp_path / "verdicts.db"
+    recorder = VerdictRecorder(db).start()
+    recorder.submit(held_message("list", 1), SPAM, user="", model="shared", source="milter",
+                    action="quarantined", queue_id="3F1B42C1A58")
+    recorder.submit(held_message("alice", 2), SPAM, user="alice", model="user",
+                    source="milter", action="quarantined", queue_id="3Pm6fd3Y5nz2cYr")
+    recorder.close()
+    scorer = FakeScorer()
+    client = TestClient(make_app(db, users_file, "unused.sock", learn=scorer.learn,
+                                 release_command=RELEASE), base_url="http://127.0.0.1")
+    csrf = log_in(client, "root")
+    shared, alices = sorted(row.id for row in VerdictStore(db).history(None))
+    page = release_selected(client, csrf, [shared, alices], action="release-ham")
+    assert 'id="confirm-shared"' in page and "list&#39;s statement 1" in page
+    assert "alice&#39;s statement 2" not in page  # only the shared model's are listed
+    assert f'name="ids" value="{shared}"' in page and f'name="ids" value="{alices}"' in page
+    assert fake_queue.calls == [] and scorer.calls == []
+    page = release_selected(client, csrf, [shared, alices], action="release-ham",
+                            confirm="shared")
+    assert [outcome for outcome, _ in outcomes(page)] == ["released and taught as ham"] * 2
+    assert scorer.calls == [("ham", None), ("ham", "alice")]
+
+
+def test_releasing_a_shared_models_verdict_without_a_lesson_asks_nothing(
+        tmp_path, users_file, fake_queue):  # noqa: F811
+    db = tmp_path / "verdicts.db"
+    recorder = VerdictRecorder(db).start()
+    recorder.submit(held_message("list", 1), SPAM, user="", model="shared", source="milter",
+                    action="quarantined", queue_id="3F1B42C1A58")
+    recorder.close()
+    client = TestClient(make_app(db, users_file, "unused.sock", learn=FakeScorer().learn,
+                                 release_command=RELEASE), base_url="http://127.0.0.1")
+    csrf = log_in(client, "root")
+    page = release_selected(client, csrf, [VerdictStore(db).history(None)[0].id])
+    assert outcomes(page) == [("released", "released")]
+
+
+# -- the bulk release's loop, on its own -----------------------------------------------------
+
+def _released_all(queue_id):
+    return 0, f"{queue_id} released from hold"
+
+
+def test_a_log_that_fails_for_one_message_leaves_the_others(held_site):
+    from contextlib import contextmanager
+
+    from textnb.review.clicks import Clicks, release_selection
+    from textnb.review.store import StoreError
+
+    _, scorer, ids, db = held_site
+    store, uses = VerdictStore(db), []
+
+    @contextmanager
+    def open_log():
+        uses.append(1)
+        if len(uses) == 2:
+            raise StoreError("the verdict log is locked by another program")
+        yield store
+
+    selection = release_selection([ids["alice", "1"], ids["alice", "2"], ids["bob", "1"],
+                                   ids["alice", "1"]])
+    assert [number for _, number in selection] == [ids["alice", "1"], ids["alice", "2"],
+                                                   ids["bob", "1"]]  # each message once
+    found = Clicks(scorer.learn, release_run=_released_all).release_many(
+        open_log, selection, None, teach_too=False)
+    assert [(f.outcome, f.said) for f in found] == [
+        ("released", "released"),
+        ("failed", "not done: the verdict log is locked by another program"),
+        ("released", "released")]
+    assert [f.row.id if f.row else None for f in found] == [ids["alice", "1"], None,
+                                                            ids["bob", "1"]]
+    assert [store.get(ids[k], None).action for k in (("alice", "1"), ("alice", "2"),
+                                                     ("bob", "1"))] == [
+        "released", "quarantined", "released"]
+
+
+def test_no_message_is_begun_past_the_time_limit(held_site):
+    from contextlib import nullcontext
+
+    from textnb.review.clicks import Clicks, release_selection
+
+    _, scorer, ids, db = held_site
+    store, now = VerdictStore(db), iter([0.0, 1.0, 46.0])
+    clicks = Clicks(scorer.learn, release_run=_released_all, clock=lambda: next(now))
+    found = clicks.release_many(lambda: nullcontext(store),
+                                release_selection([ids["alice", "1"], ids["bob", "1"]]), None,
+                                teach_too=False, seconds=45.0)
+    assert [(f.outcome, f.said) for f in found] == [
+        ("released", "released"),
+        ("not tried", "not tried: the request ran out of its 45 s; select it again")]
+    assert store.get(ids["bob", "1"], None).action == "quarantined"

@@ -9,7 +9,8 @@ unchanged; bob cannot open alice's message by its URL. And what was tried on the
 a click while another program locks the log, the log moved aside while the page is
 open, a login removed while its session is open, a login posted by a page of another
 port of the host, and 200-character words in the history at 1,280 and 375 pixels; and
-a message the milter held, released and taught as ham in one click.
+a message the milter held, released and taught as ham in one click, and a selection of
+held mail released in bulk.
 
 With TEXTNB_SCREENSHOTS=DIR the pages are also saved as PNGs there (docs/images is
 made so: ``TEXTNB_SCREENSHOTS=docs/images pytest tests/test_review_browser.py``).
@@ -488,3 +489,63 @@ def test_alice_releases_her_held_message_and_teaches_it_as_ham(tmp_path, users_f
     assert queue.queue == {"3F1B42C1A58": "deferred"} and scorer.calls == [("ham", "alice")]
     row = VerdictStore(db).get(held, None)
     assert (row.action, row.taught) == ("released", "ham")
+
+
+def test_alice_releases_a_selection_of_her_held_mail_and_reads_what_became_of_each(
+        tmp_path, users_file, browser, monkeypatch):
+    """In the queue filtered to held mail only, alice ticks three held messages, one of
+    them released by hand meanwhile, and clicks "Release selected and teach as ham": the
+    answer lists each with what became of it, and the two on hold are released and
+    taught, the third put back as it was."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from textnb.delivery.verdict_headers import Verdict
+    from textnb.review.recorder import VerdictRecorder
+
+    from test_release import RELEASE, FakeQueue
+    from test_review_web import FakeScorer
+
+    queue = FakeQueue(tmp_path, {"3F1B42C1A58": "hold", "4AB17C2D9": "hold",
+                                 "5BCDE0123": "deferred"})
+    for key, value in queue.environ().items():
+        monkeypatch.setenv(key, value)
+    db = tmp_path / "verdicts.db"
+    recorder = VerdictRecorder(db).start()
+    for n, queue_id, log_odds in ((1, "3F1B42C1A58", 9.0), (2, "4AB17C2D9", 8.0),
+                                  (3, "5BCDE0123", 7.0)):
+        raw = (f"From: Bank <notice@bank.example>\nSubject: statement {n}\n\n"
+               f"Your statement {n} is ready.\n").encode()
+        recorder.submit(raw, Verdict("spam", log_odds, 0.9999, 0.0), user="alice",
+                        model="user", source="milter", action="quarantined", queue_id=queue_id)
+    recorder.close()
+    held = sorted(row.id for row in VerdictStore(db).history("alice"))
+    scorer = FakeScorer()
+    with WebPage(make_app(db, users_file, "unused.sock", learn=scorer.learn,
+                          ping=scorer.ping, release_command=RELEASE)) as base:
+        _log_in(browser, base, "alice")
+        _submit(browser, browser.find_element(By.LINK_TEXT, "Review queue"))
+        assert not browser.find_elements(By.ID, "bulk-release")  # only in the held view
+        browser.find_element(By.ID, "held-only").send_keys(Keys.SPACE)
+        _submit(browser, browser.find_element(By.ID, "filter"))
+        assert "at most 100 at a time" in _text(browser, "release-selected")
+        for verdict_id in held:
+            browser.find_element(By.ID, f"select-{verdict_id}").send_keys(Keys.SPACE)
+        _shot(browser, "review-held-selected.png")
+        _submit(browser, browser.find_element(By.ID, "bulk-release-ham"))
+        assert _text(browser, "summary") == "2 released and taught as ham, 1 already released"
+        rows = browser.find_elements(By.CSS_SELECTOR, "#outcomes tbody tr")
+        assert [row.find_element(By.CSS_SELECTOR, ".c-outcome").text for row in rows] == [
+            "already released", "released and taught as ham", "released and taught as ham"]
+        assert "statement 3" in rows[0].text and "released already" in rows[0].text
+        _shot(browser, "review-released.png")
+        _submit(browser, browser.find_element(By.ID, "back"))
+        # the one released by hand is put back as the log had it: still held there
+        boxes = browser.find_elements(By.CSS_SELECTOR, "input[name=ids]")
+        assert [box.get_attribute("value") for box in boxes] == [str(held[2])]
+    assert queue.queue == {"3F1B42C1A58": "deferred", "4AB17C2D9": "deferred",
+                           "5BCDE0123": "deferred"}
+    assert scorer.calls == [("ham", "alice"), (None, "alice"), ("ham", "alice"),
+                            ("ham", "alice")]
+    assert [(r.action, r.taught) for r in map(lambda i: VerdictStore(db).get(i, None), held)] \
+        == [("released", "ham"), ("released", "ham"), ("quarantined", None)]

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from datetime import time as dtime
 
 __all__ = ["MAX_ID", "QUEUE_FILTERS", "days_between", "queue_cursor", "queue_filters",
-           "verdict_id"]
+           "same_view", "verdict_id"]
 
 # The review queue's filters (query parameters): sender and subject contain, the
 # verdict, the first and last day (in the page's time zone), and held mail only.
@@ -30,6 +30,15 @@ def queue_filters(params) -> dict:
         if day_start(found[key]) is None:
             found[key] = ""
     return found
+
+
+def same_view(params) -> str:
+    """The review queue's filters (and an admin's user) of a request's query string, as
+    ``key=value&...``: what a form's answer links back to, to show the same view."""
+    from urllib.parse import quote
+
+    return "&".join(f"{key}={quote(str(value)[:300], safe='')}" for key, value in params.items()
+                    if key in QUEUE_FILTERS + ("user",))
 
 
 def day_start(text: str, zone=timezone.utc, after: int = 0) -> float | None:

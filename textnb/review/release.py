@@ -27,8 +27,8 @@ from .rows import HELD
 from .store import StoreError
 from .teach import teach
 
-__all__ = ["HELD", "RELEASED", "ReleaseError", "ReleasedUnrecorded", "command_runner",
-           "refusal", "release"]
+__all__ = ["HELD", "RELEASED", "AlreadyReleased", "NotHeld", "ReleaseError",
+           "ReleasedUnrecorded", "command_runner", "refusal", "release"]
 
 RELEASED = "released"
 # Seconds the release command may take (sudo, the interpreter, and at most four Postfix
@@ -39,6 +39,15 @@ RELEASE_SECONDS = 60
 
 class ReleaseError(TextnbError):
     """The message was not released: not held, no longer on hold, or the command failed."""
+
+
+class AlreadyReleased(ReleaseError):
+    """Not released now: released before, by another click or by hand."""
+
+
+class NotHeld(ReleaseError):
+    """Not released: the message is not on hold (rejected in SMTP, delivered, or gone
+    from the mail queue)."""
 
 
 class ReleasedUnrecorded(ReleaseError):
@@ -71,47 +80,49 @@ def command_runner(command: list[str], timeout: float = RELEASE_SECONDS):
     return run
 
 
-def refusal(row) -> str | None:
-    """Why a recorded verdict cannot be released; None when it can."""
+def refusal(row) -> ReleaseError | None:
+    """Why a recorded verdict cannot be released, as the error to raise (its class says
+    which case: :class:`AlreadyReleased`, :class:`NotHeld`); None when it can."""
     if row.action == "rejected":
-        return ("the milter rejected this message in SMTP: the sender was refused (550) "
-                "and no copy was accepted, so there is nothing to release")
+        return NotHeld("the milter rejected this message in SMTP: the sender was refused "
+                       "(550) and no copy was accepted, so there is nothing to release")
     if row.action == RELEASED:
-        return "already released"
+        return AlreadyReleased("already released")
     if row.action != HELD:
-        return f"this message was not held (the mail path: {row.action})"
+        return NotHeld(f"this message was not held (the mail path: {row.action})")
     if not valid_queue_id(row.queue_id):
-        return "no Postfix queue id was recorded for this message; release it with postsuper -H"
+        return ReleaseError("no Postfix queue id was recorded for this message; release it "
+                            "with postsuper -H")
     return None
 
 
 def release(store, row, run, learn=None, state=None) -> str:
     """Release one held message (and teach it as ham with ``learn``); RETURNS what the
-    page says. ReleaseError (or TeachError, StoreError) when it was not done; then
-    nothing changed.
+    page says. ReleaseError (AlreadyReleased, NotHeld: why not; or TeachError,
+    StoreError) when it was not done; then nothing changed.
 
     store (VerdictStore): where ``row`` is. run: :func:`command_runner`'s function.
     learn, state: as :func:`textnb.review.teach.teach`'s; learn None: release only.
     """
-    why = refusal(row)
-    if why is not None:
-        raise ReleaseError(why)
+    refused = refusal(row)
+    if refused is not None:
+        raise refused
     released = []
 
     def release_now(current, said: str) -> str:
-        why = refusal(current)  # as the row is now: another click may have released it
-        if why is not None:
-            raise ReleaseError(why)
+        refused = refusal(current)  # as the row is now: another click may have released it
+        if refused is not None:
+            raise refused
         store.mark_action(current.id, RELEASED)
         status, line = run(current.queue_id)
         if status == EXIT_RELEASED:
             released.append(current.queue_id)
             return "released" + (f"; {said}" if said else "")
         if status == EXIT_NOT_HELD:
-            raise ReleaseError(f"it is no longer on hold: released already ({line})")
+            raise AlreadyReleased(f"it is no longer on hold: released already ({line})")
         if status == EXIT_GONE:
-            raise ReleaseError(f"it is no longer in the mail queue: delivered, deleted or "
-                               f"expired ({line})")
+            raise NotHeld(f"it is no longer in the mail queue: delivered, deleted or "
+                          f"expired ({line})")
         raise ReleaseError(f"the release command failed (status {status}): {line}")
 
     try:

@@ -23,7 +23,9 @@ sessions, the login throttle, the headers and the body limit are
   and is recorded in the same transaction of the log (:mod:`textnb.review.teach`); a
   verdict of the shared model asks to be confirmed. Held mail is released the same way,
   through the privileged command the operator names, never as root here
-  (:mod:`textnb.review.release`); what each click does is :mod:`textnb.review.clicks`.
+  (:mod:`textnb.review.release`), one message or a selection of at most
+  ``MAX_RELEASE_ROWS``, each checked and released on its own; what each click does is
+  :mod:`textnb.review.clicks`.
 - **Ids.** An id is ASCII digits up to 2**63-1 (:func:`verdict_id`); anything else is
   an id that does not exist.
 - **Size.** No request body is read past ``MAX_FORM_BYTES``: a declared length over
@@ -64,12 +66,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .accounts import AccountError, Accounts, ImapLogin
-from .clicks import ACTIONS, RELEASE_ACTIONS, Clicks, needs_confirming
+from .clicks import (ACTIONS, MAX_RELEASE_ROWS, RELEASE_ACTIONS, Clicks, needs_confirming,
+                     release_selection, summary)
 from .guard import (HASHES_AT_ONCE, LOGINS_WAITING, SESSION_SECONDS, Cache, LoginForms,
                     SecurityHeaders, Sessions, Throttle, same_origin)
 from .figures import statistics
 from .logfile import LogConnections
-from .query import QUEUE_FILTERS, days_between, queue_cursor, queue_filters, verdict_id
+from .query import days_between, queue_cursor, queue_filters, same_view, verdict_id
 from .release import HELD, command_runner
 from .store import SEARCH_ROWS, StoreError
 from .table import verdict_table, when, zone_label
@@ -160,7 +163,8 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     env.filters["zone"] = lambda at: zone_label(zone, at)
     env.globals.update(reasons=DROP_REASONS, page_rows=PAGE_ROWS, search_rows=SEARCH_ROWS,
                        cut_at=CUT_AT, max_body_chars=MAX_BODY_CHARS,
-                       can_release=release_run is not None, held=HELD)
+                       can_release=release_run is not None, held=HELD,
+                       max_release_rows=MAX_RELEASE_ROWS)
     figures_cache = Cache(STATS_SECONDS)
     css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
     connections = LogConnections(db_path, days, max_mb * 2**20, {"read": READ_WAIT_MS})
@@ -436,10 +440,51 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
             said = await run_in_threadpool(teach_selected, session, action, ids)
         except StoreError as exc:
             return store_failed(request, session, exc)
-        back = "&".join(f"{key}={_quote(value)}" for key, value in request.query_params.items()
-                        if key in QUEUE_FILTERS + ("user",))
+        back = same_view(request.query_params)
         return RedirectResponse(f"/review?notice={_quote(said)}" + (f"&{back}" if back else ""),
                                 status_code=303)
+
+    def release_chosen(request: Request, session: dict, action: str, selection: list,
+                       confirmed: bool) -> HTMLResponse:
+        owner = None if session["admin"] else session["name"]
+        back = same_view(request.query_params)
+        if not confirmed:  # a lesson to the shared model is confirmed first, as on its page
+            with connections.use("teach") as store:
+                chosen = (store.get(number, owner) for _, number in selection if number)
+                shared = [row for row in chosen
+                          if row is not None and clicks.asks_to_confirm(row, action)]
+            if shared:
+                return page(request, "confirm_release.html", session, rows=shared,
+                            selection=selection, action=action, back=back)
+        outcomes = clicks.release_many(lambda: connections.use("teach"), selection, owner,
+                                       teach_too=action == "release-ham")
+        return page(request, "released.html", session, outcomes=outcomes,
+                    summary=summary(outcomes), back=back)
+
+    async def release_selected(request: Request):
+        """The held queue's "Release selected" (and teach as ham): each selected message
+        released on its own, and a page that says what became of each."""
+        session, form, refused = await signed_post(request)
+        if refused is not None:
+            return refused
+        action, ids = str(form.get("action", "")), form.getlist("ids")
+        if action not in RELEASE_ACTIONS:
+            return HTMLResponse("unknown action", status_code=400)
+        if len(ids) > MAX_RELEASE_ROWS:
+            return page(request, "error.html", session, 400, message=(
+                f"{len(ids)} messages were selected, and at most {MAX_RELEASE_ROWS} are "
+                "released at a time: nothing was released; select fewer and click again"))
+        if not ids:
+            back = same_view(request.query_params)
+            return RedirectResponse("/review?notice=" + _quote("nothing selected: tick the "
+                                    "held messages to release") + (f"&{back}" if back else ""),
+                                    status_code=303)
+        try:
+            return await run_in_threadpool(release_chosen, request, session, action,
+                                           release_selection(ids),
+                                           form.get("confirm") == "shared")
+        except StoreError as exc:
+            return store_failed(request, session, exc)
 
     def figures(user):
         with connections.use("stats") as store:
@@ -474,6 +519,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
         Route("/login", login, methods=["POST"]), Route("/logout", logout, methods=["POST"]),
         Route("/history", history), Route("/review", review, methods=["GET"]),
         Route("/review", teach_many, methods=["POST"]),
+        Route("/review/release", release_selected, methods=["POST"]),
         Route("/message/{id}", message, methods=["GET"]),
         Route("/message/{id}/teach", teach_one, methods=["POST"]),
         Route("/stats", stats), Route("/static/style.css", stylesheet),
