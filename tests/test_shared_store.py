@@ -77,9 +77,9 @@ def test_a_record_applied_adds_what_learning_the_messages_adds(sample_index):
         tokens = spam_filter.tokens(m.raw)
         changes.append(Change(message_digest(m.raw), m.label, None, tokens_hash(tokens),
                               *message_counts(tokens)))
-    decoded, reset = decode_record(encode_record(changes))
-    assert reset is None
-    apply(spam_filter, decoded)
+    record = decode_record(encode_record(changes))
+    assert record.reset is None and record.tuning is None
+    apply(spam_filter, record.changes)
     assert counts_of(spam_filter) == counts_of(trained_on(messages))
     assert spam_filter.ledger == trained_on(messages).ledger
 
@@ -415,3 +415,34 @@ def test_tune_with_a_store_tunes_its_model_and_refuses_write(store_url, sample_i
                                   "--write"])
     assert refused.exit_code == 2
     assert "--write replaces a model file" in refused.output and "--cost-ratio" in refused.output
+
+
+def test_a_version_1_store_is_migrated_and_a_newer_one_names_the_upgrade(store_url):
+    import psycopg
+
+    from textnb.modelfile.postgres.schema import SCHEMA_VERSION
+
+    new_model(store_url)
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("UPDATE textnb_schema SET version = 1")
+    assert CliRunner().invoke(app, ["info", "--store", store_url]).exit_code != 2
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        assert conn.execute("SELECT version FROM textnb_schema").fetchall() == [
+            (SCHEMA_VERSION,)]
+        conn.execute("UPDATE textnb_schema SET version = %s", (SCHEMA_VERSION + 1,))
+    newer = CliRunner().invoke(app, ["info", "--store", store_url])
+    assert newer.exit_code == 1
+    assert f"schema version {SCHEMA_VERSION + 1}" in newer.output
+    assert "upgrade textnb on this host" in newer.output
+
+
+def test_a_tuning_record_has_no_changes_so_an_older_reader_stops_at_it():
+    from textnb.modelfile.count_patch import decode
+    from textnb.modelfile.postgres.records import Tuning, decode_record, encode_tuning
+
+    data = encode_tuning(Tuning({"cost_ratio": 9.0, "unsure_band": 0.0, "review_cost": 0.0},
+                                {"method": "isotonic"}))
+    assert "changes" not in decode(data)  # what a reader of schema version 1 requires
+    record = decode_record(data)
+    assert record.changes == [] and record.reset is None
+    assert record.tuning.calibration == {"method": "isotonic"}

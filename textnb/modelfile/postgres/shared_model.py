@@ -24,7 +24,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 
 from ...config import config_from_dict
@@ -34,7 +34,7 @@ from ...spamfilter import SpamFilter
 from .database import CHANNEL, Item, SharedStore
 from .outbox import Outbox
 from .sender import Sender
-from .records import apply, decode_record, message_counts
+from .records import apply, apply_tuning, decode_record, message_counts
 from .schema import StoreError, StoreUnavailableError, connect
 
 __all__ = ["FOLD_EVERY", "POLL_SECONDS", "SharedModel", "new_filter_config"]
@@ -129,7 +129,7 @@ class SharedModel:
             with self.lock:
                 first = records[0][0] if records else head + 1
                 if first > self.seq + 1 and (not records
-                                             or decode_record(records[0][1])[1] is None):
+                                             or decode_record(records[0][1]).reset is None):
                     self._reload(first)  # folded into a snapshot past this model
                     continue
                 applied += self._apply_records(records)
@@ -140,10 +140,12 @@ class SharedModel:
         for seq, data in records:
             if seq <= self.seq:
                 continue  # another thread applied it meanwhile
-            changes, reset = decode_record(data)
-            if reset is not None:
-                self.spam_filter = self._fresh(reset)
-            apply(self.spam_filter, changes)
+            record = decode_record(data)
+            if record.reset is not None:
+                self.spam_filter = self._fresh(record.reset)
+            apply(self.spam_filter, record.changes)
+            if record.tuning is not None:
+                apply_tuning(self.spam_filter, record.tuning)
             self.seq = seq
             applied += 1
         return applied
@@ -156,7 +158,7 @@ class SharedModel:
         with self.lock:
             records = [r for r in read(self.seq) if r[0] <= head] if self.seq < head else []
             if records and records[0][0] != self.seq + 1 \
-                    and decode_record(records[0][1])[1] is None:
+                    and decode_record(records[0][1]).reset is None:
                 raise StoreError(f"{self.path} is behind a snapshot; try again after its "
                                  "next poll")
             self._apply_records(records)
@@ -272,21 +274,7 @@ class SharedModel:
         'forgotten': {...}, 'not_found': n, 'read': n}."""
         report = {"read": 0, "new": dict.fromkeys(LABELS, 0), "moved": dict.fromkeys(LABELS, 0),
                   "known": 0, "forgotten": dict.fromkeys(LABELS, 0), "not_found": 0}
-        iterator = iter(messages)
-        while batch := list(islice(iterator, BATCH)):
-            norms = [normalise(m.raw) for m in batch]
-            digests = [hashlib.sha256(n).digest() for n in norms]
-            if kind == "FORGET":
-                items = [Item("FORGET", d) for d in digests]
-            else:
-                token_lists = self.spam_filter.tokens_many(norms)
-                items = []
-                for m, d, tokens in zip(batch, digests, token_lists):
-                    if m.label not in LABELS:
-                        raise StoreError(f"message {m.source!r} has no label; give it as "
-                                         "--spam or --ham, or through an index file")
-                    items.append(Item("LEARN", d, m.label, *message_counts(tokens),
-                                      tokens_hash(tokens)))
+        for items in self._batches(messages, kind, self.spam_filter):
             outcomes, _ = self.store.change(self.model_id, items)
             for item, outcome in zip(items, outcomes):
                 report["read"] += 1
@@ -299,8 +287,47 @@ class SharedModel:
                 else:
                     report["known"] += 1
             if progress:
-                progress(len(batch))
+                progress(len(items))
         return report
+
+    @staticmethod
+    def _batches(messages: Iterable, kind: str, spam_filter: SpamFilter
+                 ) -> Iterator[list[Item]]:
+        """The messages as items to learn (kind 'LEARN', tokenised by ``spam_filter``) or
+        forget, ``BATCH`` at a time (a transaction's worth)."""
+        iterator = iter(messages)
+        while batch := list(islice(iterator, BATCH)):
+            norms = [normalise(m.raw) for m in batch]
+            digests = [hashlib.sha256(n).digest() for n in norms]
+            if kind == "FORGET":
+                yield [Item("FORGET", d) for d in digests]
+                continue
+            items = []
+            for m, d, tokens in zip(batch, digests, spam_filter.tokens_many(norms)):
+                if m.label not in LABELS:
+                    raise StoreError(f"message {m.source!r} has no label; give it as "
+                                     "--spam or --ham, or through an index file")
+                items.append(Item("LEARN", d, m.label, *message_counts(tokens),
+                                  tokens_hash(tokens)))
+            yield items
+
+    def replace(self, config: dict, messages: Iterable, calibration: dict | None,
+                progress: Callable[[int], None] | None = None) -> int:
+        """Replace the stored model, in one transaction, by one with ``config`` that
+        learned ``messages`` (labelled RawMessage) and carries ``calibration``
+        (``textnb tune --write``; ``SharedStore.replace``), then apply it here.
+        RETURNS the number of the record that set the calibration."""
+        tokenizing = self._fresh(config)  # the new settings' tokenizer (spaCy kept)
+        # Every message is tokenised before the transaction, which then holds the model's
+        # row (and so every other host's learn) only while it writes.
+        batches = []
+        for items in self._batches(messages, "LEARN", tokenizing):
+            batches.append(items)
+            if progress:
+                progress(len(items))
+        head = self.store.replace(self.model_id, config, batches, calibration)
+        self.catch_up()
+        return head
 
     # -- snapshots, and the interface the scorer uses ----------------------------------
     def fold(self, force: bool = False) -> bool:
