@@ -466,12 +466,13 @@ def test_tune_write_on_a_store_gives_the_calibration_and_verdicts_of_one_on_a_fi
     assert by_store.exit_code == 0 and by_store.stdout == by_file.stdout
 
 
-def test_a_following_host_applies_the_replacement_and_its_tuning_record_by_record(
-        store_url, sample_index):
+def test_a_following_host_builds_the_replacement_beside_the_model_it_scores_with(
+        store_url, sample_index, monkeypatch):
     from dataclasses import replace
 
     from textnb import commands
     from textnb.config import config_from_dict
+    from textnb.modelfile.postgres import shared_model
     from textnb.modelfile.postgres.records import decode_record
     from textnb.modelfile.postgres.shared_model import new_filter_config
 
@@ -479,6 +480,8 @@ def test_a_following_host_applies_the_replacement_and_its_tuning_record_by_recor
     new_model(store_url)
     teacher, follower = host(store_url), host(store_url)
     teacher.learn_messages(messages[:50])
+    follower.catch_up()
+    scoring, before = follower.spam_filter, counts_of(follower.spam_filter)
     result = commands.tune(None, [9.0], index=[str(sample_index)], n_folds=3,
                            config=FilterConfig())
     # Settings that need counting afresh (tf, not binary, features), as --search may choose.
@@ -492,7 +495,18 @@ def test_a_following_host_applies_the_replacement_and_its_tuning_record_by_recor
     assert config_from_dict(kinds[0].reset) == config_from_dict(config)
     assert kinds[-1].tuning.decision["cost_ratio"] == 9.0
     assert [r.tuning is None for r in kinds] == [True] * (len(kinds) - 1) + [False]
+    built_aside = []
+    real = shared_model._apply_record
+
+    def watched(spam_filter, record):
+        built_aside.append(spam_filter is not follower.spam_filter
+                           and follower.spam_filter is scoring)
+        real(spam_filter, record)
+
+    monkeypatch.setattr(shared_model, "_apply_record", watched)
     assert follower.catch_up() == len(records) and follower.seq == head
+    assert built_aside == [True] * len(records)  # verdicts came from the old model, whole
+    assert counts_of(scoring) == before  # which nothing changed
     f = follower.spam_filter
     assert f.calibration == result.calibration and f.threshold is None
     assert f.config == tuned and f.config.decision.cost_ratio == 9.0

@@ -34,7 +34,7 @@ from ...spamfilter import SpamFilter
 from .database import CHANNEL, Item, SharedStore
 from .outbox import Outbox
 from .sender import Sender
-from .records import apply, apply_tuning, decode_record, message_counts
+from .records import Record, apply, apply_tuning, decode_record, message_counts
 from .schema import StoreError, StoreUnavailableError, connect
 
 __all__ = ["FOLD_EVERY", "POLL_SECONDS", "SharedModel", "new_filter_config"]
@@ -61,6 +61,14 @@ def new_filter_config(config) -> dict:
         raise StoreError("a shared store keeps token counts only; train with "
                          "--set model.numeric_model=none")
     return config.to_dict()
+
+
+def _apply_record(spam_filter: SpamFilter, record: Record) -> None:
+    """A record's changes, then its tuning, applied to a filter (its reset is the
+    caller's: a new filter)."""
+    apply(spam_filter, record.changes)
+    if record.tuning is not None:
+        apply_tuning(spam_filter, record.tuning)
 
 
 class SharedModel:
@@ -123,31 +131,56 @@ class SharedModel:
         StoreUnavailableError when the database is away (the model stays as it is)."""
         applied = 0
         while True:
-            records, head = self.store.records_after(self.model_id, self.seq)
+            raw, head = self.store.records_after(self.model_id, self.seq)
             if head <= self.seq:
                 return applied
+            records = [(seq, decode_record(data)) for seq, data in raw]
+            if records and records[0][1].reset is not None:
+                applied += self._rebuild(records, head)
+                continue
             with self.lock:
                 first = records[0][0] if records else head + 1
-                if first > self.seq + 1 and (not records
-                                             or decode_record(records[0][1]).reset is None):
+                if first > self.seq + 1:
                     self._reload(first)  # folded into a snapshot past this model
                     continue
                 applied += self._apply_records(records)
 
-    def _apply_records(self, records) -> int:
-        """Apply records that follow on from the model's (call holding the lock)."""
+    def _apply_records(self, records: list[tuple[int, Record]]) -> int:
+        """Apply decoded records that follow on from the model's (call holding the lock)."""
         applied = 0
-        for seq, data in records:
+        for seq, record in records:
             if seq <= self.seq:
                 continue  # another thread applied it meanwhile
-            record = decode_record(data)
             if record.reset is not None:
                 self.spam_filter = self._fresh(record.reset)
-            apply(self.spam_filter, record.changes)
-            if record.tuning is not None:
-                apply_tuning(self.spam_filter, record.tuning)
+            _apply_record(self.spam_filter, record)
             self.seq = seq
             applied += 1
+        return applied
+
+    def _rebuild(self, records: list[tuple[int, Record]], head: int) -> int:
+        """A model started afresh (the first record is a reset: ``train`` or ``tune
+        --write`` into the store), built from the records up to ``head`` beside the one
+        that scores, then swapped in: verdicts meanwhile come from the old model, whole,
+        never from a half-built one, and do not wait for the building.
+        RETURNS how many records it applied (0: another thread got as far first)."""
+        spam_filter, seq, applied = None, self.seq, 0
+        while True:
+            for number, record in records:
+                if record.reset is not None:
+                    spam_filter = self._fresh(record.reset)
+                _apply_record(spam_filter, record)
+                seq, applied = number, applied + 1
+            if seq >= head:
+                break
+            raw, head = self.store.records_after(self.model_id, seq)
+            if not raw or raw[0][0] != seq + 1:
+                break  # folded meanwhile: what is built is swapped in, then the snapshot
+            records = [(number, decode_record(data)) for number, data in raw]
+        with self.lock:
+            if self.seq >= seq:
+                return 0
+            self.spam_filter, self.seq = spam_filter, seq
         return applied
 
     def snapshot_at(self, head: int, read) -> bytes:
@@ -156,9 +189,9 @@ class SharedModel:
         from ..store import dumps
 
         with self.lock:
-            records = [r for r in read(self.seq) if r[0] <= head] if self.seq < head else []
-            if records and records[0][0] != self.seq + 1 \
-                    and decode_record(records[0][1]).reset is None:
+            records = [(seq, decode_record(data)) for seq, data in read(self.seq)
+                       if seq <= head] if self.seq < head else []
+            if records and records[0][0] != self.seq + 1 and records[0][1].reset is None:
                 raise StoreError(f"{self.path} is behind a snapshot; try again after its "
                                  "next poll")
             self._apply_records(records)
