@@ -498,10 +498,10 @@ def test_a_following_host_builds_the_replacement_beside_the_model_it_scores_with
     built_aside = []
     real = shared_model._apply_record
 
-    def watched(spam_filter, record):
+    def watched(spam_filter, record, source):
         built_aside.append(spam_filter is not follower.spam_filter
                            and follower.spam_filter is scoring)
-        real(spam_filter, record)
+        real(spam_filter, record, source)
 
     monkeypatch.setattr(shared_model, "_apply_record", watched)
     assert follower.catch_up() == len(records) and follower.seq == head
@@ -578,3 +578,32 @@ def test_a_tuning_record_has_no_changes_so_an_older_reader_stops_at_it():
     record = decode_record(data)
     assert record.changes == [] and record.reset is None
     assert record.tuning.calibration == {"method": "isotonic"}
+
+
+@pytest.mark.parametrize("decision, calibration, field", [
+    ({"cost_ratio": 9.0, "unsure_band": 0.0, "review_cost": 0.0},
+     {"method": "isotonic", "x": [0.0, 1.0], "p": [0.9, 0.1]}, "calibration"),
+    ({"cost_ratio": -1.0, "unsure_band": 0.0, "review_cost": 0.0}, None, "decision.cost_ratio"),
+])
+def test_a_tuning_record_no_textnb_wrote_is_refused_and_the_model_kept(
+        store_url, sample_index, decision, calibration, field):
+    import psycopg
+
+    from textnb.modelfile.checks import InvalidModelError
+    from textnb.modelfile.postgres.records import Tuning, encode_tuning
+
+    new_model(store_url)
+    h = host(store_url)
+    h.learn_messages(sample(sample_index))
+    h.catch_up()
+    kept = counts_of(h.spam_filter)
+    with psycopg.connect(store_url, autocommit=True) as conn, conn.transaction():
+        seq = conn.execute("UPDATE textnb_models SET head = head + 1 WHERE id = %s "
+                           "RETURNING head", (h.model_id,)).fetchone()[0]
+        conn.execute("INSERT INTO textnb_log (model_id, seq, record) VALUES (%s, %s, %s)",
+                     (h.model_id, seq, encode_tuning(Tuning(decision, calibration))))
+    with pytest.raises(InvalidModelError) as refused:
+        h.catch_up()
+    assert refused.value.field == field and h.path in str(refused.value)
+    assert h.spam_filter.calibration is None and h.spam_filter.config == FilterConfig()
+    assert counts_of(h.spam_filter) == kept and h.seq == seq - 1

@@ -141,18 +141,24 @@ def decode_record(data: bytes) -> Record:
     return Record([Change.from_list(item) for item in body["changes"]], body.get("reset"))
 
 
-def apply_tuning(spam_filter, tuning: Tuning) -> None:
+def apply_tuning(spam_filter, tuning: Tuning, source: str) -> None:
     """Set a tuning record's decision settings and calibration on a filter, as
     ``textnb tune --write`` sets them on a model file: the calibration answers every cost
-    ratio, so no single learned threshold is kept. ConfigError for a decision section
-    this textnb cannot read."""
+    ratio, so no single learned threshold is kept. Both are checked first, as a model
+    file's are (``textnb.modelfile.checks``): InvalidModelError naming the field, the
+    filter left as it was.
+
+    source (str): how messages name the model, e.g. "postgresql://... model 'default'".
+    """
     from dataclasses import replace
 
-    from ...config import config_from_dict
+    from ..checks import check_calibration, model_config
 
-    decision = config_from_dict({"decision": tuning.decision}).decision
-    config = replace(spam_filter.config, decision=decision)
-    spam_filter.config = config.validate()
+    nested = {**spam_filter.config.to_dict(), "decision": tuning.decision}
+    config = replace(spam_filter.config, decision=model_config(nested, source).decision)
+    if tuning.calibration is not None:
+        check_calibration(tuning.calibration, source)
+    spam_filter.config = config
     spam_filter.calibration = tuning.calibration
     spam_filter.threshold = None
 

@@ -63,12 +63,12 @@ def new_filter_config(config) -> dict:
     return config.to_dict()
 
 
-def _apply_record(spam_filter: SpamFilter, record: Record) -> None:
+def _apply_record(spam_filter: SpamFilter, record: Record, source: str) -> None:
     """A record's changes, then its tuning, applied to a filter (its reset is the
-    caller's: a new filter)."""
+    caller's: a new filter). source (str): how messages name the model."""
     apply(spam_filter, record.changes)
     if record.tuning is not None:
-        apply_tuning(spam_filter, record.tuning)
+        apply_tuning(spam_filter, record.tuning, source)
 
 
 class SharedModel:
@@ -153,7 +153,7 @@ class SharedModel:
                 continue  # another thread applied it meanwhile
             if record.reset is not None:
                 self.spam_filter = self._fresh(record.reset)
-            _apply_record(self.spam_filter, record)
+            _apply_record(self.spam_filter, record, self.path)
             self.seq = seq
             applied += 1
         return applied
@@ -169,7 +169,7 @@ class SharedModel:
             for number, record in records:
                 if record.reset is not None:
                     spam_filter = self._fresh(record.reset)
-                _apply_record(spam_filter, record)
+                _apply_record(spam_filter, record, self.path)
                 seq, applied = number, applied + 1
             if seq >= head:
                 break
