@@ -40,8 +40,8 @@ def counts_of(spam_filter):
     return tokens, tuple(c["class_count"]), dict(spam_filter.n_learned)
 
 
-def trained_on(messages):
-    spam_filter = SpamFilter()
+def trained_on(messages, config=None):
+    spam_filter = SpamFilter(config)
     fit(spam_filter, messages)
     return spam_filter
 
@@ -77,9 +77,9 @@ def test_a_record_applied_adds_what_learning_the_messages_adds(sample_index):
         tokens = spam_filter.tokens(m.raw)
         changes.append(Change(message_digest(m.raw), m.label, None, tokens_hash(tokens),
                               *message_counts(tokens)))
-    decoded, reset = decode_record(encode_record(changes))
-    assert reset is None
-    apply(spam_filter, decoded)
+    record = decode_record(encode_record(changes))
+    assert record.reset is None and record.tuning is None
+    apply(spam_filter, record.changes)
     assert counts_of(spam_filter) == counts_of(trained_on(messages))
     assert spam_filter.ledger == trained_on(messages).ledger
 
@@ -393,7 +393,8 @@ def test_compact_with_a_store_refuses_prune_naming_the_fix(store_url):
     assert "not a shared store's" in result.output and "without them" in result.output
 
 
-def test_tune_with_a_store_tunes_its_model_and_refuses_write(store_url, sample_index, tmp_path):
+def test_tune_with_a_store_tunes_its_model_and_writes_nothing_without_write(
+        store_url, sample_index, tmp_path):
     runner = CliRunner()
     model_file = tmp_path / "m.tnb"
     for place in (["--store", store_url], ["--model", str(model_file)]):
@@ -408,10 +409,201 @@ def test_tune_with_a_store_tunes_its_model_and_refuses_write(store_url, sample_i
         tuned[name] = json.loads(result.stdout)
     assert tuned["store"]["cost_ratios"] == tuned["file"]["cost_ratios"]
     assert not tuned["store"]["written"]
-    text = runner.invoke(app, ["tune", "--store", store_url, "--index", str(sample_index),
-                               "--folds", "3"])
-    assert "nothing written (a shared store's model keeps no tuned calibration)" in text.output
-    refused = runner.invoke(app, ["tune", "--store", store_url, "--index", str(sample_index),
-                                  "--write"])
-    assert refused.exit_code == 2
-    assert "--write replaces a model file" in refused.output and "--cost-ratio" in refused.output
+    assert host(store_url).spam_filter.calibration is None
+
+
+def tune_write(place, sample_index, *options):
+    result = CliRunner().invoke(app, ["tune", *place, "--index", str(sample_index), "-r", "9",
+                                      "--folds", "3", "--write", *options])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def scored_alike(stored, filed, messages):
+    """The two filters' log-odds, P(spam) and thresholds, bit for bit, and their verdicts."""
+    stored_odds = stored.log_odds(m.raw for m in messages)
+    filed_odds = filed.log_odds(m.raw for m in messages)
+    assert np.array_equal(stored_odds, filed_odds)
+    assert np.array_equal(stored.p_spam(stored_odds), filed.p_spam(filed_odds))
+    for ratio in (None, 1.0, 9.0, 999.0):
+        assert stored.cost_model(ratio).log_threshold == filed.cost_model(ratio).log_threshold
+    verdicts = [d.label for d in stored.cost_model().decide_many(
+        stored_odds, stored.p_spam(stored_odds))]
+    assert verdicts == [d.label for d in filed.cost_model().decide_many(
+        filed_odds, filed.p_spam(filed_odds))]
+
+
+@pytest.mark.parametrize("options", [[], ["--search"]], ids=["tune", "search"])
+def test_tune_write_on_a_store_gives_the_calibration_and_verdicts_of_one_on_a_file(
+        store_url, sample_index, tmp_path, options):
+    from textnb.modelfile import store
+
+    runner = CliRunner()
+    model_file = tmp_path / "m.tnb"
+    for place in (["--store", store_url], ["--model", str(model_file)]):
+        assert runner.invoke(app, ["train", *place, "--index", str(sample_index)]
+                             ).exit_code == 0
+    following = host(store_url)  # a host that holds the model from before the tune
+    stored = tune_write(["--store", store_url], sample_index, *options)
+    assert "replaced: trained on this mail, calibrated" in stored.output
+    filed = tune_write(["--model", str(model_file)], sample_index, *options)
+    assert stored.stdout.split("\n")[:-2] == filed.stdout.split("\n")[:-2]  # the same table
+    file_model = store.load(model_file)
+    assert file_model.calibration is not None
+    following.catch_up()
+    joining = host(store_url)  # from the snapshot tune --write folds into
+    assert joining.seq == following.seq
+    messages = sample(sample_index)
+    for h in (following, joining):
+        assert h.spam_filter.calibration == file_model.calibration
+        assert h.spam_filter.config == file_model.config
+        assert h.spam_filter.threshold is None
+        assert counts_of(h.spam_filter) == counts_of(file_model)
+        scored_alike(h.spam_filter, file_model, messages)
+    unlabelled = sample_index.parent / "unlabelled"
+    by_store = runner.invoke(app, ["classify", "--store", store_url, str(unlabelled)])
+    by_file = runner.invoke(app, ["classify", "--model", str(model_file), str(unlabelled)])
+    assert by_store.exit_code == 0 and by_store.stdout == by_file.stdout
+
+
+def test_a_following_host_builds_the_replacement_beside_the_model_it_scores_with(
+        store_url, sample_index, monkeypatch):
+    from dataclasses import replace
+
+    from textnb import commands
+    from textnb.config import config_from_dict
+    from textnb.modelfile.postgres import shared_model
+    from textnb.modelfile.postgres.records import decode_record
+    from textnb.modelfile.postgres.shared_model import new_filter_config
+
+    messages = sample(sample_index)
+    new_model(store_url)
+    teacher, follower = host(store_url), host(store_url)
+    teacher.learn_messages(messages[:50])
+    follower.catch_up()
+    scoring, before = follower.spam_filter, counts_of(follower.spam_filter)
+    result = commands.tune(None, [9.0], index=[str(sample_index)], n_folds=3,
+                           config=FilterConfig())
+    # Settings that need counting afresh (tf, not binary, features), as --search may choose.
+    tuned = commands.tuned_config(result, [9.0])
+    tuned = replace(tuned, features=replace(tuned.features, features="tf"))
+    config = new_filter_config(tuned)
+    held = follower.seq
+    head = teacher.replace(config, messages, result.calibration)
+    records, _ = follower.store.records_after(follower.model_id, held)
+    kinds = [decode_record(r) for _, r in records]
+    assert config_from_dict(kinds[0].reset) == config_from_dict(config)
+    assert kinds[-1].tuning.decision["cost_ratio"] == 9.0
+    assert [r.tuning is None for r in kinds] == [True] * (len(kinds) - 1) + [False]
+    built_aside = []
+    real = shared_model._apply_record
+
+    def watched(spam_filter, record, source):
+        built_aside.append(spam_filter is not follower.spam_filter
+                           and follower.spam_filter is scoring)
+        real(spam_filter, record, source)
+
+    monkeypatch.setattr(shared_model, "_apply_record", watched)
+    assert follower.catch_up() == len(records) and follower.seq == head
+    assert built_aside == [True] * len(records)  # verdicts came from the old model, whole
+    assert counts_of(scoring) == before  # which nothing changed
+    f = follower.spam_filter
+    assert f.calibration == result.calibration and f.threshold is None
+    assert f.config == tuned and f.config.decision.cost_ratio == 9.0
+    assert counts_of(f) == counts_of(trained_on(messages, tuned))
+    assert counts_of(f) != counts_of(trained_on(messages))  # binary counts: not these
+    assert f.ledger == trained_on(messages, tuned).ledger
+
+
+def test_info_with_a_store_shows_the_tuning(store_url, sample_index):
+    runner = CliRunner()
+    assert runner.invoke(app, ["train", "--store", store_url, "--index",
+                               str(sample_index)]).exit_code == 0
+    untuned = runner.invoke(app, ["info", "--store", store_url])
+    assert "threshold ln(cost ratio)" in untuned.output
+    tune_write(["--store", store_url], sample_index, "--review-cost", "0.5")
+    info = runner.invoke(app, ["info", "--store", store_url])
+    assert info.exit_code == 0, info.output
+    assert "cost ratio 9.0, threshold" in info.output and "(tuned)" in info.output
+    assert "review cost 0.5 per message" in info.output
+    summary = json.loads(runner.invoke(app, ["info", "--store", store_url, "--json"]).stdout)
+    assert summary["calibration"] == "isotonic"
+    assert summary["config"]["decision"]["cost_ratio"] == 9.0
+
+
+@pytest.mark.parametrize("case, says", [
+    ("standard input", "cannot take '-' (standard input); save the mail to a file"),
+    ("no such model", "no model 'bob'; train one with 'textnb train --store"),
+])
+def test_tune_write_on_a_store_refuses_naming_the_fix(store_url, sample_index, case, says):
+    runner = CliRunner()
+    assert runner.invoke(app, ["train", "--store", store_url, "--index",
+                               str(sample_index)]).exit_code == 0
+    held = host(store_url).seq
+    args = {"standard input": ["--spam", "-", "--ham", str(sample_index.parent / "ham")],
+            "no such model": ["--store-model", "bob", "--index", str(sample_index)]}[case]
+    refused = runner.invoke(app, ["tune", "--store", store_url, "--write", "--folds", "3",
+                                  *args], input="")
+    assert refused.exit_code == 1, refused.output
+    assert says in refused.output
+    assert host(store_url).seq == held  # the stored model is as it was
+
+
+def test_a_version_1_store_is_migrated_and_a_newer_one_names_the_upgrade(store_url):
+    import psycopg
+
+    from textnb.modelfile.postgres.schema import SCHEMA_VERSION
+
+    new_model(store_url)
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("UPDATE textnb_schema SET version = 1")
+    assert CliRunner().invoke(app, ["info", "--store", store_url]).exit_code != 2
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        assert conn.execute("SELECT version FROM textnb_schema").fetchall() == [
+            (SCHEMA_VERSION,)]
+        conn.execute("UPDATE textnb_schema SET version = %s", (SCHEMA_VERSION + 1,))
+    newer = CliRunner().invoke(app, ["info", "--store", store_url])
+    assert newer.exit_code == 1
+    assert f"schema version {SCHEMA_VERSION + 1}" in newer.output
+    assert "upgrade textnb on this host" in newer.output
+
+
+def test_a_tuning_record_has_no_changes_so_an_older_reader_stops_at_it():
+    from textnb.modelfile.count_patch import decode
+    from textnb.modelfile.postgres.records import Tuning, decode_record, encode_tuning
+
+    data = encode_tuning(Tuning({"cost_ratio": 9.0, "unsure_band": 0.0, "review_cost": 0.0},
+                                {"method": "isotonic"}))
+    assert "changes" not in decode(data)  # what a reader of schema version 1 requires
+    record = decode_record(data)
+    assert record.changes == [] and record.reset is None
+    assert record.tuning.calibration == {"method": "isotonic"}
+
+
+@pytest.mark.parametrize("decision, calibration, field", [
+    ({"cost_ratio": 9.0, "unsure_band": 0.0, "review_cost": 0.0},
+     {"method": "isotonic", "x": [0.0, 1.0], "p": [0.9, 0.1]}, "calibration"),
+    ({"cost_ratio": -1.0, "unsure_band": 0.0, "review_cost": 0.0}, None, "decision.cost_ratio"),
+])
+def test_a_tuning_record_no_textnb_wrote_is_refused_and_the_model_kept(
+        store_url, sample_index, decision, calibration, field):
+    import psycopg
+
+    from textnb.modelfile.checks import InvalidModelError
+    from textnb.modelfile.postgres.records import Tuning, encode_tuning
+
+    new_model(store_url)
+    h = host(store_url)
+    h.learn_messages(sample(sample_index))
+    h.catch_up()
+    kept = counts_of(h.spam_filter)
+    with psycopg.connect(store_url, autocommit=True) as conn, conn.transaction():
+        seq = conn.execute("UPDATE textnb_models SET head = head + 1 WHERE id = %s "
+                           "RETURNING head", (h.model_id,)).fetchone()[0]
+        conn.execute("INSERT INTO textnb_log (model_id, seq, record) VALUES (%s, %s, %s)",
+                     (h.model_id, seq, encode_tuning(Tuning(decision, calibration))))
+    with pytest.raises(InvalidModelError) as refused:
+        h.catch_up()
+    assert refused.value.field == field and h.path in str(refused.value)
+    assert h.spam_filter.calibration is None and h.spam_filter.config == FilterConfig()
+    assert counts_of(h.spam_filter) == kept and h.seq == seq - 1

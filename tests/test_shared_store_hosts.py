@@ -139,6 +139,43 @@ def test_a_learn_through_one_scorer_changes_the_others_verdicts_within_a_second(
     assert len(waits) == 2 and max(waits.values()) < 1.0
 
 
+def test_tune_write_on_the_store_changes_a_running_scorers_verdicts_without_a_restart(
+        store_url, sample_index, scorers, tmp_path):
+    from textnb import commands
+    from textnb.commands import shared_store
+    from textnb.modelfile import store
+
+    trained_store(store_url, sample_index)
+    scorer = scorers(store_url, "a")
+    scorer.start()
+    messages = list(iter_index(sample_index))
+    before = [score_remote(scorer.socket, m.raw) for m in messages]
+    # The same tuning of a model file trained on the same mail: what the scorer must say.
+    model = tmp_path / "twin.tnb"
+    commands.train(model, FilterConfig(), index=[str(sample_index)])
+    commands.tune(model, [9.0], index=[str(sample_index)], n_folds=3, write=True)
+    twin = store.load(model)
+    log_odds = twin.log_odds(m.raw for m in messages)
+    expected = [(d.label, float(x), float(p), d.threshold) for d, x, p in zip(
+        twin.cost_model().decide_many(log_odds, twin.p_spam(log_odds)), log_odds,
+        twin.p_spam(log_odds))]
+    started = time.monotonic()
+    shared_store.tune(store_url, "default", [9.0], index=[str(sample_index)], n_folds=3,
+                      write=True)
+    written = time.monotonic()
+    while time.monotonic() - written < 5:
+        after = [tuple(score_remote(scorer.socket, m.raw)) for m in messages]
+        if after == expected:
+            break
+        time.sleep(0.05)
+    print(f"tune --write took {written - started:.1f} s; the scorer scored with it "
+          f"{(time.monotonic() - written) * 1000:.0f} ms after")
+    assert after == expected  # the label, log-odds, P(spam) and threshold, bit for bit
+    assert [v.threshold for v in before] == [0.0] * len(messages)  # ln 1, untuned
+    assert {v[3] for v in after} != {0.0} and [tuple(v) for v in before] != after
+    assert scorer.process.poll() is None  # the same process, never restarted
+
+
 def test_three_hosts_teaching_2000_spamassassin_messages_at_once_equal_one_train(
         store_url, shared_corpora, tmp_path):
     """All three teach the same messages, in different orders and batches, at once; host

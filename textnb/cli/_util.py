@@ -90,6 +90,13 @@ def check_store(store: Optional[str], model: Optional[Path]) -> bool:
     return True
 
 
+def stored_model_name(store: str, name: str) -> str:
+    """A shared store's model as messages name it (the URL's password hidden)."""
+    from ..modelfile.postgres.schema import shown_url
+
+    return f"{shown_url(store)} model '{name}'"
+
+
 @contextmanager
 def operator_errors():
     """Turn domain errors into a one-line message on stderr and exit code 1."""

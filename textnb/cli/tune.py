@@ -26,6 +26,7 @@ from ._util import (
     model_path,
     operator_errors,
     skipping_unreadable,
+    stored_model_name,
 )
 
 
@@ -56,8 +57,9 @@ def tune_cli(
     Inputs that cannot be read are skipped and listed on stderr; with --strict the
     first one stops the run (exit 1) and the model stays as it was.
 
-    With --store, the shared model's settings are tuned; --write, which replaces a model
-    file, is refused.
+    With --store, the shared model's settings are tuned, and --write replaces that model,
+    in one transaction, as it replaces a model file: every host following it scores with
+    the new one from the commit on, without a restart.
     """
     from .. import commands
 
@@ -65,14 +67,9 @@ def tune_cli(
         for r in cost_ratio or []:
             check_cost_ratio(r)
         shared = check_store(store, model)
-        if shared and write:
-            raise typer.BadParameter(
-                "--write replaces a model file, and a shared store's model keeps no tuned "
-                "calibration; run 'textnb tune --store' without --write for the table and "
-                "give 'textnb classify --store' the chosen λ with --cost-ratio",
-                param_hint="--write")
+        shown = stored_model_name(store, store_model) if shared else model_path(model)
         if write:  # said before the work: the model's present counts are not kept
-            typer.echo(f"textnb: tune --write replaces {model_path(model)} with a model trained "
+            typer.echo(f"textnb: tune --write replaces {shown} with a model trained "
                        "on this mail alone, with the tuned settings and calibration", err=True)
         progress = Progress("read")
         try:
@@ -82,7 +79,8 @@ def tune_cli(
                 result = store_tune(store, store_model, cost_ratio or [], index or [],
                                     spam or [], ham or [], tsv or [], n_folds=folds,
                                     chronological=chronological, search=search,
-                                    progress=progress, review_cost=review_cost)
+                                    write=write, progress=progress,
+                                    review_cost=review_cost)
             else:
                 result = commands.tune(model_path(model), cost_ratio or [], index or [],
                                        spam or [], ham or [], tsv or [], n_folds=folds,
@@ -101,14 +99,13 @@ def tune_cli(
     if as_json:
         typer.echo(json.dumps(_as_dict(result, write, plot), default=_json_default))
         return
-    path = None if store is not None else model_path(model)  # None: the store's model
-    for line in _report_lines(result, write, plot, path):
+    for line in _report_lines(result, write, plot, shown, shared):
         typer.echo(line)
 
 
-def _report_lines(result, write: bool, plot: Optional[Path], path: Optional[Path]
+def _report_lines(result, write: bool, plot: Optional[Path], shown, shared: bool
                   ) -> list[str]:
-    """path: the model file's (None: a shared store's model)."""
+    """shown: the model file's path, or a shared store's model as messages name it."""
     from ..evaluation.tune import RANKING_TOLERANCE, describe
     from ._tables import cost_rows
 
@@ -138,10 +135,14 @@ def _report_lines(result, write: bool, plot: Optional[Path], path: Optional[Path
     ]
     if plot is not None:
         lines.append(f"plots written to {plot}")
-    lines.append(f"model {path} rewritten: trained on this mail, calibrated" if write else
-                 "nothing written (add --write to store the settings and calibration in the model)"
-                 if path is not None else
-                 "nothing written (a shared store's model keeps no tuned calibration)")
+    if not write:
+        lines.append("nothing written (add --write to store the settings and calibration "
+                     "in the model)")
+    elif shared:
+        lines.append(f"model {shown} replaced: trained on this mail, calibrated; the hosts "
+                     "following it score with it now")
+    else:
+        lines.append(f"model {shown} rewritten: trained on this mail, calibrated")
     return lines
 
 

@@ -302,9 +302,8 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
     from ..evaluation.tune import DEFAULT_COST_RATIOS
     from ..evaluation.tune import tune as tune_filter
 
-    if write and "-" in [*spam, *ham]:
-        raise SourceError("tune --write reads the mail twice (to tune, then to train), so "
-                          "it cannot take '-' (standard input); save the mail to a file")
+    if write:
+        check_rereadable(spam, ham)
     if config is None:
         config = store.load(model_path).config
     if review_cost is not None:
@@ -315,10 +314,7 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
                          chronological=chronological, do_search=search, progress=progress,
                          review_cost=config.decision.review_cost)
     if write:
-        chosen = result.config  # the settings tuned from ``config``, its decision kept
-        if cost_ratios:
-            chosen = replace(chosen, decision=replace(chosen.decision,
-                                                      cost_ratio=float(cost_ratios[0])))
+        chosen = tuned_config(result, cost_ratios)
         # Learned by train's own steps (in one process, train's default: tune takes no
         # --jobs), so the file's counts, ledger and journal are those train writes.
         spam_filter, _ = _learn_anew(chosen, engine_for(None, 1), spam, ham, index, tsv,
@@ -327,6 +323,26 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
         spam_filter.threshold = None  # the calibration answers every λ
         _replace_model(spam_filter, model_path)
     return result
+
+
+def check_rereadable(spam: Sequence[str], ham: Sequence[str]) -> None:
+    """SourceError when ``tune --write`` is given standard input, which it cannot read
+    a second time."""
+    if "-" in [*spam, *ham]:
+        raise SourceError("tune --write reads the mail twice (to tune, then to train), so "
+                          "it cannot take '-' (standard input); save the mail to a file")
+
+
+def tuned_config(result, cost_ratios: Sequence[float]) -> FilterConfig:
+    """The settings ``tune --write`` gives a model: those tuned (``result.config``, the
+    model's decision kept), with an explicit first cost ratio as its default."""
+    from dataclasses import replace
+
+    chosen = result.config
+    if cost_ratios:
+        chosen = replace(chosen, decision=replace(chosen.decision,
+                                                  cost_ratio=float(cost_ratios[0])))
+    return chosen
 
 
 def forget(model_path: Path, sources: Sequence[str] = (), index: Sequence[str] = (),

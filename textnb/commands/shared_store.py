@@ -4,7 +4,8 @@ Each is the model-file command's twin, with the store's URL and the model's name
 of a model path (``textnb.modelfile.postgres``). ``train`` creates the model (or empties
 an existing one and starts it afresh); ``retrain`` and ``forget`` change it through the
 shared ledger, a few hundred messages per transaction; ``info`` and ``classify`` load it
-(the newest snapshot and the log's tail) and work from memory; ``serve`` is the scorer,
+(the newest snapshot and the log's tail) and work from memory; ``tune`` with ``write``
+replaces the model by a tuned one in one transaction; ``serve`` is the scorer,
 following the log and learning through the store, with an outbox for when it is away.
 """
 
@@ -140,16 +141,32 @@ def compact(url: str, name: str) -> dict[str, Any]:
 
 def tune(url: str, name: str, cost_ratios: Sequence[float], index: Sequence[str] = (),
          spam: Sequence[str] = (), ham: Sequence[str] = (), tsv: Sequence[str] = (),
-         **options):
-    """``commands.tune`` from the settings of the store's model; it writes nothing (the
-    store's models keep no calibration: ``textnb tune --write`` replaces a model file).
-    RETURNS (TuneResult)."""
+         write: bool = False, progress: Callable[[int], None] | None = None, **options):
+    """``commands.tune`` from the settings of the store's model. With ``write``, as
+    ``tune --write`` replaces a model file: the store's model is replaced, in one
+    transaction, by one trained on this mail with the tuned settings, carrying the
+    calibration (``SharedModel.replace``), and every host following it scores with it
+    from that commit on. RETURNS (TuneResult)."""
+    from ..modelfile.postgres.shared_model import new_filter_config
+    from . import check_rereadable, labelled_messages, tuned_config
     from . import tune as tune_settings
 
+    if write:
+        check_rereadable(spam, ham)
     model = open_model(url, name)
-    model.close()  # its settings are all tuning needs
-    return tune_settings(None, cost_ratios, index, spam, ham, tsv,
-                         config=model.spam_filter.config, **options)
+    model.close()  # tuning needs its settings only; the database waits for the write
+    result = tune_settings(None, cost_ratios, index, spam, ham, tsv, progress=progress,
+                           config=model.spam_filter.config, **options)
+    if write:
+        config = new_filter_config(tuned_config(result, cost_ratios))
+        model = open_model(url, name)
+        try:
+            model.replace(config, labelled_messages(spam, ham, index, tsv),
+                          result.calibration, progress)
+            model.fold(force=True)  # hosts that join start from the tuned model
+        finally:
+            model.close()
+    return result
 
 
 def export(url: str, name: str, out: Path, fmt: str = "pmml", max_features: int = 0

@@ -38,7 +38,7 @@ from ..models.ledger import LABELS
 from ..models.naive_bayes import EVENT_MODELS
 
 __all__ = ["BOUND_CEILING", "COUNT_LIMIT", "HOSTILE_MAIL_BOUNDS", "INFLATION_ALLOWANCE",
-           "InvalidModelError", "MAX_INFLATION", "check_counts", "check_model",
+           "InvalidModelError", "MAX_INFLATION", "check_calibration", "check_counts", "check_model",
            "check_settings", "loads_json", "model_config"]
 
 # float64 holds every whole number up to 2**53 exactly, and the counts' exactness
@@ -137,7 +137,7 @@ def check_model(spam_filter, source: str):
                  spam_filter.config, source, tokens=counts["tokens"])
     _check_threshold(spam_filter.threshold, source)
     if spam_filter.calibration is not None:
-        _check_calibration(spam_filter.calibration, source)
+        check_calibration(spam_filter.calibration, source)
     for label, n in spam_filter.n_learned.items():
         if not (isinstance(n, int) and 0 <= n <= COUNT_LIMIT):
             raise InvalidModelError(source, f"it says it learned {n!r} {label} messages, not "
@@ -229,7 +229,7 @@ def _check_threshold(threshold, source: str) -> None:
                                 "'textnb tune --write' to learn the threshold again", "threshold")
 
 
-def _check_calibration(calibration, source: str) -> None:
+def check_calibration(calibration, source: str) -> None:
     """A calibration map ``textnb.decision.calibration`` can apply: isotonic knots (x, p) of
     finite numbers, both non-decreasing, p within [0, 1]; or Platt's finite a and b."""
     from ..decision.calibration import FORMAT, METHODS

@@ -15,6 +15,10 @@ One transaction makes one change set, wherever it comes from (``textnb train`` o
    ``pg_notify`` tells the listening hosts, all at the commit.
 
 A change set that changes nothing (every message known) writes no record.
+
+``replace`` is ``textnb tune --write``'s: in one transaction the model is reset, learns
+the tuning mail a batch per record as above, and takes a tuning record (its decision
+settings and calibration), so hosts go from the old model to the tuned one at one commit.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...labels import LABELS
-from .records import Change, encode_counts, encode_record
+from .records import Change, Tuning, encode_counts, encode_record, encode_tuning
 from .schema import StoreError, StoreUnavailableError, connect, ensure_schema, shown_url
 
 __all__ = ["CHANNEL", "Item", "SharedStore", "StoredModel"]
@@ -153,15 +157,60 @@ class SharedStore:
                 raise StoreError(f"the store '{self.shown}' has a model '{name}' already")
             model_id = conn.execute("SELECT id FROM textnb_models WHERE name = %s FOR UPDATE",
                                     (name,)).fetchone()[0]
-            for table in ("textnb_ledger", "textnb_log", "textnb_snapshots"):
-                conn.execute(f"DELETE FROM {table} WHERE model_id = %s", (model_id,))
-            head = conn.execute("UPDATE textnb_models SET head = head + 1, config = %s "
-                                "WHERE id = %s RETURNING head",
-                                (Jsonb(config), model_id)).fetchone()[0]
-            self._append(conn, model_id, head, encode_record([], reset=config))
+            head = self._reset(conn, model_id, config)
             return StoredModel(model_id, name, config, head)
 
         return self._run(work)
+
+    def _reset(self, conn, model_id: int, config: dict) -> int:
+        """Empty the model (ledger, log, snapshots) and append the record that tells the
+        hosts to start afresh with ``config`` (call holding the model's row lock).
+        RETURNS the record's number."""
+        from psycopg.types.json import Jsonb
+
+        for table in ("textnb_ledger", "textnb_log", "textnb_snapshots"):
+            conn.execute(f"DELETE FROM {table} WHERE model_id = %s", (model_id,))
+        head = conn.execute("UPDATE textnb_models SET head = head + 1, config = %s "
+                            "WHERE id = %s RETURNING head",
+                            (Jsonb(config), model_id)).fetchone()[0]
+        self._append(conn, model_id, head, encode_record([], reset=config))
+        return head
+
+    def replace(self, model_id: int, config: dict, batches: Sequence[Sequence[Item]],
+                calibration: dict | None) -> int:
+        """The model replaced, in one transaction, by one with ``config`` that learned
+        ``batches`` (LEARN items) and carries ``calibration`` (``textnb tune --write``): a
+        reset record, a record per batch, decided and counted as ``change`` does, and a
+        tuning record (``config``'s decision settings and the calibration). Hosts see the
+        old model until the commit, then the new one. RETURNS the tuning record's number
+        (the model's head)."""
+        tuning = Tuning(config["decision"], calibration)
+
+        def work(conn):
+            if conn.execute("SELECT id FROM textnb_models WHERE id = %s FOR UPDATE",
+                            (model_id,)).fetchone() is None:
+                raise StoreError(f"the model (id {model_id}) is gone from the store "
+                                 f"'{self.shown}'")
+            self._reset(conn, model_id, config)
+            for items in batches:
+                changes: list[Change] = []
+                for item in sorted(items, key=lambda item: item.digest):
+                    self._decide(conn, model_id, item, changes)
+                if changes:
+                    self._append(conn, model_id, self._next(conn, model_id),
+                                 encode_record(changes))
+            head = self._next(conn, model_id)
+            self._append(conn, model_id, head, encode_tuning(tuning))
+            return head
+
+        return self._run(work)
+
+    @staticmethod
+    def _next(conn, model_id: int) -> int:
+        """The next record's number, the model's row held until the commit (the schema
+        module says why that orders the records)."""
+        return conn.execute("UPDATE textnb_models SET head = head + 1 WHERE id = %s "
+                            "RETURNING head", (model_id,)).fetchone()[0]
 
     def copy_model(self, source_id: int, name: str, snapshot_at) -> StoredModel:
         """A new model ``name``, a copy of model ``source_id`` as it is now: its ledger rows
@@ -228,8 +277,7 @@ class SharedStore:
                 outcomes[i] = self._decide(conn, model_id, items[i], changes)
             seq = None
             if changes:
-                seq = conn.execute("UPDATE textnb_models SET head = head + 1 WHERE id = %s "
-                                   "RETURNING head", (model_id,)).fetchone()[0]
+                seq = self._next(conn, model_id)
                 self._append(conn, model_id, seq, encode_record(changes))
             if outbox is not None:
                 conn.execute("INSERT INTO textnb_outboxes (outbox, position) VALUES (%s, %s) "

@@ -3,9 +3,16 @@
 The ledger row of a learned message holds its token counts (its distinct tokens in order
 of first sight and each one's term frequency), so that relabelling or forgetting it from
 any host removes exactly what was added, without the mail and whatever the host's
-tokenizer makes of it now. A log record lists what one transaction changed, message by
-message: the label each now has (or none: forgotten), the label it left (or none: new),
-its tokens hash and its counts. Every host applies the records in their order (``apply``),
+tokenizer makes of it now. A log record is one of three kinds:
+
+- **changes**: what one transaction changed, message by message: the label each now has
+  (or none: forgotten), the label it left (or none: new), its tokens hash and its counts;
+- **reset**: the model starts afresh with a configuration (no changes);
+- **tuning**: the decision settings and the calibration ``textnb tune --write`` chose,
+  the counts kept. It has no ``changes`` list, so a textnb that predates it stops at the
+  record (and logs why) instead of scoring on without the calibration the others use.
+
+Every host applies the records in their order (``apply``),
 so every host's vocabulary gets its columns in the same order and its counts are, bit for
 bit, those of one ``textnb train`` on the final labels (integer-valued floats are exact in
 any order of addition; tests/test_shared_store.py checks it on SpamAssassin).
@@ -26,8 +33,8 @@ from ...labels import LABELS
 from ...models.ledger import DIGEST_SIZE
 from ..count_patch import decode, encode
 
-__all__ = ["Change", "apply", "decode_counts", "decode_record", "encode_counts",
-           "encode_record", "message_counts"]
+__all__ = ["Change", "Record", "Tuning", "apply", "apply_tuning", "decode_counts",
+           "decode_record", "encode_counts", "encode_record", "encode_tuning", "message_counts"]
 
 
 def message_counts(tokens: list[str]) -> tuple[list[str], list[int]]:
@@ -80,6 +87,31 @@ class Change:
         return cls(bytes.fromhex(item[0]), label, old, int(item[3]), item[4], item[5])
 
 
+@dataclass
+class Tuning:
+    """What ``textnb tune --write`` sets on a model beside its counts.
+
+    decision (dict): the configuration's ``[decision]`` section (``DecisionConfig``: the
+        default cost ratio, the review cost, the unsure band).
+    calibration (dict | None): the map from log-odds to P(spam)
+        (``textnb.decision.calibration``, JSON-able); None: the model's own posterior.
+    """
+
+    decision: dict
+    calibration: dict | None
+
+
+@dataclass
+class Record:
+    """A decoded log record, applied in this order: the model started afresh with
+    ``reset`` (a configuration's ``to_dict``; None: not), its ``changes`` (maybe none),
+    then ``tuning`` set (None: not)."""
+
+    changes: list[Change]
+    reset: dict | None = None
+    tuning: Tuning | None = None
+
+
 def encode_record(changes: list[Change], reset: dict | None = None) -> bytes:
     """A log record: the changes, in order; ``reset`` (a config's ``to_dict``): the model
     starts afresh with that configuration first (``textnb train`` into a store)."""
@@ -89,12 +121,46 @@ def encode_record(changes: list[Change], reset: dict | None = None) -> bytes:
     return encode(body)
 
 
-def decode_record(data: bytes) -> tuple[list[Change], dict | None]:
-    """The changes of a record and its reset configuration (None: no reset)."""
+def encode_tuning(tuning: Tuning) -> bytes:
+    """A tuning record (no ``changes``: see the module docstring)."""
+    return encode({"tuning": {"decision": tuning.decision,
+                              "calibration": tuning.calibration}})
+
+
+def decode_record(data: bytes) -> Record:
+    """A record of any kind; ValueError for anything else."""
     body = decode(bytes(data))
+    if isinstance(body, dict) and isinstance(body.get("tuning"), dict):
+        tuning = body["tuning"]
+        if not (isinstance(tuning.get("decision"), dict)
+                and isinstance(tuning.get("calibration"), (dict, type(None)))):
+            raise ValueError("a tuning record is not {'decision': {...}, 'calibration': ...}")
+        return Record([], tuning=Tuning(tuning["decision"], tuning["calibration"]))
     if not isinstance(body, dict) or not isinstance(body.get("changes"), list):
-        raise ValueError("a log record is not {'changes': [...]}")
-    return [Change.from_list(item) for item in body["changes"]], body.get("reset")
+        raise ValueError("a log record is neither {'changes': [...]} nor {'tuning': {...}}")
+    return Record([Change.from_list(item) for item in body["changes"]], body.get("reset"))
+
+
+def apply_tuning(spam_filter, tuning: Tuning, source: str) -> None:
+    """Set a tuning record's decision settings and calibration on a filter, as
+    ``textnb tune --write`` sets them on a model file: the calibration answers every cost
+    ratio, so no single learned threshold is kept. Both are checked first, as a model
+    file's are (``textnb.modelfile.checks``): InvalidModelError naming the field, the
+    filter left as it was.
+
+    source (str): how messages name the model, e.g. "postgresql://... model 'default'".
+    """
+    from dataclasses import replace
+
+    from ..checks import check_calibration, model_config
+
+    nested = {**spam_filter.config.to_dict(), "decision": tuning.decision}
+    config = replace(spam_filter.config, decision=model_config(nested, source).decision)
+    if tuning.calibration is not None:
+        check_calibration(tuning.calibration, source)
+    spam_filter.config = config
+    spam_filter.calibration = tuning.calibration
+    spam_filter.threshold = None
 
 
 def apply(spam_filter, changes: list[Change]) -> None:

@@ -13,7 +13,8 @@ Tables (one database holds any number of models, e.g. one per user):
   normalised bytes), with its label, its tokens hash and its token counts
   (``records.encode_counts``): the key is what makes a message count once whichever
   hosts learn it at once;
-- ``textnb_log``: the numbered records of count changes (``records.encode_record``);
+- ``textnb_log``: the numbered records: count changes, resets and tunings
+  (``records``);
 - ``textnb_snapshots``: a whole model (a model file's bytes, ``store.dumps``) at a log
   number; the log's records up to it are folded into it and dropped;
 - ``textnb_outboxes``: for each host's outbox (``outbox``), the last entry applied, set
@@ -30,7 +31,11 @@ from ...errors import TextnbError
 __all__ = ["SCHEMA_VERSION", "StoreError", "StoreUnavailableError", "connect", "ensure_schema",
            "shown_url"]
 
-SCHEMA_VERSION = 1
+# Version 2 has version 1's tables; its log may also hold tuning records
+# (``records.encode_tuning``), which a textnb that reads version 1 would not apply.
+SCHEMA_VERSION = 2
+# Versions this textnb brings up to SCHEMA_VERSION in place: nothing in them changes.
+MIGRATES_FROM = (1,)
 INSTALL = "pip install 'textnb[postgresql]'"
 # Seconds a connection attempt waits for the server: long enough for a database on
 # another host of the site, short enough that a learn falls back to the outbox soon.
@@ -116,18 +121,25 @@ def connect(url: str, autocommit: bool = False):
 
 
 def ensure_schema(conn, url: str) -> None:
-    """Create the tables if the database has none; StoreError when it has another
-    version of them (a newer or older textnb made them)."""
+    """Create the tables if the database has none, and bring a version this textnb
+    migrates (``MIGRATES_FROM``) up to ``SCHEMA_VERSION``; StoreError naming the fix
+    when it has any other version (a newer or older textnb made them)."""
     with conn.transaction():
         # One creator at a time: two hosts starting on an empty database at once.
         conn.execute("SELECT pg_advisory_xact_lock(7478210)")
         conn.execute(_TABLES)
-        rows = conn.execute("SELECT version FROM textnb_schema").fetchall()
+        rows = [r[0] for r in conn.execute("SELECT version FROM textnb_schema").fetchall()]
         if not rows:
             conn.execute("INSERT INTO textnb_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
             return
-    if [r[0] for r in rows] != [SCHEMA_VERSION]:
-        found = ", ".join(str(r[0]) for r in rows)
+        if len(rows) == 1 and rows[0] in MIGRATES_FROM:
+            conn.execute("UPDATE textnb_schema SET version = %s", (SCHEMA_VERSION,))
+            return
+    if rows != [SCHEMA_VERSION]:
+        found = ", ".join(str(r) for r in rows)
+        fix = ("upgrade textnb on this host to the release the other hosts run"
+               if len(rows) == 1 and rows[0] > SCHEMA_VERSION else
+               "use the textnb that made them, or a new database (createdb) and train "
+               "into it")
         raise StoreError(f"the store '{shown_url(url)}' has textnb tables of schema version "
-                         f"{found}; this textnb reads version {SCHEMA_VERSION}: use the textnb "
-                         "that made them, or a new database (createdb) and train into it")
+                         f"{found}; this textnb reads version {SCHEMA_VERSION}: {fix}")

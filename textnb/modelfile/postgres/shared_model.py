@@ -24,7 +24,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 
 from ...config import config_from_dict
@@ -34,7 +34,7 @@ from ...spamfilter import SpamFilter
 from .database import CHANNEL, Item, SharedStore
 from .outbox import Outbox
 from .sender import Sender
-from .records import apply, decode_record, message_counts
+from .records import Record, apply, apply_tuning, decode_record, message_counts
 from .schema import StoreError, StoreUnavailableError, connect
 
 __all__ = ["FOLD_EVERY", "POLL_SECONDS", "SharedModel", "new_filter_config"]
@@ -61,6 +61,14 @@ def new_filter_config(config) -> dict:
         raise StoreError("a shared store keeps token counts only; train with "
                          "--set model.numeric_model=none")
     return config.to_dict()
+
+
+def _apply_record(spam_filter: SpamFilter, record: Record, source: str) -> None:
+    """A record's changes, then its tuning, applied to a filter (its reset is the
+    caller's: a new filter). source (str): how messages name the model."""
+    apply(spam_filter, record.changes)
+    if record.tuning is not None:
+        apply_tuning(spam_filter, record.tuning, source)
 
 
 class SharedModel:
@@ -123,29 +131,56 @@ class SharedModel:
         StoreUnavailableError when the database is away (the model stays as it is)."""
         applied = 0
         while True:
-            records, head = self.store.records_after(self.model_id, self.seq)
+            raw, head = self.store.records_after(self.model_id, self.seq)
             if head <= self.seq:
                 return applied
+            records = [(seq, decode_record(data)) for seq, data in raw]
+            if records and records[0][1].reset is not None:
+                applied += self._rebuild(records, head)
+                continue
             with self.lock:
                 first = records[0][0] if records else head + 1
-                if first > self.seq + 1 and (not records
-                                             or decode_record(records[0][1])[1] is None):
+                if first > self.seq + 1:
                     self._reload(first)  # folded into a snapshot past this model
                     continue
                 applied += self._apply_records(records)
 
-    def _apply_records(self, records) -> int:
-        """Apply records that follow on from the model's (call holding the lock)."""
+    def _apply_records(self, records: list[tuple[int, Record]]) -> int:
+        """Apply decoded records that follow on from the model's (call holding the lock)."""
         applied = 0
-        for seq, data in records:
+        for seq, record in records:
             if seq <= self.seq:
                 continue  # another thread applied it meanwhile
-            changes, reset = decode_record(data)
-            if reset is not None:
-                self.spam_filter = self._fresh(reset)
-            apply(self.spam_filter, changes)
+            if record.reset is not None:
+                self.spam_filter = self._fresh(record.reset)
+            _apply_record(self.spam_filter, record, self.path)
             self.seq = seq
             applied += 1
+        return applied
+
+    def _rebuild(self, records: list[tuple[int, Record]], head: int) -> int:
+        """A model started afresh (the first record is a reset: ``train`` or ``tune
+        --write`` into the store), built from the records up to ``head`` beside the one
+        that scores, then swapped in: verdicts meanwhile come from the old model, whole,
+        never from a half-built one, and do not wait for the building.
+        RETURNS how many records it applied (0: another thread got as far first)."""
+        spam_filter, seq, applied = None, self.seq, 0
+        while True:
+            for number, record in records:
+                if record.reset is not None:
+                    spam_filter = self._fresh(record.reset)
+                _apply_record(spam_filter, record, self.path)
+                seq, applied = number, applied + 1
+            if seq >= head:
+                break
+            raw, head = self.store.records_after(self.model_id, seq)
+            if not raw or raw[0][0] != seq + 1:
+                break  # folded meanwhile: what is built is swapped in, then the snapshot
+            records = [(number, decode_record(data)) for number, data in raw]
+        with self.lock:
+            if self.seq >= seq:
+                return 0
+            self.spam_filter, self.seq = spam_filter, seq
         return applied
 
     def snapshot_at(self, head: int, read) -> bytes:
@@ -154,9 +189,9 @@ class SharedModel:
         from ..store import dumps
 
         with self.lock:
-            records = [r for r in read(self.seq) if r[0] <= head] if self.seq < head else []
-            if records and records[0][0] != self.seq + 1 \
-                    and decode_record(records[0][1])[1] is None:
+            records = [(seq, decode_record(data)) for seq, data in read(self.seq)
+                       if seq <= head] if self.seq < head else []
+            if records and records[0][0] != self.seq + 1 and records[0][1].reset is None:
                 raise StoreError(f"{self.path} is behind a snapshot; try again after its "
                                  "next poll")
             self._apply_records(records)
@@ -272,21 +307,7 @@ class SharedModel:
         'forgotten': {...}, 'not_found': n, 'read': n}."""
         report = {"read": 0, "new": dict.fromkeys(LABELS, 0), "moved": dict.fromkeys(LABELS, 0),
                   "known": 0, "forgotten": dict.fromkeys(LABELS, 0), "not_found": 0}
-        iterator = iter(messages)
-        while batch := list(islice(iterator, BATCH)):
-            norms = [normalise(m.raw) for m in batch]
-            digests = [hashlib.sha256(n).digest() for n in norms]
-            if kind == "FORGET":
-                items = [Item("FORGET", d) for d in digests]
-            else:
-                token_lists = self.spam_filter.tokens_many(norms)
-                items = []
-                for m, d, tokens in zip(batch, digests, token_lists):
-                    if m.label not in LABELS:
-                        raise StoreError(f"message {m.source!r} has no label; give it as "
-                                         "--spam or --ham, or through an index file")
-                    items.append(Item("LEARN", d, m.label, *message_counts(tokens),
-                                      tokens_hash(tokens)))
+        for items in self._batches(messages, kind, self.spam_filter):
             outcomes, _ = self.store.change(self.model_id, items)
             for item, outcome in zip(items, outcomes):
                 report["read"] += 1
@@ -299,8 +320,47 @@ class SharedModel:
                 else:
                     report["known"] += 1
             if progress:
-                progress(len(batch))
+                progress(len(items))
         return report
+
+    @staticmethod
+    def _batches(messages: Iterable, kind: str, spam_filter: SpamFilter
+                 ) -> Iterator[list[Item]]:
+        """The messages as items to learn (kind 'LEARN', tokenised by ``spam_filter``) or
+        forget, ``BATCH`` at a time (a transaction's worth)."""
+        iterator = iter(messages)
+        while batch := list(islice(iterator, BATCH)):
+            norms = [normalise(m.raw) for m in batch]
+            digests = [hashlib.sha256(n).digest() for n in norms]
+            if kind == "FORGET":
+                yield [Item("FORGET", d) for d in digests]
+                continue
+            items = []
+            for m, d, tokens in zip(batch, digests, spam_filter.tokens_many(norms)):
+                if m.label not in LABELS:
+                    raise StoreError(f"message {m.source!r} has no label; give it as "
+                                     "--spam or --ham, or through an index file")
+                items.append(Item("LEARN", d, m.label, *message_counts(tokens),
+                                  tokens_hash(tokens)))
+            yield items
+
+    def replace(self, config: dict, messages: Iterable, calibration: dict | None,
+                progress: Callable[[int], None] | None = None) -> int:
+        """Replace the stored model, in one transaction, by one with ``config`` that
+        learned ``messages`` (labelled RawMessage) and carries ``calibration``
+        (``textnb tune --write``; ``SharedStore.replace``), then apply it here.
+        RETURNS the number of the record that set the calibration."""
+        tokenizing = self._fresh(config)  # the new settings' tokenizer (spaCy kept)
+        # Every message is tokenised before the transaction, which then holds the model's
+        # row (and so every other host's learn) only while it writes.
+        batches = []
+        for items in self._batches(messages, "LEARN", tokenizing):
+            batches.append(items)
+            if progress:
+                progress(len(items))
+        head = self.store.replace(self.model_id, config, batches, calibration)
+        self.catch_up()
+        return head
 
     # -- snapshots, and the interface the scorer uses ----------------------------------
     def fold(self, force: bool = False) -> bool:
