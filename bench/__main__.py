@@ -31,6 +31,7 @@ SUITE = {
         "tune_costs": "tuned thresholds against ln λ and bogofilter on the test split",
         "tune_folds": "tuned cost on every message, fold by fold, against bogofilter",
         "search_rule": "how tune --search chooses, judged on the next messages",
+        "fold_kinds": "the tuned map fitted on blocks or on the past only, on real mail",
         "dependent_evidence": "one clue per header field and tiled word pairs, on real mail",
         "review_cost": "what the third verdict, unsure, saves when a look has a cost",
         "review_band": "the review queue's band: mail kept for review against mistakes caught",
@@ -69,7 +70,8 @@ SUITE = {
     },
 }
 # Shared code the benchmarks import; a benchmark imports only these, never another one.
-HELPERS = ("bytecode", "common", "delivery", "folds", "peers", "postgres", "stats")
+HELPERS = ("bytecode", "common", "delivery", "folds", "peers", "postgres", "stats",
+           "token_cache")
 
 
 def listing() -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import write_json
-from bench.dependent_evidence import (DEFAULT_CACHE, TREC, Columns, bogofilter_window, matrix,
+from bench.token_cache import (DEFAULT_CACHE, TREC, Columns, bogofilter_window, matrix,
                                       rolling_windows, tokenised, windows)
 from textnb.config import load_config
 from textnb.decision import calibration as cal
