@@ -1011,6 +1011,19 @@ static int reply_number(const char *word, double *out)
     return isfinite(*out) ? 0 : -1;
 }
 
+/* A reply's threshold: a finite number as reply_number reads one, or "inf" / "-inf" as
+ * Python's repr writes them: a tuned model whose map never reaches the cost ratio's
+ * probability flags nothing, one whose map starts above it flags everything
+ * (textnb.delivery.client.reply_threshold). */
+static int reply_threshold(const char *word, double *out)
+{
+    if (strcmp(word, "inf") == 0 || strcmp(word, "-inf") == 0) {
+        *out = word[0] == '-' ? -INFINITY : INFINITY;
+        return 0;
+    }
+    return reply_number(word, out);
+}
+
 /* A learn's outcome word (new, moved, known, spam, not-found): a-z and '-', at most 32,
  * starting with a letter (textnb.delivery.client._reply_word). */
 static int reply_word(const char *word)
@@ -1076,7 +1089,7 @@ static int score_remote(const struct address *a, const struct options *o, const 
     for (k = 0; n == 5 && strcmp(fields[0], "OK") == 0 && k < 3; k++) {
         if (strcmp(fields[1], LABELS[k]) == 0 && reply_number(fields[2], &v->log_odds) == 0 &&
             reply_number(fields[3], &v->p_spam) == 0 && v->p_spam >= 0 && v->p_spam <= 1 &&
-            reply_number(fields[4], &v->threshold) == 0) {
+            reply_threshold(fields[4], &v->threshold) == 0) {
             v->label = LABELS[k];
             v->exit_code = k;
             return 0;

@@ -240,6 +240,9 @@ HOSTILE_REPLIES = {
     "nul": b"TEXTNB/1 OK ham -3.5 0.03 0.0\x00\n",
     "escape in error": b"TEXTNB/1 ERROR \x1b[2Jbusy\n",
     "a mac nobody asked for": b"TEXTNB/1 OK ham -3.5 0.03 0.0 mac=" + b"0" * 64 + b"\n",
+    "threshold Infinity": b"TEXTNB/1 OK ham -3.5 0.03 Infinity\n",
+    "threshold +inf": b"TEXTNB/1 OK ham -3.5 0.03 +inf\n",
+    "threshold INF": b"TEXTNB/1 OK ham -3.5 0.03 INF\n",
 }
 
 
@@ -249,6 +252,10 @@ HOSTILE_REPLIES = {
     (b"TEXTNB/1 OK ham -0.0004 1e-300 -0.0\n", 1),  # -0.000 as Python writes it
     (b"TEXTNB/1 OK spam 2.0005 0.0000005 -0.25\n", 0),  # halfway cases round as in Python
     (b"TEXTNB/1 OK ham 1.7976931348623157e+308 0.1 -1e308\n", 1),
+    # a tuned model flags nothing at this λ (its map never reaches λ / (1 + λ)) ...
+    (b"TEXTNB/1 OK ham 35.5 0.9975 inf\n", 1),
+    # ... or everything (its map starts above it)
+    (b"TEXTNB/1 OK spam -40.0 0.5 -inf\n", 0),
     (b"TEXTNB/1   OK  ham -1 0 0 \r\n", 3),  # not OK: the kind is the empty word
     (b"TEXTNB/1 OK maybe 1 2 3\n", 3),
     (b"TEXTNB/1 OK ham 1 2\n", 3),

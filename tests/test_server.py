@@ -95,6 +95,32 @@ def test_remote_verdicts_equal_in_process_ones(tmp_path, model_file):
         assert ping(running.address)["requests"] == str(len(MESSAGES) + 1)
 
 
+def test_a_tuned_model_that_flags_nothing_or_everything_at_a_ratio_is_read_by_its_clients(
+        tmp_path, models):
+    """A tuned model's map may never reach λ / (1 + λ) (threshold inf: nothing is worth
+    flagging at that λ) or start above it (-inf): both are verdicts the scorer gives and
+    the clients must read, not malformed replies that pass mail through unscored."""
+    from textnb.decision import calibration
+
+    tuned = store.load(models[0])
+    # four out-of-fold scores: the map's top is 2 / 2.5 spams, its bottom 0.5 / 2.5
+    tuned.calibration = calibration.fit([-3.0, -1.0, 2.0, 4.0], [0, 0, 1, 1])
+    path = tmp_path / "tuned.tnb"
+    store.save(tuned, path)
+    with Running(path, str(tmp_path / "s.sock")) as running:
+        for ratio, threshold, label in ((999.0, float("inf"), "ham"),
+                                        (0.001, float("-inf"), "spam")):
+            for raw in MESSAGES[:3]:
+                verdict = score_remote(running.address, raw, cost_ratio=ratio)
+                assert verdict == score_with(tuned, raw, ratio)
+                assert (verdict.threshold, verdict.label) == (threshold, label)
+            remote = client_scorer(running.address, path, cost_ratio=ratio, fallback=False)
+            local = in_process_scorer(path, cost_ratio=ratio)
+            result = filter_message(MESSAGES[0], remote)
+            assert result == filter_message(MESSAGES[0], local)
+            assert result.error is None and f"threshold={threshold:.3f}".encode() in result.output
+
+
 def test_client_filter_output_equals_the_in_process_filter(tmp_path, model_file):
     local = in_process_scorer(model_file)
     with Running(model_file, str(tmp_path / "s.sock")) as running:

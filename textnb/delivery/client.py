@@ -33,7 +33,8 @@ Both clients (this one and clients/textnb-client.c) read a reply by one grammar,
 take nothing else for an answer: the line ends in ``\\n`` within ``MAX_LINE`` bytes; it
 holds no control byte; its words are separated by single spaces; an OK has a label and
 three numbers as ``repr`` writes a finite float (``-?D+(.D+)?(e[+-]?D+)?``, at most
-``MAX_NUMBER`` characters), P(spam) between 0 and 1; a LEARNED or FORGOTTEN outcome is a
+``MAX_NUMBER`` characters), P(spam) between 0 and 1, and the threshold also ``inf`` or
+``-inf`` (a tuned model that flags nothing, or everything, at the λ asked); a LEARNED or FORGOTTEN outcome is a
 word of a-z and ``-``; PONG's items are printable ASCII. ``--timeout`` is a deadline
 for the whole exchange: connect, send and the whole reply.
 
@@ -330,6 +331,16 @@ def reply_number(word: bytes) -> float | None:
     return value if abs(value) < float("inf") else None
 
 
+def reply_threshold(word: bytes) -> float | None:
+    """A reply's threshold: a finite number as :func:`reply_number` reads one, or ``inf`` /
+    ``-inf`` as ``repr`` writes them: a tuned model whose map never reaches λ / (1 + λ)
+    flags nothing at that λ, and one whose map starts above it flags everything
+    (textnb.decision.calibration.log_odds_threshold)."""
+    if word in (b"inf", b"-inf"):
+        return float(word)
+    return reply_number(word)
+
+
 def _reply_word(word: bytes) -> bool:
     """A learn's outcome word (new, moved, known, spam, not-found): a-z and '-', at most
     32 characters, starting with a letter."""
@@ -359,7 +370,7 @@ def score_remote(address, raw: bytes, cost_ratio: float | None = None,
     rest = _exchange(address, head + raw, timeout, key)
     fields = rest.split(b" ")
     if fields[0] == b"OK" and len(fields) == 5 and fields[1] in (b"spam", b"ham", b"unsure"):
-        numbers = [reply_number(f) for f in fields[2:]]
+        numbers = [reply_number(fields[2]), reply_number(fields[3]), reply_threshold(fields[4])]
         if None not in numbers and 0.0 <= numbers[1] <= 1.0:
             return Verdict(fields[1].decode("ascii"), *numbers)
     raise _refused(address, rest)
