@@ -204,3 +204,30 @@ def test_the_command_line_runs_numpy_with_one_blas_thread_unless_told(given, exp
     assert out[0] == expected
     if given is None:
         assert out[1] == "1"  # no BLAS thread was started
+
+
+def test_json_output_stays_json_when_a_tuned_model_flags_nothing_or_everything(
+        tmp_path, sample_filter):
+    """An infinite threshold (the map never reaches λ / (1 + λ), or starts above it) is
+    written as null: Python's json would write Infinity, which no JSON reader takes."""
+    import copy
+
+    from textnb.decision import calibration
+    from textnb.modelfile import store
+
+    tuned = copy.deepcopy(sample_filter)
+    tuned.calibration = calibration.fit([-3.0, -1.0, 2.0, 4.0], [0, 0, 1, 1])
+    model = tmp_path / "tuned.tnb"
+    store.save(tuned, model)
+    message = str(sorted((SAMPLE / "unlabelled").iterdir())[0])
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in {text}"))
+
+    for ratio, label in (("999", "ham"), ("0.001", "spam")):
+        for command in ("classify", "explain"):
+            result = runner.invoke(app, [command, "--json", "-m", str(model), "-r", ratio,
+                                         message])
+            assert result.exit_code == 0, result.output
+            row = strict(result.stdout.strip().splitlines()[0])
+            assert (row["label"], row["threshold"]) == (label, None)

@@ -98,9 +98,7 @@ def classify_cli(
             for scored in batch:
                 d = scored.decision
                 counts[d.label] += 1
-                lines.append(json.dumps({"source": scored.source, "label": d.label,
-                                         "log_odds": d.log_odds, "p_spam": d.p_spam,
-                                         "threshold": d.threshold}) if as_json else
+                lines.append(json.dumps({"source": scored.source, **d.as_json()}) if as_json else
                              f"{d.label:<6} {d.log_odds:>10.2f} {d.p_spam:>8.6f}  {scored.source}")
             if lines:
                 typer.echo("\n".join(lines))

@@ -76,8 +76,7 @@ def explain_cli(
             d, parts = e.decision, breakdown(e, top)
             if as_json:
                 typer.echo(json.dumps({
-                    "source": e.source, "label": d.label, "log_odds": d.log_odds,
-                    "p_spam": d.p_spam, "threshold": d.threshold,
+                    "source": e.source, **d.as_json(),
                     "prior_log_odds": e.prior_log_odds, "prior_share": parts["prior_share"],
                     "absence_log_odds": e.absence_log_odds, "tokens_used": e.tokens_used,
                     "combining_log_odds": e.combining_log_odds,

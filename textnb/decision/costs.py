@@ -57,6 +57,14 @@ class Decision:
     p_spam: float       # probability of spam (calibrated if the model carries a calibration)
     threshold: float    # log-odds threshold in force
 
+    def as_json(self) -> dict:
+        """The verdict's fields as ``classify --json`` writes them. JSON has no infinity, so
+        an infinite threshold (a tuned model that flags nothing, or everything, at this
+        λ: ``calibration.log_odds_threshold``) is null; the label says which."""
+        threshold = self.threshold if math.isfinite(self.threshold) else None
+        return {"label": self.label, "log_odds": self.log_odds, "p_spam": self.p_spam,
+                "threshold": threshold}
+
 
 def review_region(cost_ratio: float, review_cost: float) -> tuple[float, float] | None:
     """The P(spam) interval in which a person's look costs less than either verdict.

@@ -458,9 +458,7 @@ def score_files(client, spam_filter: SpamFilter, files: Sequence[SourceFile],
 
 def decision_row(scored: ScoredMessage) -> dict[str, Any]:
     """One verdict as ``textnb classify --json`` writes it."""
-    d = scored.decision
-    return {"source": scored.source, "label": d.label, "log_odds": d.log_odds,
-            "p_spam": d.p_spam, "threshold": d.threshold}
+    return {"source": scored.source, **scored.decision.as_json()}
 
 
 def _write_partition(files, key: str, data: bytes, cost_ratio: float | None, path: str,
