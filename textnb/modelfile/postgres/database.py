@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from ...labels import LABELS
 from .records import Change, Tuning, encode_counts, encode_record, encode_tuning
-from .schema import StoreError, StoreUnavailableError, connect, ensure_schema, shown_url
+from .schema import (StoreError, StoreUnavailableError, connect, ensure_schema, mark_tuned,
+                     shown_url)
 
 __all__ = ["CHANNEL", "Item", "SharedStore", "StoredModel"]
 
@@ -200,6 +201,7 @@ class SharedStore:
                     self._append(conn, model_id, self._next(conn, model_id),
                                  encode_record(changes))
             head = self._next(conn, model_id)
+            mark_tuned(conn)
             self._append(conn, model_id, head, encode_tuning(tuning))
             return head
 

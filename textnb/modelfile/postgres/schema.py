@@ -29,13 +29,16 @@ import re
 from ...errors import TextnbError
 
 __all__ = ["SCHEMA_VERSION", "StoreError", "StoreUnavailableError", "connect", "ensure_schema",
-           "shown_url"]
+           "mark_tuned", "shown_url"]
 
 # Version 2 has version 1's tables; its log may also hold tuning records
 # (``records.encode_tuning``), which a textnb that reads version 1 would not apply.
 SCHEMA_VERSION = 2
-# Versions this textnb brings up to SCHEMA_VERSION in place: nothing in them changes.
-MIGRATES_FROM = (1,)
+# The versions this textnb reads. A store stays at 1 until the first tuning record is
+# written (``mark_tuned``, in that record's transaction): hosts can be upgraded one at a
+# time, and an older host keeps working until the feature it cannot read is used.
+READS = (1, 2)
+UNTUNED_VERSION = 1
 INSTALL = "pip install 'textnb[postgresql]'"
 # Seconds a connection attempt waits for the server: long enough for a database on
 # another host of the site, short enough that a learn falls back to the outbox soon.
@@ -121,25 +124,31 @@ def connect(url: str, autocommit: bool = False):
 
 
 def ensure_schema(conn, url: str) -> None:
-    """Create the tables if the database has none, and bring a version this textnb
-    migrates (``MIGRATES_FROM``) up to ``SCHEMA_VERSION``; StoreError naming the fix
-    when it has any other version (a newer or older textnb made them)."""
+    """Create the tables if the database has none (at ``UNTUNED_VERSION``: nothing in
+    them yet that an older textnb cannot read); StoreError naming the fix when they are
+    of a version this textnb does not read (a newer or older textnb made them)."""
     with conn.transaction():
         # One creator at a time: two hosts starting on an empty database at once.
         conn.execute("SELECT pg_advisory_xact_lock(7478210)")
         conn.execute(_TABLES)
         rows = [r[0] for r in conn.execute("SELECT version FROM textnb_schema").fetchall()]
         if not rows:
-            conn.execute("INSERT INTO textnb_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+            conn.execute("INSERT INTO textnb_schema (version) VALUES (%s)", (UNTUNED_VERSION,))
             return
-        if len(rows) == 1 and rows[0] in MIGRATES_FROM:
-            conn.execute("UPDATE textnb_schema SET version = %s", (SCHEMA_VERSION,))
-            return
-    if rows != [SCHEMA_VERSION]:
+    if not (len(rows) == 1 and rows[0] in READS):
         found = ", ".join(str(r) for r in rows)
         fix = ("upgrade textnb on this host to the release the other hosts run"
                if len(rows) == 1 and rows[0] > SCHEMA_VERSION else
                "use the textnb that made them, or a new database (createdb) and train "
                "into it")
         raise StoreError(f"the store '{shown_url(url)}' has textnb tables of schema version "
-                         f"{found}; this textnb reads version {SCHEMA_VERSION}: {fix}")
+                         f"{found}; this textnb reads versions {READS[0]} to {READS[-1]}: "
+                         f"{fix}")
+
+
+def mark_tuned(conn) -> None:
+    """Raise the tables' version to ``SCHEMA_VERSION`` (inside the transaction that writes
+    the first tuning record): from its commit, a textnb that reads only version 1 refuses
+    the store on connect, naming the upgrade, rather than follow a log it cannot apply."""
+    conn.execute("UPDATE textnb_schema SET version = %s WHERE version < %s",
+                 (SCHEMA_VERSION, SCHEMA_VERSION))
