@@ -357,14 +357,14 @@ def test_p9_a_large_message_is_parsed_once_off_the_event_loop_and_its_cut_is_sho
     record(db, [(_big_message(10_000_001), UNSURE, "alice", "user"),
                 (unsure_message("alice"), UNSURE, "alice", "user")])
     parsed, threads = [], []
-    real = web_module._inert_text
+    real = web_module.inert_text
 
     def counted(raw):
         parsed.append(len(raw))
         threads.append(threading.current_thread().name)
         return real(raw)
 
-    monkeypatch.setattr(web_module, "_inert_text", counted)
+    monkeypatch.setattr(web_module, "inert_text", counted)
     client = TestClient(make_app(db, users_file, "-", learn=FakeScorer().learn,
                                  ping=FakeScorer().ping))
     log_in(client, "alice")

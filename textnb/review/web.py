@@ -52,9 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import threading
 import time
-from collections import OrderedDict
 from datetime import timezone
 from pathlib import Path
 
@@ -74,14 +72,13 @@ from .figures import statistics
 from .logfile import LogConnections
 from .query import days_between, queue_cursor, queue_filters, same_view, verdict_id
 from .release import HELD, command_runner
+from .shown_text import MAX_BODY_CHARS, ShownTexts, inert_text
 from .store import SEARCH_ROWS, StoreError
 from .table import verdict_table, when, zone_label
 
 __all__ = ["make_app", "needs_confirming"]
 
 PAGE_ROWS = 50
-# The most of a message's text a page shows.
-MAX_BODY_CHARS = 100_000
 # A page's read waits at most this long for a lock: only another program can hold one
 # against a WAL reader; the page then says the log is locked rather than hold up
 # every other request (they share the event loop) for the writers' BUSY_MS.
@@ -89,12 +86,6 @@ READ_WAIT_MS = 100
 # The statistics page's figures and charts are computed at most this often per user
 # (counting a user's 30 days of verdicts reads all of them).
 STATS_SECONDS = 60.0
-# Messages shown as text, kept for their next view: a kept message may be 10 MB, and
-# parsing 10 MB of HTML into its visible text takes about a second of the page's CPU
-# (docs/design/review-page.md#a-messages-page). Parsing runs on a worker thread, one
-# message at a time, so one session reloading a large message leaves every other
-# page's reads and rendering to the event loop (docs/review-page.md#pages-under-load).
-SHOWN_MESSAGES = 32
 # The longest message the client sends the scorer (textnb.delivery.client's
 # MAX_MESSAGE_BYTES): a verdict of that size was given on the message's head only.
 CUT_AT = 10_000_001
@@ -168,8 +159,12 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     figures_cache = Cache(STATS_SECONDS)
     css = (_HERE / "templates" / "style.css").read_text(encoding="utf-8")
     connections = LogConnections(db_path, days, max_mb * 2**20, {"read": READ_WAIT_MS})
-    shown_texts: OrderedDict = OrderedDict()  # (verdict id, digest) -> (text, attachments)
-    parsing, shown_lock = threading.Lock(), threading.Lock()
+
+    def raw_of(number: int) -> bytes | None:
+        with connections.use("message") as store:
+            return store.raw(number)
+
+    shown_texts = ShownTexts(raw_of, inert_text)
 
     def page(request, name: str, session, status: int = 200, **context) -> HTMLResponse:
         body = env.get_template(name).render(session=session, path=request.url.path,
@@ -350,28 +345,6 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
     async def review(request: Request):
         return signed_in(request, queue_page)
 
-    def text_of(row) -> tuple[str, list[str], bool]:
-        """(text, attachments, cut) of a kept message: on a worker thread, one parse at a
-        time, and kept for the next view (which a parse in progress does not hold up)."""
-        key = (row.id, row.digest)
-        with shown_lock:
-            found = shown_texts.get(key)
-            if found is not None:
-                shown_texts.move_to_end(key)
-                return found
-        with parsing:
-            with shown_lock:
-                found = shown_texts.get(key)
-            if found is None:
-                with connections.use("message") as store:
-                    raw = store.raw(row.id)
-                found = _inert_text(raw) if raw is not None else ("", [], False)
-                with shown_lock:
-                    shown_texts[key] = found
-                    while len(shown_texts) > SHOWN_MESSAGES:
-                        shown_texts.popitem(last=False)
-        return found
-
     async def message(request: Request):
         session = current(request)
         if session is None:
@@ -381,7 +354,7 @@ def make_app(db_path, users_path, scorer_address, *, secure_cookies: bool = Fals
                 row = _own_row(store, request, session)
             if row is None:
                 return page(request, "error.html", session, 404, message="no such message")
-            body, attachments, body_cut = ((await run_in_threadpool(text_of, row))
+            body, attachments, body_cut = ((await run_in_threadpool(shown_texts.text_of, row))
                                            if row.has_raw else ("", [], False))
             with connections.use("read") as store:
                 return shown(request, "message.html", session, store, row=row, body=body,
@@ -543,19 +516,6 @@ def _rest(row) -> float | None:
     if not row.clues:
         return None
     return row.log_odds - (row.prior or 0.0) - sum(float(w) for _, w in row.clues)
-
-
-def _inert_text(raw: bytes) -> tuple[str, list[str], bool]:
-    """A message as text only: its decoded text parts (HTML as visible text), its
-    attachments' descriptions, and whether the text was cut; never markup, links or
-    images."""
-    from ..mail.parse import parse_message
-
-    parsed = parse_message(raw)
-    text = "\n\n".join(part.text for part in parsed.parts)
-    attachments = [f"{a.filename or '(no name)'} ({a.content_type}, {a.size} bytes)"
-                   for a in parsed.attachments]
-    return text[:MAX_BODY_CHARS], attachments, len(text) > MAX_BODY_CHARS
 
 
 def _quote(text: str) -> str:
