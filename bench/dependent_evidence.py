@@ -31,14 +31,16 @@ on the same files, and online in the same order (score with ``-T``, then learn w
 settings) and read back by later runs. ``--markdown`` prints the tables
 docs/dependent-evidence.md quotes from a result.
 
-Each corpus is tokenised once (textnb's tokenizer, default settings: every variant here
-changes the selection of clues, never the tokens) and kept as token ids under
+Each corpus is tokenised once (textnb's tokenizer, default settings: a variant may change
+the model, its features and the selection of clues, never the tokenizer; a model is
+fitted once per fit-time setting the variants ask for) and kept as token ids under
 ``--cache``; every variant then runs on the same counts. trec07p-early's terms allow
 aggregate figures only: nothing here prints or writes a message's name or label.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -97,26 +99,61 @@ def costs(y_test, s_test, thresholds: dict) -> dict:
     return out
 
 
+def variant_config(overrides: dict):
+    """A variant's config; the tokenizer's settings cannot vary here (every variant is
+    scored on the counts of one tokenisation, kept under --cache)."""
+    cfg = load_config(None, overrides)
+    if cfg.tokenizer != load_config(None, {}).tokenizer:
+        sys.exit(f"variant {overrides}: tokenizer settings are fixed in this script (the "
+                 "corpora are tokenised once, with the defaults); vary the model, the "
+                 "features or the selection of clues")
+    return cfg
+
+
+class Fitted:
+    """Models of rows of one term-count matrix, one per fit-time setting a variant asks for
+    (event model, Lidstone alpha, priors, features), each fitted once; the selection of
+    clues, which most variants change, is applied at scoring time."""
+
+    def __init__(self, X, y: np.ndarray):
+        self.X, self.y = X, y.astype(np.int64)
+        self._models: dict = {}
+        self._binary = None
+
+    def model(self, rows: np.ndarray, cfg):
+        m, f = cfg.model, cfg.features
+        key = (hashlib.blake2b(np.ascontiguousarray(rows).tobytes()).hexdigest(), m.event_model, m.alpha, m.fit_prior, str(m.class_prior), f.features, f.min_df,
+               f.max_features)
+        if key not in self._models:
+            self._models[key] = fit_rows(self.X, self.y, rows, m, f)
+        return self._models[key]
+
+    def features(self, cfg):
+        """The matrix as this config's features count it (binary or term counts)."""
+        if cfg.features.features != "binary":
+            return self.X
+        if self._binary is None:
+            self._binary = binarize(self.X)
+        return self._binary
+
+
 def run_window(corpus: dict, a: int, b: int, variants: dict, bogofilter: bool,
                log) -> dict:
     y = corpus["labels"][:b].astype(bool)
     X, tokens = matrix(corpus, np.arange(b))
-    Xb = binarize(X)
+    fitted = Fitted(X, y)
     columns = Columns(tokens)
-    base_cfg = load_config(None, {})
     train = np.arange(a)
-    model = fit_rows(X, y.astype(np.int64), train, base_cfg.model, base_cfg.features)
     folds = chronological_folds(a, 5)
-    fold_models = [fit_rows(X, y.astype(np.int64), np.setdiff1d(train, f), base_cfg.model,
-                            base_cfg.features) for f in folds]
     out = {"n_train": a, "n_test": b - a, "n_test_spam": int(y[a:].sum()), "variants": {}}
     scores = {}
     for name, overrides in variants.items():
-        cfg = load_config(None, overrides)
-        s = columns.score(model, Xb[a:], cfg)
+        cfg = variant_config(overrides)
+        Xf = fitted.features(cfg)
+        s = columns.score(fitted.model(train, cfg), Xf[a:], cfg)
         oof = np.empty(a)
-        for f, m in zip(folds, fold_models):
-            oof[f] = columns.score(m, Xb[f], cfg)
+        for f in folds:
+            oof[f] = columns.score(fitted.model(np.setdiff1d(train, f), cfg), Xf[f], cfg)
         thresholds = {lam: least_cost_threshold(y[:a], oof, lam) for lam in LAMBDAS}
         scores[name] = s
         row = {**figures(y[a:], s), "costs": costs(y[a:], s, thresholds)}
@@ -134,7 +171,7 @@ def run_window(corpus: dict, a: int, b: int, variants: dict, bogofilter: bool,
 def online_scores(X, y: np.ndarray, digests: np.ndarray, columns: Columns, cfg) -> np.ndarray:
     """Each message scored by the model of the messages before it, then learned (an exact
     repeat once); 0 until both classes were learned (bench.online's convention)."""
-    Xb = binarize(X)
+    Xb = binarize(X) if cfg.features.features == "binary" else X
     n, width = Xb.shape
     model = make_model(cfg.model.event_model, alpha=cfg.model.alpha,
                        fit_prior=cfg.model.fit_prior, class_prior=cfg.model.class_prior)
@@ -188,7 +225,7 @@ def run_online(corpus: dict, variants: dict, bogofilter: bool, cache: Path, log)
     out = {"n": int(y.size), "n_spam": int(y.sum()), "variants": {}}
     scores = {}
     for name, overrides in variants.items():
-        s = online_scores(X, y, corpus["digests"], columns, load_config(None, overrides))
+        s = online_scores(X, y, corpus["digests"], columns, variant_config(overrides))
         scores[name] = s
         row = figures(y, s)
         if name != reference(variants):
@@ -219,14 +256,14 @@ def run_public(name: str, chronological: bool, cache: Path, variants: dict, log)
     y = corpus["labels"][rows].astype(bool)
     X, tokens = matrix(corpus, rows)
     columns = Columns(tokens)
-    base_cfg = load_config(None, {})
-    model = fit_rows(X, y.astype(np.int64), np.arange(n_train), base_cfg.model, base_cfg.features)
-    Xb = binarize(X)[n_train:]
+    fitted = Fitted(X, y)
     out = {"corpus": name, "split": "chronological" if chronological else "hash",
            "n_train": n_train, "n_test": len(test), "variants": {}}
     scores = {}
     for vname, overrides in variants.items():
-        s = columns.score(model, Xb, load_config(None, overrides))
+        cfg = variant_config(overrides)
+        s = columns.score(fitted.model(np.arange(n_train), cfg),
+                          fitted.features(cfg)[n_train:], cfg)
         scores[vname] = s
         row = figures(y[n_train:], s)
         if vname != reference(variants):

@@ -55,3 +55,24 @@ def test_the_docs_name_benchmarks_that_exist_or_the_commit_that_holds_them():
             if gone and not re.search(r"commit `?[0-9a-f]{7,}", text):
                 missing.append(f"{page.name}: bench.{name}")
     assert not missing, missing
+
+
+def test_the_dependent_evidence_bench_fits_a_model_per_fit_time_setting_and_rows():
+    """A variant of alpha or features must be fitted as such, not scored by the default
+    model (the selection of clues is all the other variants change); two training sets of
+    one size are two models."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from bench.dependent_evidence import Fitted, variant_config
+
+    X = sp.csr_matrix(np.array([[2, 0, 1], [0, 3, 1], [1, 0, 0], [0, 1, 2]], dtype=float))
+    fitted = Fitted(X, np.array([1, 0, 1, 0]))
+    default, smoother = variant_config({}), variant_config({"model.alpha": 1.0})
+    first, last = np.array([0, 1]), np.array([2, 3])
+    assert fitted.model(first, default) is fitted.model(first, default)
+    assert fitted.model(first, default) is not fitted.model(last, default)
+    assert not np.allclose(fitted.model(first, default).feature_log_prob_,
+                           fitted.model(first, smoother).feature_log_prob_)
+    assert fitted.features(variant_config({"features.features": "tf"})) is X
+    assert fitted.features(default).max() == 1
