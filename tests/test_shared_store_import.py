@@ -164,8 +164,15 @@ def test_mail_that_tokenises_otherwise_than_the_file_learned_it_is_refused(
         else:
             h.learn_messages(messages[:5], kind="FORGET")
     assert repr(wrong.source) in str(refused.value)
+    label = flipped(wrong).label if kind == "LEARN" else None
     with pytest.raises(Exception, match="tokenises differently now"):
-        h.update(kind, wrong.raw, flipped(wrong).label if kind == "LEARN" else None)
+        h.update(kind, wrong.raw, label)
+    # Through a scorer's outbox: the entry is applied as nothing, not sent again and again.
+    scorer = host(store_url, outbox=tmp_path / "outbox")
+    with pytest.raises(Exception, match="tokenises differently now"):
+        scorer.update(kind, wrong.raw, label)
+    assert not scorer.sender.waiting()
+    scorer.close()
     h.catch_up()
     assert h.seq == held and counts_of(h.spam_filter) == before  # none of the batch made
     args = (["retrain", "--index", write_index(tmp_path, [flipped(wrong)])] if kind == "LEARN"
