@@ -258,3 +258,30 @@ def test_the_import_raises_the_schema_version_and_works_on_tables_an_older_textn
     assert schema_version(store_url) == IMPORTED_VERSION
     h = host(store_url, "site")
     assert np.array_equal(h.spam_filter.counts()["class_count"], [60, 40])
+
+
+def test_a_users_copy_of_an_imported_model_relabels_its_messages_exactly(
+        store_url, sample_index, tmp_path):
+    """A user's first learn copies the shared model's ledger rows, those without counts
+    too; a relabel in the copy then takes the mail's counts, as in the shared model."""
+    import threading
+
+    from textnb.delivery.shared_users import SharedModelSet
+
+    messages = sample(sample_index)
+    path = model_file(tmp_path, sample_index)
+    imported(store_url, path)
+    original = counts_of(store.load(path))
+    stop = threading.Event()
+    try:
+        scorers = SharedModelSet(store_url, "default", tmp_path / "outbox", stop, poll=0.2)
+        alice = scorers.for_learning("alice")
+        assert alice.update("LEARN", messages[0].raw, flipped(messages[0]).label) == "moved"
+        assert alice.update("LEARN", messages[1].raw, messages[1].label) == "known"
+        assert invoke("retrain", "--model", path, "--index",
+                      write_index(tmp_path, [flipped(messages[0])])).exit_code == 0
+        assert counts_of(alice.spam_filter) == counts_of(store.load(path))
+        assert counts_of(scorers.shared.spam_filter) == original  # hers alone
+        scorers.close()
+    finally:
+        stop.set()
