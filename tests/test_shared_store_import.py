@@ -235,10 +235,12 @@ def test_a_text_dump_imports_into_a_store_as_its_model_file_does(store_url, samp
     scored_alike(h.spam_filter, filed, sample(sample_index))
 
 
-def test_model_format_and_replace_go_with_a_store(tmp_path):
-    for args in (["--format", "model"], ["--replace"]):
-        result = invoke("import", tmp_path / "m.tnb", "--model", tmp_path / "n.tnb", *args)
-        assert result.exit_code == 2 and "--store" in result.output
+def test_a_model_file_and_replace_go_with_a_store(tmp_path, sample_index):
+    path = model_file(tmp_path, sample_index)
+    for args in (["--format", "model"], [], ["--format", "pmml", "--replace"]):
+        result = invoke("import", path, "--model", tmp_path / "n.tnb", *args)
+        assert result.exit_code == 2 and "--store" in result.output, result.output
+    assert not (tmp_path / "n.tnb").exists()
 
 
 def test_the_import_raises_the_schema_version_and_works_on_tables_an_older_textnb_made(

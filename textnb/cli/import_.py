@@ -33,21 +33,23 @@ def _format(value: Optional[str]) -> Optional[str]:
 
 
 def _source_format(source: Path, fmt: Optional[str], store: bool) -> str:
-    """The format given, else 'model' for a model file going into a store, else pmml."""
+    """The format given, else 'model' for a model file going into a store, else pmml;
+    a usage error for a model file going anywhere else."""
+    if fmt is None and str(source) != "-" and _is_model_file(source):
+        fmt = "model"
     if fmt == "model" and not store:
-        raise typer.BadParameter("--format model brings a model file into a shared store "
-                                 "(--store); a model file needs no import: use it with "
-                                 "--model", param_hint="--format")
-    if fmt is not None:
-        return fmt
-    if store and str(source) != "-":
-        try:
-            with open(source, "rb") as fh:
-                if fh.read(len(ZIP_MAGIC)) == ZIP_MAGIC:
-                    return "model"
-        except OSError:
-            pass  # the import names the file it cannot read
-    return "pmml"
+        raise typer.BadParameter(f"'{source}' is a model file, which needs no import: use it "
+                                 "with --model, or bring it into a shared store with --store",
+                                 param_hint="--format")
+    return fmt or "pmml"
+
+
+def _is_model_file(source: Path) -> bool:
+    try:
+        with open(source, "rb") as fh:
+            return fh.read(len(ZIP_MAGIC)) == ZIP_MAGIC
+    except OSError:
+        return False  # the import names the file it cannot read
 
 
 # fmt: off

@@ -48,6 +48,7 @@ CHANNEL = "textnb_log"
 # serialization conflict (it is then safe to run again from the start).
 RETRIES = 5
 
+
 class RefusedChange(StoreError):
     """An item of a change set the store refused (``records.REFUSALS``): nothing of the
     set was made. index (int): the item's place in the set; outcome (str): why."""
@@ -339,8 +340,8 @@ class SharedStore:
             (RefusedChange, naming the first); else it is that item's outcome alone.
         RETURNS (list[str], int | None): each item's outcome (LEARN: 'new', 'moved',
             'known'; FORGET: the label it had, or 'not-found'; either: a key of
-            ``records.REFUSALS``), in the items' order, and the number of the log record written
-            (None: nothing changed).
+            ``records.REFUSALS``), in the items' order, and the number of the log record
+            written (None: nothing changed).
         """
         order = sorted(range(len(items)), key=lambda i: items[i].digest)
 
@@ -478,4 +479,3 @@ class SharedStore:
 
     def unavailable(self, exc: Exception) -> StoreUnavailableError:
         return StoreUnavailableError(f"the store '{self.shown}' is away ({exc})")
-
