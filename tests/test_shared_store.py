@@ -556,7 +556,7 @@ def test_a_store_stays_readable_by_older_hosts_until_a_tuning_is_written(store_u
     them to 2; a version past this textnb's names the upgrade."""
     import psycopg
 
-    from textnb.modelfile.postgres.schema import SCHEMA_VERSION, UNTUNED_VERSION
+    from textnb.modelfile.postgres.schema import SCHEMA_VERSION, TUNED_VERSION, UNTUNED_VERSION
 
     def version():
         with psycopg.connect(store_url, autocommit=True) as conn:
@@ -567,7 +567,7 @@ def test_a_store_stays_readable_by_older_hosts_until_a_tuning_is_written(store_u
     assert CliRunner().invoke(app, ["info", "--store", store_url]).exit_code == 0
     assert version() == [(UNTUNED_VERSION,)]
     tune_write(["--store", store_url], sample_index)
-    assert version() == [(SCHEMA_VERSION,)]
+    assert version() == [(TUNED_VERSION,)]
     assert CliRunner().invoke(app, ["info", "--store", store_url]).exit_code == 0
     with psycopg.connect(store_url, autocommit=True) as conn:
         conn.execute("UPDATE textnb_schema SET version = %s", (SCHEMA_VERSION + 1,))

@@ -5,7 +5,8 @@ of a model path (``textnb.modelfile.postgres``). ``train`` creates the model (or
 an existing one and starts it afresh); ``retrain`` and ``forget`` change it through the
 shared ledger, a few hundred messages per transaction; ``info`` and ``classify`` load it
 (the newest snapshot and the log's tail) and work from memory; ``tune`` with ``write``
-replaces the model by a tuned one in one transaction; ``serve`` is the scorer,
+replaces the model by a tuned one in one transaction; ``import_model`` makes a model file
+(or a dump of one) the store's model, ledger and all; ``serve`` is the scorer,
 following the log and learning through the store, with an outbox for when it is away.
 """
 
@@ -21,8 +22,11 @@ from ..config import FilterConfig
 from ..labels import require_both_classes
 from ..spamfilter import ScoredMessage
 
-__all__ = ["classify_batches", "compact", "export", "forget", "info", "open_model", "retrain",
-           "serve", "train", "tune"]
+__all__ = ["IMPORT_FORMATS", "classify_batches", "compact", "export", "forget",
+           "import_model", "info", "open_model", "retrain", "serve", "train", "tune"]
+
+# What ``import_model`` reads: a model file, or what ``textnb export`` writes.
+IMPORT_FORMATS = ("model", "text", "pmml")
 
 
 def open_model(url: str, name: str, outbox: Path | None = None):
@@ -188,6 +192,78 @@ def export(url: str, name: str, out: Path, fmt: str = "pmml", max_features: int 
         model.close()
     summary["model"] = model.path
     return summary
+
+
+def import_model(url: str, name: str, source: Path, fmt: str = "model",
+                 replace: bool = False) -> dict[str, Any]:
+    """The model file at ``source`` (or a text dump or PMML document ``textnb export``
+    wrote, ``fmt``) made the store's model ``name``, in one transaction
+    (``SharedStore.load_model``): every host following the model, and every host that
+    joins later, then scores as the file does, bit for bit, its calibration and settings
+    included; its ledger comes along, so a message it learned is known to the store, and
+    relabelling or forgetting one takes the message's counts from the mail the host has
+    (checked against the ledger's tokens hash). ``replace``: an existing model of that
+    name is replaced; without it, StoreError. Refused, naming why, for what the store
+    cannot hold: numeric features beside the tokens, a pruned model, an untrained one.
+    RETURNS the stored model's summary (as ``info``)."""
+    from ..errors import TextnbError
+    from ..modelfile import store
+    from ..modelfile.postgres.database import SharedStore
+    from ..modelfile.postgres.shared_model import new_filter_config
+
+    start = time.perf_counter()
+    spam_filter = _model_to_import(source, fmt)
+    why = _why_not_stored(spam_filter)
+    if why is not None:
+        raise TextnbError(f"cannot import '{source}' into a store: {why}")
+    ledger = [(digest, entry[0], entry[1])
+              for digest, entry in spam_filter.ledger.entries().items()]
+    database = SharedStore(url)
+    try:
+        database.load_model(name, new_filter_config(spam_filter.config), ledger,
+                            lambda head: store.dumps(spam_filter, head), replace)
+    finally:
+        database.close()
+    model = open_model(url, name)
+    try:
+        summary = _summary(model)
+    finally:
+        model.close()
+    summary.update(source=str(source), format=fmt,
+                   seconds=round(time.perf_counter() - start, 3))
+    return summary
+
+
+def _why_not_stored(spam_filter) -> str | None:
+    """Why the store cannot hold a model file's model as it is (None: it can)."""
+    numeric = spam_filter.config.model.numeric_model
+    if numeric not in (None, "none"):
+        return (f"it learns numeric features (model.numeric_model = '{numeric}') beside the "
+                "tokens, and a shared store keeps token counts only; train the model with "
+                "--set model.numeric_model=none")
+    if spam_filter.ledger.pruned_at:
+        return ("it had rare tokens pruned (textnb compact --prune), and the store keeps no "
+                "record of which tokens each message still counts, so a relabel or forget "
+                "of an older message would not be exact; import a model that was never "
+                "pruned, or train the store's model from your mail ('textnb train --store')")
+    if not hasattr(spam_filter.model, "class_count_"):
+        return ("it has learned nothing; train it first, or train the store's model from "
+                "your mail ('textnb train --store')")
+    return None
+
+
+def _model_to_import(source: Path, fmt: str):
+    """The filter a model file, text dump or PMML document holds (``IMPORT_FORMATS``)."""
+    if fmt == "model":
+        from ..modelfile.store import load
+    elif fmt == "text":
+        from ..modelfile.dump import load
+    elif fmt == "pmml":
+        from ..pmml import import_pmml as load
+    else:
+        raise ValueError(f"format {fmt!r} is not one textnb imports into a store; use "
+                         f"{', '.join(IMPORT_FORMATS)}")
+    return load(source)
 
 
 def classify_batches(url: str, name: str, sources: Sequence[str] = (),

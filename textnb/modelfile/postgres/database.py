@@ -8,7 +8,10 @@ One transaction makes one change set, wherever it comes from (``textnb train`` o
    the model is inserted (``ON CONFLICT DO NOTHING``: of two hosts learning it at once,
    one inserts, the other waits for it and then finds it known or to be relabelled); a
    known one under another label is relabelled under its row lock (``FOR UPDATE``); a
-   forgotten one is deleted (``DELETE ... RETURNING`` its counts);
+   forgotten one is deleted under it. The counts that move or leave are the row's; a row
+   that came with a model file has none, and the counts of the message the host has in
+   hand are used once they give the row's tokens hash (and kept in the row): otherwise
+   that message is refused (``records.REFUSALS``), and nothing of it changes;
 2. **count**: the changes, with the counts each message carries, become one log record;
 3. **apply**: the model's ``head`` moves on by one (its row lock orders the records),
    the record is inserted under that number, an outbox's position is set, and
@@ -19,6 +22,10 @@ A change set that changes nothing (every message known) writes no record.
 ``replace`` is ``textnb tune --write``'s: in one transaction the model is reset, learns
 the tuning mail a batch per record as above, and takes a tuning record (its decision
 settings and calibration), so hosts go from the old model to the tuned one at one commit.
+
+``load_model`` is ``textnb import --store``'s: a model file's model and ledger become a
+stored model in one transaction, as a snapshot (the hosts load it as they load a fold)
+and ledger rows without counts.
 """
 
 from __future__ import annotations
@@ -28,11 +35,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...labels import LABELS
-from .records import Change, Tuning, encode_counts, encode_record, encode_tuning
-from .schema import (StoreError, StoreUnavailableError, connect, ensure_schema, mark_tuned,
-                     shown_url)
+from .records import (REFUSALS, Change, Tuning, encode_counts, encode_record,
+                      encode_tuning, refusal, row_counts)
+from .schema import (StoreError, StoreUnavailableError, allow_absent_counts, connect,
+                     ensure_schema, mark_imported, mark_tuned, shown_url)
 
-__all__ = ["CHANNEL", "Item", "SharedStore", "StoredModel"]
+__all__ = ["CHANNEL", "Item", "RefusedChange", "SharedStore", "StoredModel"]
 
 # The NOTIFY channel; the payload is "<model id> <record number>".
 CHANNEL = "textnb_log"
@@ -41,12 +49,22 @@ CHANNEL = "textnb_log"
 RETRIES = 5
 
 
+class RefusedChange(StoreError):
+    """An item of a change set the store refused (``records.REFUSALS``): nothing of the
+    set was made. index (int): the item's place in the set; outcome (str): why."""
+
+    def __init__(self, index: int, outcome: str):
+        super().__init__(refusal(outcome, f"item {index}"))
+        self.index, self.outcome = index, outcome
+
+
 @dataclass
 class Item:
     """One message to learn (``kind`` 'LEARN', with ``label``) or forget ('FORGET').
 
     tokens, tf, tokens_hash: the message's counts (``records.message_counts``) and tokens
-    hash, for a LEARN (a FORGET uses those its ledger row holds)."""
+    hash. A relabel or a forget uses those its ledger row holds; a row imported with a
+    model file holds none, and a FORGET without them (None) is refused for it."""
 
     kind: str
     digest: bytes
@@ -255,20 +273,75 @@ class SharedStore:
 
         return self._run(work)
 
+    def load_model(self, name: str, config: dict, ledger: Sequence[tuple[bytes, int, int]],
+                   snapshot_at, replace: bool = False) -> StoredModel:
+        """The model ``name`` made, in one transaction, from a model file's model
+        (``textnb import --store``): its configuration, its ledger as rows without counts
+        and a snapshot of it at the model's new head, past every record a host holds, with
+        no log record before it, so each following host loads it as it loads a fold, and
+        a joining host starts from it. Hosts score with the old model (or none) until the
+        commit.
+
+        ledger: (digest, label code, tokens hash) per learned message.
+        snapshot_at (callable): ``snapshot_at(head)`` returns the model file's bytes that
+            the snapshot at record ``head`` holds.
+        replace (bool): empty a model of that name first (its ledger, log and snapshots);
+            without it, StoreError naming the flag when the store has one.
+        """
+        from psycopg.types.json import Jsonb
+
+        if ledger:
+            self._run(allow_absent_counts)
+
+        def work(conn):
+            row = conn.execute(
+                "INSERT INTO textnb_models (name, config) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO NOTHING RETURNING id", (name, Jsonb(config))).fetchone()
+            if row is None:
+                if not replace:
+                    raise StoreError(f"the store '{self.shown}' has a model '{name}' already; "
+                                     "give --replace to replace it by the imported one "
+                                     "(what it learned is then gone), or another "
+                                     "--store-model")
+                row = conn.execute("SELECT id FROM textnb_models WHERE name = %s FOR UPDATE",
+                                   (name,)).fetchone()
+                for table in ("textnb_ledger", "textnb_log", "textnb_snapshots"):
+                    conn.execute(f"DELETE FROM {table} WHERE model_id = %s", (row[0],))
+            model_id = row[0]
+            head = conn.execute("UPDATE textnb_models SET head = head + 1, config = %s "
+                                "WHERE id = %s RETURNING head",
+                                (Jsonb(config), model_id)).fetchone()[0]
+            if ledger:
+                mark_imported(conn)
+                with conn.cursor().copy("COPY textnb_ledger (model_id, digest, label, "
+                                        "tokens_hash) FROM STDIN") as copy:
+                    for digest, label, tokens_hash in ledger:
+                        copy.write_row((model_id, digest, label, tokens_hash))
+            conn.execute("INSERT INTO textnb_snapshots (model_id, seq, model) VALUES "
+                         "(%s, %s, %s)", (model_id, head, snapshot_at(head)))
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{model_id} {head}"))
+            return StoredModel(model_id, name, config, head)
+
+        return self._run(work)
+
     def names(self) -> list[str]:
         return [r[0] for r in self._run(lambda c: c.execute(
             "SELECT name FROM textnb_models ORDER BY name").fetchall())]
 
     # -- changes -----------------------------------------------------------------------
     def change(self, model_id: int, items: Sequence[Item],
-               outbox: tuple[str, int] | None = None) -> tuple[list[str], int | None]:
+               outbox: tuple[str, int] | None = None, all_or_none: bool = False
+               ) -> tuple[list[str], int | None]:
         """Decide, count and apply ``items`` in one transaction (the module docstring).
 
         outbox (tuple | None): (outbox id, position of the last item): recorded with the
             change, so that replaying the outbox skips these items.
+        all_or_none (bool): an item refused (``records.REFUSALS``) makes nothing of the set
+            (RefusedChange, naming the first); else it is that item's outcome alone.
         RETURNS (list[str], int | None): each item's outcome (LEARN: 'new', 'moved',
-            'known'; FORGET: the label it had, or 'not-found'), in the items' order, and the
-            number of the log record written (None: nothing changed).
+            'known'; FORGET: the label it had, or 'not-found'; either: a key of
+            ``records.REFUSALS``), in the items' order, and the number of the log record
+            written (None: nothing changed).
         """
         order = sorted(range(len(items)), key=lambda i: items[i].digest)
 
@@ -277,6 +350,8 @@ class SharedStore:
             changes: list[Change] = []
             for i in order:
                 outcomes[i] = self._decide(conn, model_id, items[i], changes)
+                if all_or_none and outcomes[i] in REFUSALS:
+                    raise RefusedChange(i, outcomes[i])  # rolls the transaction back
             seq = None
             if changes:
                 seq = self._next(conn, model_id)
@@ -297,16 +372,17 @@ class SharedStore:
 
     @staticmethod
     def _decide(conn, model_id: int, item: Item, changes: list[Change]) -> str:
-        from .records import decode_counts
-
         key = (model_id, item.digest)
         if item.kind == "FORGET":
-            row = conn.execute("DELETE FROM textnb_ledger WHERE model_id = %s AND digest = %s "
-                               "RETURNING label, tokens_hash, counts", key).fetchone()
+            row = conn.execute("SELECT label, tokens_hash, counts FROM textnb_ledger "
+                               "WHERE model_id = %s AND digest = %s FOR UPDATE", key).fetchone()
             if row is None:
                 return "not-found"
-            tokens, tf = decode_counts(row[2])
-            changes.append(Change(item.digest, None, LABELS[row[0]], int(row[1]), tokens, tf))
+            counts = row_counts(row[2], int(row[1]), item.tokens, item.tf)
+            if isinstance(counts, str):
+                return counts
+            conn.execute("DELETE FROM textnb_ledger WHERE model_id = %s AND digest = %s", key)
+            changes.append(Change(item.digest, None, LABELS[row[0]], int(row[1]), *counts))
             return LABELS[row[0]]
         if item.kind != "LEARN" or item.label not in LABELS:
             raise ValueError(f"unknown change {item.kind} {item.label!r}")
@@ -327,11 +403,15 @@ class SharedStore:
                 continue  # forgotten between the two statements: insert it after all
             if row[0] == code:
                 return "known"
-            conn.execute("UPDATE textnb_ledger SET label = %s WHERE model_id = %s AND "
-                         "digest = %s", (code, *key))
-            tokens, tf = decode_counts(row[2])
+            counts = row_counts(row[2], int(row[1]), item.tokens, item.tf)
+            if isinstance(counts, str):
+                return counts
+            # A row without counts keeps the ones just checked: its next move needs no mail.
+            conn.execute("UPDATE textnb_ledger SET label = %s, counts = coalesce(counts, %s) "
+                         "WHERE model_id = %s AND digest = %s",
+                         (code, None if row[2] is not None else encode_counts(*counts), *key))
             changes.append(Change(item.digest, item.label, LABELS[row[0]], int(row[1]),
-                                  tokens, tf))
+                                  *counts))
             return "moved"
 
     def outbox_position(self, outbox: str) -> int:

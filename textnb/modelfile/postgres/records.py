@@ -3,7 +3,9 @@
 The ledger row of a learned message holds its token counts (its distinct tokens in order
 of first sight and each one's term frequency), so that relabelling or forgetting it from
 any host removes exactly what was added, without the mail and whatever the host's
-tokenizer makes of it now. A log record is one of three kinds:
+tokenizer makes of it now. A row that came with a model file has none (a file's ledger
+keeps a tokens hash per message): the counts of the message a host has in hand stand in,
+once they give the row's hash (``counts_match``). A log record is one of three kinds:
 
 - **changes**: what one transaction changed, message by message: the label each now has
   (or none: forgotten), the label it left (or none: new), its tokens hash and its counts;
@@ -30,11 +32,30 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...labels import LABELS
-from ...models.ledger import DIGEST_SIZE
+from ...models.ledger import DIGEST_SIZE, matches
 from ..count_patch import decode, encode
 
-__all__ = ["Change", "Record", "Tuning", "apply", "apply_tuning", "decode_counts",
-           "decode_record", "encode_counts", "encode_record", "encode_tuning", "message_counts"]
+__all__ = ["REFUSALS", "Change", "Record", "Tuning", "apply", "apply_tuning", "counts_match",
+           "decode_counts", "decode_record", "encode_counts", "encode_record", "encode_tuning",
+           "message_counts", "refusal", "row_counts"]
+
+# Outcomes of a relabel or forget the store refuses, for a message whose ledger row came
+# with a model file (no counts), and why.
+REFUSALS = {
+    "mismatch": "tokenises differently now than when the imported model file learned it "
+                "(a textnb upgrade changed the tokenizer?), so the counts it added are not "
+                "known and cannot be moved or removed exactly; keep its label, or train the "
+                "model again from your mail with 'textnb train --store'",
+    "needs-mail": "was learned by the imported model file, whose ledger keeps no message's "
+                  "counts, so relabelling or forgetting it needs the message itself; forget "
+                  "it with 'textnb forget --store URL --store-model NAME FILE' or through a "
+                  "scorer, which send its tokens",
+}
+
+
+def refusal(outcome: str, source: str) -> str:
+    """A refused change (``REFUSALS``) as a message, naming the message by ``source``."""
+    return f"{source} {REFUSALS[outcome]}"
 
 
 def message_counts(tokens: list[str]) -> tuple[list[str], list[int]]:
@@ -54,6 +75,28 @@ def decode_counts(data: bytes) -> tuple[list[str], list[int]]:
     if not (isinstance(value, list) and len(value) == 2 and len(value[0]) == len(value[1])):
         raise ValueError("a ledger row's counts are not [tokens, term frequencies]")
     return value[0], value[1]
+
+
+def counts_match(stored_hash: int, tokens: list[str], tf: list[int]) -> bool:
+    """Whether a message's counts are those that made the tokens hash ``stored_hash``
+    (either definition, ``textnb.models.ledger.matches``): the tokens of a message a
+    model file learned, which its ledger row does not hold, are then known exactly."""
+    return matches(stored_hash, [t for t, n in zip(tokens, tf) for _ in range(n)])
+
+
+def row_counts(counts: bytes | None, stored_hash: int, tokens: list[str] | None,
+               tf: list[int] | None) -> tuple[list[str], list[int]] | str:
+    """The counts a ledger row holds for its message (``counts``, its tokens hash
+    ``stored_hash``); for a row without them (a model file's), those of the message in
+    hand (``tokens``, ``tf``; None: not in hand), when they give the row's hash.
+    RETURNS (tokens, term frequencies), or the key of ``REFUSALS`` that says why not."""
+    if counts is not None:
+        return decode_counts(counts)
+    if tokens is None:
+        return "needs-mail"
+    if not counts_match(stored_hash, tokens, tf):
+        return "mismatch"
+    return tokens, tf
 
 
 @dataclass

@@ -12,7 +12,10 @@ Tables (one database holds any number of models, e.g. one per user):
 - ``textnb_ledger``: one row per learned message, keyed by (model, digest of its
   normalised bytes), with its label, its tokens hash and its token counts
   (``records.encode_counts``): the key is what makes a message count once whichever
-  hosts learn it at once;
+  hosts learn it at once. A row that came with a model file (``SharedStore.load_model``)
+  has no counts (NULL): a file's ledger keeps each message's tokens hash, not its counts,
+  so a relabel or forget of it takes the counts of the message the host has in hand,
+  checked against the hash (``database``), and keeps them;
 - ``textnb_log``: the numbered records: count changes, resets and tunings
   (``records``);
 - ``textnb_snapshots``: a whole model (a model file's bytes, ``store.dumps``) at a log
@@ -28,16 +31,22 @@ import re
 
 from ...errors import TextnbError
 
-__all__ = ["SCHEMA_VERSION", "StoreError", "StoreUnavailableError", "connect", "ensure_schema",
-           "mark_tuned", "shown_url"]
+__all__ = ["SCHEMA_VERSION", "StoreError", "StoreUnavailableError", "allow_absent_counts",
+           "connect", "ensure_schema", "mark_imported", "mark_tuned", "shown_url"]
 
 # Version 2 has version 1's tables; its log may also hold tuning records
 # (``records.encode_tuning``), which a textnb that reads version 1 would not apply.
-SCHEMA_VERSION = 2
+TUNED_VERSION = 2
+# Version 3 has version 2's tables; its ledger may also hold rows without counts (a
+# model file's ledger, imported), which a textnb that reads version 2 could not relabel
+# or forget.
+IMPORTED_VERSION = 3
+SCHEMA_VERSION = IMPORTED_VERSION
 # The versions this textnb reads. A store stays at 1 until the first tuning record is
-# written (``mark_tuned``, in that record's transaction): hosts can be upgraded one at a
-# time, and an older host keeps working until the feature it cannot read is used.
-READS = (1, 2)
+# written (``mark_tuned``, in that record's transaction), and below 3 until a model file
+# is imported (``mark_imported``): hosts can be upgraded one at a time, and an older
+# host keeps working until the feature it cannot read is used.
+READS = (1, 2, 3)
 UNTUNED_VERSION = 1
 INSTALL = "pip install 'textnb[postgresql]'"
 # Seconds a connection attempt waits for the server: long enough for a database on
@@ -58,7 +67,7 @@ CREATE TABLE IF NOT EXISTS textnb_ledger (
     digest bytea NOT NULL,
     label smallint NOT NULL CHECK (label IN (0, 1)),
     tokens_hash numeric NOT NULL,
-    counts bytea NOT NULL,
+    counts bytea,
     PRIMARY KEY (model_id, digest)
 );
 CREATE TABLE IF NOT EXISTS textnb_log (
@@ -147,8 +156,34 @@ def ensure_schema(conn, url: str) -> None:
 
 
 def mark_tuned(conn) -> None:
-    """Raise the tables' version to ``SCHEMA_VERSION`` (inside the transaction that writes
+    """Raise the tables' version to ``TUNED_VERSION`` (inside the transaction that writes
     the first tuning record): from its commit, a textnb that reads only version 1 refuses
     the store on connect, naming the upgrade, rather than follow a log it cannot apply."""
+    _raise_version(conn, TUNED_VERSION)
+
+
+def mark_imported(conn) -> None:
+    """Raise the tables' version to ``IMPORTED_VERSION`` (inside the transaction that
+    writes the first ledger rows without counts): from its commit, a textnb that reads
+    only versions up to 2 refuses the store on connect, naming the upgrade, rather than
+    fail on such a row when it relabels or forgets the message."""
+    _raise_version(conn, IMPORTED_VERSION)
+
+
+def _raise_version(conn, version: int) -> None:
     conn.execute("UPDATE textnb_schema SET version = %s WHERE version < %s",
-                 (SCHEMA_VERSION, SCHEMA_VERSION))
+                 (version, version))
+
+
+def allow_absent_counts(conn) -> None:
+    """Let ledger rows have no counts, in tables an earlier textnb made with ``counts``
+    required (new tables allow it from the start). Run it in a transaction of its own,
+    before the import's: an ``ALTER TABLE`` holds the whole ledger, every model's, until
+    its commit. A textnb that reads version 2 is untroubled by it: it writes counts in
+    every row."""
+    required = conn.execute(
+        "SELECT is_nullable = 'NO' FROM information_schema.columns WHERE table_schema = "
+        "current_schema() AND table_name = 'textnb_ledger' AND column_name = 'counts'"
+    ).fetchone()
+    if required and required[0]:
+        conn.execute("ALTER TABLE textnb_ledger ALTER COLUMN counts DROP NOT NULL")

@@ -4,17 +4,22 @@ Every model a scorer holds (the shared one, users' own) writes its learns to the
 outbox of the host (``outbox``), each entry naming its model, and they are sent in the
 file's order by whichever thread drains it: each transaction applies a run of entries of
 one model and records the position of the last (``SharedStore.change``), so an entry is
-applied exactly once however the sending is interrupted.
+applied exactly once however the sending is interrupted. An entry the store refuses
+(``records.REFUSALS``: a relabel or forget it cannot make exactly) is applied as nothing,
+and its learn is told why, or, when it was answered already (the database was away),
+the refusal is logged.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from itertools import islice
 
 from .database import Item, SharedStore
 from .outbox import Outbox
+from .records import REFUSALS, refusal
 from .schema import StoreUnavailableError
 
 __all__ = ["DRAIN_BATCH", "Sender"]
@@ -25,6 +30,8 @@ DRAIN_BATCH = 256
 # long (the watcher's next look sends them), so a client never waits out a connection
 # timeout per learn.
 AWAY_SECONDS = 1.0
+
+log = logging.getLogger("textnb.store")
 
 
 class Sender:
@@ -85,6 +92,11 @@ class Sender:
                     outcomes, _ = self.store.change(self._ids[name], [e[2] for e in run],
                                                     outbox=(self.outbox.id, run[-1][0]))
                     sent.update(zip((e[0] for e in run), outcomes))
+                    for (position, _, item), outcome in zip(run, outcomes):
+                        if outcome in REFUSALS and position not in self._waiting:
+                            log.warning("model '%s': an outbox entry (%s) was not applied: %s",
+                                        name, item.kind.lower(),
+                                        refusal(outcome, f"message {item.digest.hex()[:16]}"))
                     self._outcomes.update((p, sent[p]) for p in self._waiting if p in sent)
                     self._done = run[-1][0]
                     pending = pending[len(run):]

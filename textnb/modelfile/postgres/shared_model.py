@@ -31,10 +31,10 @@ from ...config import config_from_dict
 from ...labels import LABELS
 from ...models.ledger import normalise, tokens_hash
 from ...spamfilter import SpamFilter
-from .database import CHANNEL, Item, SharedStore
+from .database import CHANNEL, Item, RefusedChange, SharedStore
 from .outbox import Outbox
 from .sender import Sender
-from .records import Record, apply, apply_tuning, decode_record, message_counts
+from .records import REFUSALS, Record, apply, apply_tuning, decode_record, message_counts, refusal
 from .schema import StoreError, StoreUnavailableError, connect
 
 __all__ = ["FOLD_EVERY", "POLL_SECONDS", "SharedModel", "new_filter_config"]
@@ -253,16 +253,16 @@ class SharedModel:
 
     # -- learning ----------------------------------------------------------------------
     def _item(self, kind: str, raw: bytes, label: str | None) -> Item:
-        norm = normalise(raw)
-        digest = hashlib.sha256(norm).digest()
-        if kind == "FORGET":
-            return Item("FORGET", digest)
-        if kind != "LEARN" or label not in LABELS:
+        """The update as an item, with the message's counts: a FORGET carries them too,
+        for a message whose ledger row came with a model file and holds none."""
+        if not (kind == "FORGET" or (kind == "LEARN" and label in LABELS)):
             raise ValueError(f"unknown update {kind} {label!r}; use LEARN spam|ham or FORGET")
+        norm = normalise(raw)
         with self.lock:  # the tokenizer's caches are not for threads
             tokens = self.spam_filter.tokens(norm)
         tokens_list, tf = message_counts(tokens)
-        return Item("LEARN", digest, label, tokens_list, tf, tokens_hash(tokens))
+        return Item(kind, hashlib.sha256(norm).digest(), label if kind == "LEARN" else None,
+                    tokens_list, tf, tokens_hash(tokens))
 
     def update(self, kind: str, raw: bytes, label: str | None = None,
                apply_by: float | None = None) -> str:
@@ -280,6 +280,8 @@ class SharedModel:
             if outcome is None:  # waiting in the outbox
                 self.queued += 1
                 outcome = self._predicted(item)
+        if outcome in REFUSALS:
+            raise StoreError(refusal(outcome, "the message"))
         self.learned += 1
         if self.sender is None or time.monotonic() >= self.sender.away_until:
             try:
@@ -307,8 +309,12 @@ class SharedModel:
         'forgotten': {...}, 'not_found': n, 'read': n}."""
         report = {"read": 0, "new": dict.fromkeys(LABELS, 0), "moved": dict.fromkeys(LABELS, 0),
                   "known": 0, "forgotten": dict.fromkeys(LABELS, 0), "not_found": 0}
-        for items in self._batches(messages, kind, self.spam_filter):
-            outcomes, _ = self.store.change(self.model_id, items)
+        for batch, items in self._batches(messages, kind, self.spam_filter):
+            try:
+                outcomes, _ = self.store.change(self.model_id, items, all_or_none=True)
+            except RefusedChange as refused:
+                raise StoreError(refusal(refused.outcome,
+                                         f"message {batch[refused.index].source!r}")) from None
             for item, outcome in zip(items, outcomes):
                 report["read"] += 1
                 if outcome in ("new", "moved"):
@@ -325,24 +331,22 @@ class SharedModel:
 
     @staticmethod
     def _batches(messages: Iterable, kind: str, spam_filter: SpamFilter
-                 ) -> Iterator[list[Item]]:
-        """The messages as items to learn (kind 'LEARN', tokenised by ``spam_filter``) or
-        forget, ``BATCH`` at a time (a transaction's worth)."""
+                 ) -> Iterator[tuple[list, list[Item]]]:
+        """The messages, ``BATCH`` at a time (a transaction's worth), and their items to
+        learn (kind 'LEARN') or forget, with their counts (tokenised by ``spam_filter``:
+        a forget of a message whose ledger row came with a model file needs them)."""
         iterator = iter(messages)
         while batch := list(islice(iterator, BATCH)):
             norms = [normalise(m.raw) for m in batch]
-            digests = [hashlib.sha256(n).digest() for n in norms]
-            if kind == "FORGET":
-                yield [Item("FORGET", d) for d in digests]
-                continue
             items = []
-            for m, d, tokens in zip(batch, digests, spam_filter.tokens_many(norms)):
-                if m.label not in LABELS:
+            for m, norm, tokens in zip(batch, norms, spam_filter.tokens_many(norms)):
+                if kind == "LEARN" and m.label not in LABELS:
                     raise StoreError(f"message {m.source!r} has no label; give it as "
                                      "--spam or --ham, or through an index file")
-                items.append(Item("LEARN", d, m.label, *message_counts(tokens),
-                                  tokens_hash(tokens)))
-            yield items
+                items.append(Item(kind, hashlib.sha256(norm).digest(),
+                                  m.label if kind == "LEARN" else None,
+                                  *message_counts(tokens), tokens_hash(tokens)))
+            yield batch, items
 
     def replace(self, config: dict, messages: Iterable, calibration: dict | None,
                 progress: Callable[[int], None] | None = None) -> int:
@@ -354,7 +358,7 @@ class SharedModel:
         # Every message is tokenised before the transaction, which then holds the model's
         # row (and so every other host's learn) only while it writes.
         batches = []
-        for items in self._batches(messages, "LEARN", tokenizing):
+        for _, items in self._batches(messages, "LEARN", tokenizing):
             batches.append(items)
             if progress:
                 progress(len(items))
