@@ -590,3 +590,14 @@ def test_the_plan_step_agrees_with_learning_one_message_at_a_time():
         expected = sorted((first[d], state[d], ledger[d]) for d in first
                           if state[d] != ledger[d])
         assert decide(digests, labels, ledger.get) == (known, expected)
+
+
+def test_the_ledger_refuses_numeric_features_it_cannot_learn_or_take_back(tmp_path):
+    """The engines hand the ledger token counts, not the mail: a numeric-feature model
+    trained through it would be saved untrained (it crashed at the save); refused, named."""
+    model = tmp_path / "numeric.tnb"
+    result = CliRunner().invoke(app, ["train", "--model", str(model), "--index",
+                                      str(SAMPLE_INDEX), "--set", "model.numeric_model=gaussian"])
+    assert result.exit_code == 1 and not model.exists()
+    assert "model.numeric_model = 'gaussian'" in result.output
+    assert "set model.numeric_model = 'none'" in result.output

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmptyTrainingSetError, NotFittedError, TextnbError
+from ..errors import ConfigError, EmptyTrainingSetError, NotFittedError, TextnbError
 from ..labels import LABELS, require_both_classes
 from ..mail.sources import RawMessage
 from ..models.ledger import matches, normalise, tokens_hash
@@ -171,6 +171,16 @@ class Lifecycle:
     """
 
     def __init__(self, spam_filter: SpamFilter):
+        if spam_filter.numeric is not None:
+            # The engines hand this class token counts, not the mail, and the ledger keeps
+            # no numeric features to take back on a relabel or forget: learned here they
+            # would be missing, or inexact.
+            raise ConfigError(
+                f"model.numeric_model = {spam_filter.config.model.numeric_model!r} is learned "
+                "only by SpamFilter.fit and .learn in Python; train, retrain, forget, tune "
+                "--write and a scorer's learning count tokens through the ledger, which keeps "
+                "no numeric features: set model.numeric_model = 'none' (the default; "
+                "docs/configuration.md, numeric features)")
         self.spam_filter = spam_filter
 
     # -- the acts ----------------------------------------------------------------------
