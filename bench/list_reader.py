@@ -3,12 +3,12 @@
     python -m bench.list_reader [--split hash|chronological] [--set SECTION.KEY=VALUE ...] [--variant NAME=k=v,k=v ...]
         [--no-peer] [--json bench/results/list-reader.json]
 
-Issue 15's hidden mailbox loses at the very top of its ham scores: posts delivered by a
-mailing list the owner reads whose bodies advertise software or medication, labelled ham
-by the owner because they came through the list. The public corpora were labelled the
+A real mailbox can lose at the very top of its ham scores: posts delivered by a mailing
+list the owner reads whose bodies advertise software or medication, labelled ham by the
+owner because they came through the list. The public corpora were labelled the
 other way: SpamAssassin's owner filed the spam that reached him through his lists as spam
 (102 of fork.xent.com's, 46 of ilug.linux.ie's, ...). So the same messages, relabelled by
-the hidden mailbox owner's rule, are a public case of the failure: every message whose
+such an owner's rule, are a public case of the failure: every message whose
 ``List-Id`` names a list the owner reads (one that delivered at least ``MIN_LIST_HAMS``
 hams in the corpus) is ham; everything else keeps its label. No message is written or
 changed, only labels, and the rule is fixed before any filter is run.
@@ -17,10 +17,10 @@ changed, only labels, and the rule is fixed before any filter is run.
 README's hash (fold 0 = its test split), each filter trained on the other four, scores
 pooled (bench/folds.py). ``--split chronological`` trains on the README's chronological
 training part (the past) and scores its test part (the latest fifth of each original
-class by Date), as the issue's mailbox was split.
+class by Date): trained on the past, scoring the future.
 Reported for textnb (defaults and each ``--variant``) and bogofilter 1.2.5 on the same
 files: (1-AUC)%, sm% at hm 0.1%, and for the relabelled hams (the list's advertisements)
-how many spams score above each, the way the issue reports its top hams.
+how many spams score above each.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def relabelled(ids: list[str | None], y: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def figures(y: np.ndarray, scores: np.ndarray, moved: np.ndarray, ids: list) -> dict:
     """The field's metrics, and for the relabelled hams how many spams each outscores
-    (the issue's "above 1,641 of 4,608 spams"), over all and per list."""
+    ("above 1,641 of 4,608 spams"), over all and per list."""
     below = np.searchsorted(np.sort(scores[y]), scores[moved], side="left")
     moved_ids = [i for i, m in zip(ids, moved) if m]
     by_list = {i: int(max(b for b, j in zip(below, moved_ids) if j == i)) for i in sorted(set(moved_ids))}
