@@ -374,9 +374,9 @@ class _BaseNB:
         self._route_known = max(self._route_known, stop)
         self._full = None
 
-    def _column_alpha(self, cols):
-        """The pseudo-count of each of ``cols`` (an array broadcasting over the classes), or
-        the one alpha when every column has it."""
+    def column_alpha(self, cols):
+        """The pseudo-count of each of ``cols`` (column numbers or a slice): an array
+        broadcasting over the classes, or the one alpha when every column has it."""
         if not self.per_column_alpha:
             return self.alpha
         if self._route_known < self._n:
@@ -558,7 +558,7 @@ class MultinomialNB(_BaseNB):
     def _column_log_probs(self, cols) -> tuple[np.ndarray]:
         # log θ_cj = log(N_cj + α_j) - log(N_c + Σ α_j), N_c and the sum over the kept
         # columns (the running sums), 0 in pruned columns.
-        alpha = self._column_alpha(cols)
+        alpha = self.column_alpha(cols)
         normaliser = np.log(self._kept_count + self._alpha_sum()).reshape(-1, 1)
         flp = np.log(_columns_of(self._fc, cols) + alpha) - normaliser
         flp[:, ~self._mask[cols]] = 0.0
@@ -595,7 +595,7 @@ class BernoulliNB(_BaseNB):
         return self._full_log_probs()[1]
 
     def _column_log_probs(self, cols) -> tuple[np.ndarray, np.ndarray]:
-        alpha = self._column_alpha(cols)
+        alpha = self.column_alpha(cols)
         fc = _columns_of(self._fc, cols)
         # (n_classes, 1), or (n_classes, len(cols)) with a pseudo-count per column
         denominator = np.log(self.class_count_.reshape(-1, 1) + 2.0 * alpha)
