@@ -236,7 +236,9 @@ class TokenStore(Sequence):
             first = seps[np.searchsorted(seps, starts)]  # the first at or after each start
             found = first < ends
             lengths = np.where(found, first - starts, -1)
-            other = np.concatenate([[0], np.cumsum((data < 0x21) | (data > 0x7E))])
+            # bytes outside '!'..'~' before each offset (int32: a chunk is far below 2 GB)
+            other = np.zeros(data.size + 1, dtype=np.int32)
+            np.cumsum((data < 0x21) | (data > 0x7E), dtype=np.int32, out=other[1:])
             graphic = found & (other[first] == other[starts])
             within = offsets < lengths.reshape(-1, 1)
             at = np.minimum(starts.reshape(-1, 1) + offsets, max(data.size - 1, 0))

@@ -96,7 +96,8 @@ def _header_columns_of_store(tokens: TokenStore, start: int) -> np.ndarray:
     lengths, heads, graphic = tokens.before_first(":", _NAMESPACE_WIDTH, start)
     content = (lengths <= _NAMESPACE_WIDTH) & np.isin(heads, _CONTENT)
     header = graphic & (lengths > 0) & ~content
-    maybe_subject = np.flatnonzero(header & tokens.startswith("header:subject", start))
+    # Only "header:..." tokens can be "header:subject": the few field-presence tokens.
+    maybe_subject = np.flatnonzero(header & (heads == b"header"))
     if maybe_subject.size:
         words = tokens.take(maybe_subject + start)
         header[maybe_subject] = [is_header_token(t) for t in words]
