@@ -12,7 +12,8 @@ Learning one message costs time in proportion to its tokens, not to the
 vocabulary: the log-probabilities are not stored but computed, for the
 columns a document holds, when it is scored (``_column_log_probs``). Only the
 multinomial's per-class normaliser N_c + α n depends on every column, and it is
-kept as two running sums (the kept columns' counts and their number). With
+kept as running sums (the kept columns' counts, their number, and how many of them are
+the route's, for ``route_alpha``). With
 whole-number counts those sums are exact, so the on-demand values are bit for
 bit those of a full refresh (a sum of Σ (N_cj + α) over the columns would round: 3e-6
 off on SpamAssassin, 4e-12 in its log). ``feature_log_prob_``
@@ -77,6 +78,8 @@ class _BaseNB:
     class_count_ : ndarray of shape (n_classes,), documents (weights) per class.
     feature_count_ : ndarray of shape (n_classes, n_features), the per-class counts.
     feature_mask_ : ndarray of bool, shape (n_features,), columns kept by pruning.
+    route_columns_ : ndarray of bool, shape (n_features,), the route's columns (read only
+        with ``route_alpha`` set and not alpha: ``per_column_alpha``).
     feature_log_prob_ : ndarray of shape (n_classes, n_features), smoothed log-probabilities
         (0 in pruned columns, so they contribute nothing); computed on first use after
         the counts change (scoring does not need it).
