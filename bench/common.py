@@ -101,9 +101,9 @@ def test_scores(tokens, y, n_train: int, cfg):
     header columns, its dependence: :func:`dependence_of`)."""
     vocab = Vocabulary()
     X = vocab.transform(tokens, grow=True)
-    model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features)
-    Xf = binarize(X) if cfg.features.features == "binary" else X
     pairs, headers = pair_columns(vocab.tokens_), header_columns(vocab.tokens_)
+    model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features, route_columns=headers)
+    Xf = binarize(X) if cfg.features.features == "binary" else X
     dependence = dependence_of(vocab, cfg)
     scores = score_rows(model, Xf[n_train:], cfg.model, pairs, headers, dependence)
     return scores, X, pairs, headers, dependence

@@ -112,20 +112,23 @@ def variant_config(overrides: dict):
 
 class Fitted:
     """Models of rows of one term-count matrix, one per fit-time setting a variant asks for
-    (event model, Lidstone alpha, priors, features), each fitted once; the selection of
-    clues, which most variants change, is applied at scoring time."""
+    (event model, Lidstone alpha and the route's, priors, features), each fitted once; the
+    selection of clues, which most variants change, is applied at scoring time. ``headers``:
+    the columns that come from header fields (``Columns.headers``), which model.route_alpha
+    smooths apart."""
 
-    def __init__(self, X, y: np.ndarray):
-        self.X, self.y = X, y.astype(np.int64)
+    def __init__(self, X, y: np.ndarray, headers: np.ndarray):
+        self.X, self.y, self.headers = X, y.astype(np.int64), headers
         self._models: dict = {}
         self._binary = None
 
     def model(self, rows: np.ndarray, cfg):
         m, f = cfg.model, cfg.features
-        key = (hashlib.blake2b(np.ascontiguousarray(rows).tobytes()).hexdigest(), m.event_model, m.alpha, m.fit_prior, str(m.class_prior), f.features, f.min_df,
+        key = (hashlib.blake2b(np.ascontiguousarray(rows).tobytes()).hexdigest(), m.event_model,
+               m.alpha, m.route_alpha, m.fit_prior, str(m.class_prior), f.features, f.min_df,
                f.max_features)
         if key not in self._models:
-            self._models[key] = fit_rows(self.X, self.y, rows, m, f)
+            self._models[key] = fit_rows(self.X, self.y, rows, m, f, route_columns=self.headers)
         return self._models[key]
 
     def features(self, cfg):
@@ -141,8 +144,8 @@ def run_window(corpus: dict, a: int, b: int, variants: dict, bogofilter: bool,
                log) -> dict:
     y = corpus["labels"][:b].astype(bool)
     X, tokens = matrix(corpus, np.arange(b))
-    fitted = Fitted(X, y)
     columns = Columns(tokens)
+    fitted = Fitted(X, y, columns.headers)
     train = np.arange(a)
     folds = chronological_folds(a, 5)
     out = {"n_train": a, "n_test": b - a, "n_test_spam": int(y[a:].sum()), "variants": {}}
@@ -174,9 +177,11 @@ def online_scores(X, y: np.ndarray, digests: np.ndarray, columns: Columns, cfg) 
     Xb = binarize(X) if cfg.features.features == "binary" else X
     n, width = Xb.shape
     model = make_model(cfg.model.event_model, alpha=cfg.model.alpha,
-                       fit_prior=cfg.model.fit_prior, class_prior=cfg.model.class_prior)
+                       route_alpha=cfg.model.route_alpha, fit_prior=cfg.model.fit_prior,
+                       class_prior=cfg.model.class_prior)
     model.fit(Xb[:0], np.zeros(0, np.int64))
     model.set_feature_mask(np.zeros(width, bool))
+    model.set_route_columns(columns.headers[:width], 0)
     seen = np.zeros(width, bool)
     learned: set = set()
     classes = np.zeros(2, np.int64)
@@ -256,7 +261,7 @@ def run_public(name: str, chronological: bool, cache: Path, variants: dict, log)
     y = corpus["labels"][rows].astype(bool)
     X, tokens = matrix(corpus, rows)
     columns = Columns(tokens)
-    fitted = Fitted(X, y)
+    fitted = Fitted(X, y, columns.headers)
     out = {"corpus": name, "split": "chronological" if chronological else "hash",
            "n_train": n_train, "n_test": len(test), "variants": {}}
     scores = {}

@@ -97,6 +97,17 @@ def sample_learned_filter():
 
 
 @pytest.fixture(scope="session")
+def sample_route_filter():
+    """A filter trained on the whole sample index with the route's own pseudo-count
+    (model.route_alpha = 0.03 beside alpha 0.1; read-only use)."""
+    from textnb.config import load_config
+    from textnb.mail.sources import iter_index
+    from textnb.spamfilter import SpamFilter
+
+    return SpamFilter(load_config(None, {"model.route_alpha": 0.03})).fit(iter_index(SAMPLE_INDEX))
+
+
+@pytest.fixture(scope="session")
 def sample_model_file(tmp_path_factory, sample_filter) -> Path:
     """``sample_filter`` saved as a model file (read-only use: tests must not change it)."""
     from textnb.modelfile import store

@@ -17,6 +17,14 @@ def test_dotted_overrides():
     assert cfg.model.alpha == 0.5 and cfg.features.features == "tf"
 
 
+def test_route_alpha_is_a_number_or_unset(tmp_path):
+    assert FilterConfig().model.route_alpha is None  # unset: the route takes model.alpha
+    assert load_config(None, {"model.route_alpha": 0.03}).model.route_alpha == 0.03
+    path = tmp_path / "route.toml"
+    path.write_text("[model]\nroute_alpha = 0.03\n")
+    assert load_config(path).model.route_alpha == 0.03
+
+
 @pytest.mark.parametrize("overrides,message", [
     ({"model.alpha": 0}, "model.alpha=0 is not allowed; use alpha > 0"),
     ({"model.alpha": -1}, "model.alpha=-1"),
@@ -26,6 +34,9 @@ def test_dotted_overrides():
     ({"features.min_df": 0}, "features.min_df=0"),
     ({"model.class_prior": [0.5, 0.6]}, "sum to 1"),
     ({"model.nope": 1}, "unknown setting 'model.nope'"),
+    ({"model.route_alpha": 0}, "model.route_alpha=0 is not allowed; use a finite route_alpha > 0"),
+    ({"model.route_alpha": -0.5}, "model.route_alpha=-0.5 is not allowed; use a finite"),
+    ({"model.route_alpha": "low"}, "model.route_alpha='low' is not allowed; give a number"),
 ])
 def test_bad_values_are_named_with_a_fix(overrides, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):

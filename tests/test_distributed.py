@@ -186,6 +186,18 @@ def test_sample_model_is_identical_to_the_single_process_one(cluster, local_samp
     assert members(path) == members(local_sample_model)
 
 
+def test_a_route_alpha_model_is_identical_to_the_single_process_one(cluster, tmp_path):
+    config = apply_overrides(FilterConfig(), {"model.route_alpha": 0.03})
+    local, dask = tmp_path / "local.tnb", tmp_path / "dask.tnb"
+    commands.train(local, config, index=[str(SAMPLE_INDEX)])
+    commands.train(dask, config, index=[str(SAMPLE_INDEX)], engine=DaskEngine(cluster, 3))
+    assert members(dask) == members(local)
+    raws = [p.read_bytes() for p in sorted((SAMPLE / "unlabelled").iterdir())]
+    scores = store.load(dask).log_odds(raws)
+    assert store.load(dask).config.model.route_alpha == 0.03
+    np.testing.assert_array_equal(scores, store.load(local).log_odds(raws))
+
+
 def test_duplicates_relabels_and_every_source_form_as_in_one_process(cluster, messy, tmp_path):
     config = apply_overrides(FilterConfig(), {"model.event_model": "bernoulli",
                                               "features.features": "tf"})

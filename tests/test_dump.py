@@ -56,6 +56,8 @@ SETTINGS = [
     {"features.max_features": 300, "model.fit_prior": False, "model.alpha": 0.3},
     {"model.numeric_model": "gaussian"},
     {"model.numeric_model": "kde", "model.class_prior": [0.7, 0.3]},
+    {"model.route_alpha": 0.03},
+    {"model.route_alpha": 0.03, "model.event_model": "bernoulli", "features.min_df": 2},
 ]
 
 
@@ -216,6 +218,8 @@ def test_lines_lost_or_settings_missing_are_refused(good):
 def test_settings_added_later_take_the_value_older_files_were_scored_with(good):
     lines, _ = _edited(good, b"setting\tmodel.evidence", None)  # as a dump from before the key
     assert dump.loads(b"\n".join(lines) + b"\n").config.model.evidence == "strongest"
+    lines, _ = _edited(good, b"setting\tmodel.route_alpha", None)
+    assert dump.loads(b"\n".join(lines) + b"\n").config.model.route_alpha is None
 
 
 def test_foreign_files_are_refused(tmp_path, sample_model_file):

@@ -26,12 +26,15 @@ def test_chronological_folds_are_contiguous():
     assert [f.tolist() for f in chronological_folds(7, 3)] == [[0, 1, 2], [3, 4], [5, 6]]
 
 
-@pytest.mark.parametrize("event_model,features,min_df,k", [
-    ("multinomial", "binary", 1, 0), ("multinomial", "tf", 2, 0), ("bernoulli", "binary", 1, 0),
-    ("multinomial", "binary", 1, 15), ("bernoulli", "tf", 1, 7)])
+@pytest.mark.parametrize("event_model,features,min_df,k,route_alpha", [
+    ("multinomial", "binary", 1, 0, None), ("multinomial", "tf", 2, 0, None),
+    ("bernoulli", "binary", 1, 0, None), ("multinomial", "binary", 1, 15, None),
+    ("bernoulli", "tf", 1, 7, None), ("multinomial", "binary", 2, 15, 0.03),
+    ("bernoulli", "binary", 1, 7, 0.03)])
 def test_out_of_fold_scores_equal_filters_trained_per_fold(sample_index, event_model, features,
-                                                           min_df, k):
-    cfg = FilterConfig(model=ModelConfig(event_model=event_model, alpha=0.3, max_discriminators=k),
+                                                           min_df, k, route_alpha):
+    cfg = FilterConfig(model=ModelConfig(event_model=event_model, alpha=0.3, max_discriminators=k,
+                                         route_alpha=route_alpha),
                        features=FeatureConfig(features=features, min_df=min_df))
     messages = list(iter_index(sample_index))
     spam_filter = SpamFilter(cfg)
@@ -52,3 +55,15 @@ def test_out_of_fold_scores_equal_filters_trained_per_fold(sample_index, event_m
         fold_filter.learn([messages[i] for i in train])
         expected = fold_filter.log_odds_tokens([tokens[i] for i in test])
         np.testing.assert_allclose(oof[test], expected, rtol=0, atol=1e-9)
+
+
+def test_fit_rows_with_route_alpha_needs_the_route_columns():
+    import scipy.sparse as sp
+
+    from textnb.evaluation.cross_validation import fit_rows
+
+    X = sp.csr_matrix(np.array([[1, 1], [1, 0]], dtype=float))
+    with pytest.raises(ValueError, match="model.route_alpha=0.03 smooths the route's columns "
+                                         "apart: pass route_columns"):
+        fit_rows(X, np.array([0, 1]), np.arange(2), ModelConfig(route_alpha=0.03),
+                 FeatureConfig())

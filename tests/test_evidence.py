@@ -359,3 +359,20 @@ def test_header_columns_are_the_fields_other_than_subject():
               "header:list-id", "x-mailer:outlook", "header-control:nul", "date:zone:+0100"]
     mask = evidence.header_columns(tokens)
     assert [t for t, h in zip(tokens, mask) if h] == tokens[14:]
+
+
+def test_header_columns_of_a_token_store_are_is_header_token(monkeypatch):
+    from textnb.features import token_store
+    from textnb.features.token_store import TokenStore
+    from textnb.text.namespaces import is_header_token
+
+    monkeypatch.setattr(token_store, "_CHUNK", 4)  # across chunk boundaries
+    tokens = ["cheap", "received:mail.x", "header:subject", "header:subjectx", "header:list-id",
+              ":x", "a b:c", "Received:x", "url:x", "subject:x", "attachment:pdf", "café:x",
+              "x:café", "averylongheadername-beyond-the-width:y", "url-path:a", "bi:a b", "",
+              "urlx:y", "from:domain:ex.com", "header:", "x\x00:y", "header:subject"]
+    want = np.array([is_header_token(t) for t in tokens])
+    for start in (0, 3, len(tokens)):
+        np.testing.assert_array_equal(evidence.header_columns(TokenStore(tokens), start),
+                                      want[start:])
+        np.testing.assert_array_equal(evidence.header_columns(tokens, start), want[start:])

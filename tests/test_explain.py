@@ -21,13 +21,15 @@ def trained(tmp_path_factory):
     return path
 
 
+@pytest.mark.parametrize("route_alpha", [None, 0.03])
 @pytest.mark.parametrize("combine", ["sum", "chi-square"])
 @pytest.mark.parametrize("event_model", ["multinomial", "bernoulli"])
-def test_json_parts_add_up_to_the_log_odds(tmp_path, event_model, combine):
+def test_json_parts_add_up_to_the_log_odds(tmp_path, event_model, combine, route_alpha):
     path = tmp_path / "m.tnb"
+    route = ["--set", f"model.route_alpha={route_alpha}"] if route_alpha else []
     assert runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE / "index"),
                                "--event-model", event_model,
-                               "--set", f"model.combine={combine}"]).exit_code == 0
+                               "--set", f"model.combine={combine}", *route]).exit_code == 0
     result = runner.invoke(app, ["explain", "--model", str(path), "--json", "-k", "4",
                                  str(SAMPLE / "unlabelled")])
     assert result.exit_code == 0, result.output

@@ -263,3 +263,26 @@ def test_an_append_after_another_writer_trimmed_and_refilled_the_journal_cuts_of
     other.append(Record("LEARN", "ham", b"Subject: b\n\n" + b"long body\n" * 500), known=1)
     scorer.append(Record("FORGET", None, b"Subject: a\n\nshort\n"), known=1)
     assert [(r.seq, r.kind) for r in Journal(path).read()] == [(2, "LEARN"), (3, "FORGET")]
+
+
+def test_a_route_alpha_model_read_through_its_journal_and_compacted_scores_as_in_memory(
+        tmp_path, monkeypatch):
+    from textnb.config import load_config
+
+    monkeypatch.setattr(count_patch, "COMPACT_FRACTION", 10.0)  # the sample model is small
+    memory = SpamFilter(load_config(None, {"model.route_alpha": 0.03}))
+    fit(memory, MESSAGES[:60])
+    path = store.save(memory, tmp_path / "model.tnb")
+    saved_columns = len(memory.vocabulary)
+    scorer = ResidentModel(path, flush_seconds=3600)
+    learned = [variant(i) for i in range(3)] + [RawMessage("-", MESSAGES[70].raw, "ham")]
+    for message in learned:
+        scorer.update("LEARN", message.raw, message.label)
+    learn_messages(memory, learned)
+    want = memory.log_odds(m.raw for m in MESSAGES)
+    patched = store.load(path)  # the file and its journal's patches (new columns too)
+    assert patched.model.route_columns_known == len(patched.vocabulary) > saved_columns
+    np.testing.assert_array_equal(patched.log_odds(m.raw for m in MESSAGES), want)
+    np.testing.assert_array_equal(scorer.spam_filter.log_odds(m.raw for m in MESSAGES), want)
+    assert scorer.flush(force=True) and not journal_path(path).exists()  # compacted
+    np.testing.assert_array_equal(store.load(path).log_odds(m.raw for m in MESSAGES), want)

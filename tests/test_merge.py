@@ -120,6 +120,8 @@ def test_a_message_tokenised_differently_is_refused(mail):
 
 @pytest.mark.parametrize("setting, a_value, b_value, shown", [
     ("model.alpha", 0.1, 0.3, "'b' has model.alpha = 0.3, 'a' has 0.1"),
+    ("model.route_alpha", 0.03, 0.05, "'b' has model.route_alpha = 0.05, 'a' has 0.03"),
+    ("model.route_alpha", None, 0.03, "'b' has model.route_alpha = 0.03, 'a' has null"),
     ("tokenizer.bigrams", True, False, "'b' has tokenizer.bigrams = false, 'a' has true"),
     ("model.event_model", "multinomial", "bernoulli",
      "'b' has model.event_model = \"bernoulli\", 'a' has \"multinomial\""),
@@ -166,3 +168,11 @@ def test_cli_merge(tmp_path, mail):
     from textnb.modelfile.merge import CONFLICT_POLICIES
 
     assert CONFLICTS == CONFLICT_POLICIES
+
+
+def test_route_alpha_models_merge_to_the_model_of_all_their_mail(mail):
+    parts = [_model(mail[:45], **{"model.route_alpha": 0.03}),
+             _model(mail[45:], **{"model.route_alpha": 0.03})]
+    merged, _ = merge_filters(parts, ["a", "b"])
+    assert merged.config.model.route_alpha == 0.03
+    assert_same_model(merged, _model(mail, **{"model.route_alpha": 0.03}), _raws(mail))

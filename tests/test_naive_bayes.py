@@ -176,3 +176,109 @@ def test_distinct_columns_is_np_unique_on_either_path(n_indices):
     # 0 and 3 indices in 4,000 columns take np.unique; 40 and 5,000 the bool marks.
     indices = np.random.default_rng(n_indices).integers(0, 4_000, size=n_indices)
     assert np.array_equal(_distinct_columns(indices, 4_000), np.unique(indices))
+
+
+# -- the route's own pseudo-count (route_alpha) -------------------------------------------
+# Three columns: a word, a route token (received:...) and another word; two spam, one ham.
+ROUTE_X = sp.csr_matrix(np.array([[2, 1, 0], [1, 0, 0], [0, 1, 1]], dtype=float))
+ROUTE_Y = np.array([1, 1, 0])
+ROUTE = np.array([False, True, False])
+ROUTE_RAND = np.arange(40) % 3 == 1  # a third of X_RAND's columns are the route's
+
+
+def _route_model(cls, X=ROUTE_X, y=ROUTE_Y, route=ROUTE, alpha=0.5, route_alpha=0.25):
+    model = cls(alpha=alpha, route_alpha=route_alpha).fit(X, y)
+    model.set_route_columns(route, 0)
+    return model
+
+
+def test_multinomial_route_alpha_by_hand():
+    # θ_cj = (N_cj + α_j) / (N_c + Σ α_j), Σ α_j = 0.5 + 0.25 + 0.5 = 1.25:
+    # spam N = (3, 1, 0), N_c = 4; ham N = (0, 1, 1), N_c = 2.
+    model = _route_model(MultinomialNB)
+    np.testing.assert_allclose(np.exp(model.feature_log_prob_),
+                               [[0.5 / 3.25, 1.25 / 3.25, 1.5 / 3.25],
+                                [3.5 / 5.25, 1.25 / 5.25, 0.5 / 5.25]], rtol=1e-15)
+
+
+def test_bernoulli_route_alpha_by_hand():
+    # p_cj = (D_cj + α_j) / (D_c + 2 α_j): spam D = (2, 1, 0) of 2, ham D = (0, 1, 1) of 1.
+    model = _route_model(BernoulliNB)
+    np.testing.assert_allclose(np.exp(model.feature_log_prob_),
+                               [[0.5 / 2, 1.25 / 1.5, 1.5 / 2],
+                                [2.5 / 3, 1.25 / 2.5, 0.5 / 3]], rtol=1e-15)
+    np.testing.assert_allclose(np.exp(model.neg_log_prob_),
+                               [[1.5 / 2, 0.25 / 1.5, 0.5 / 2],
+                                [0.5 / 3, 1.25 / 2.5, 2.5 / 3]], rtol=1e-15)
+
+
+def test_multinomial_route_alpha_equals_scikit_learn_per_column_alpha():
+    naive_bayes = pytest.importorskip("sklearn.naive_bayes")
+    alpha = np.where(ROUTE_RAND, 0.03, 0.1)
+    theirs = naive_bayes.MultinomialNB(alpha=alpha, force_alpha=True).fit(X_RAND, Y_RAND)
+    ours = _route_model(MultinomialNB, X_RAND, Y_RAND, ROUTE_RAND, 0.1, 0.03)
+    X_test = sp.csr_matrix(rng.poisson(0.5, size=(25, 40)).astype(float))
+    np.testing.assert_allclose(ours.feature_log_prob_, theirs.feature_log_prob_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours.predict_log_proba(X_test), theirs.predict_log_proba(X_test),
+                               rtol=0, atol=1e-9)
+
+
+def test_bernoulli_route_alpha_equals_scikit_learn_column_by_column():
+    # scikit-learn's BernoulliNB takes no alpha per column (1.9 fails to broadcast it
+    # against the class counts), but its p_cj reads only column j's alpha: the columns
+    # of a fit with each alpha, put together, are the per-column prior's.
+    naive_bayes = pytest.importorskip("sklearn.naive_bayes")
+    text, route = (naive_bayes.BernoulliNB(alpha=a).fit(X_RAND, Y_RAND) for a in (0.1, 0.03))
+    flp = np.where(ROUTE_RAND, route.feature_log_prob_, text.feature_log_prob_)
+    ours = _route_model(BernoulliNB, X_RAND, Y_RAND, ROUTE_RAND, 0.1, 0.03)
+    np.testing.assert_allclose(ours.feature_log_prob_, flp, rtol=0, atol=1e-12)
+    X_test = (rng.poisson(0.5, size=(25, 40)) > 0).astype(float)
+    jll = X_test @ flp.T + (1 - X_test) @ np.log1p(-np.exp(flp)).T + text.class_log_prior_
+    np.testing.assert_allclose(ours.joint_log_likelihood(sp.csr_matrix(X_test)), jll, atol=1e-9)
+
+
+@pytest.mark.parametrize("route_alpha", [None, 0.5])
+@pytest.mark.parametrize("cls", MODELS)
+def test_route_alpha_unset_or_alpha_scores_bit_for_bit_as_before(cls, route_alpha):
+    plain = cls(alpha=0.5).fit(X_RAND, Y_RAND)
+    same = cls(alpha=0.5, route_alpha=route_alpha).fit(X_RAND, Y_RAND)  # no flags needed
+    np.testing.assert_array_equal(same.log_odds(X_RAND), plain.log_odds(X_RAND))
+    np.testing.assert_array_equal(same.feature_log_prob_, plain.feature_log_prob_)
+
+
+@pytest.mark.parametrize("cls", MODELS)
+def test_route_alpha_learned_in_pieces_equals_one_fit(cls):
+    # Pieces that widen the vocabulary, each's new columns marked as they come, then a
+    # column pruned: the same scores as one fit on the pieces stacked.
+    pieces = [(X_RAND[:20, :15], Y_RAND[:20]), (X_RAND[20:45, :31], Y_RAND[20:45]),
+              (X_RAND[45:], Y_RAND[45:])]
+    stacked = sp.vstack([sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], 40))
+                         for X, _ in pieces])
+    batch = _route_model(cls, stacked, Y_RAND, ROUTE_RAND, 0.1, 0.03)
+    learned = cls(alpha=0.1, route_alpha=0.03)
+    for X, y in pieces:
+        start = learned.route_columns_known if hasattr(learned, "class_count_") else 0
+        learned.partial_fit(X, y)
+        learned.set_route_columns(ROUTE_RAND[start:X.shape[1]], start)
+    np.testing.assert_array_equal(learned.feature_count_, batch.feature_count_)
+    np.testing.assert_array_equal(learned.log_odds(X_RAND), batch.log_odds(X_RAND))
+    mask = np.arange(40) != 4  # column 4 is the route's
+    batch.set_feature_mask(mask)
+    learned.set_feature_mask(mask[4:5], np.array([4]))
+    np.testing.assert_array_equal(learned.log_odds(X_RAND), batch.log_odds(X_RAND))
+
+
+@pytest.mark.parametrize("cls", MODELS)
+def test_route_alpha_refuses_to_score_unmarked_columns(cls):
+    model = _route_model(cls, X_RAND[:, :30], Y_RAND, ROUTE_RAND[:30], 0.1, 0.03)
+    model.partial_fit(X_RAND, Y_RAND)  # ten new columns, not marked
+    with pytest.raises(ValueError, match="route_alpha=0.03 needs every column marked"):
+        model.log_odds(X_RAND)
+
+
+@pytest.mark.parametrize("cls", MODELS)
+def test_route_alpha_contributions_add_up_to_the_log_odds(cls):
+    model = _route_model(cls, X_RAND, Y_RAND, ROUTE_RAND, 0.1, 0.03)
+    C, baseline = model.log_odds_contributions(X_RAND)
+    np.testing.assert_allclose(baseline + np.asarray(C.sum(axis=1)).ravel(), model.log_odds(X_RAND),
+                               atol=1e-9)

@@ -97,6 +97,28 @@ def test_bernoulli_pair_counts_fold_in_the_pseudo_counts():
     assert f'<TargetValueCount value="ham" count="{n_ham!r}"/>' in text  # BayesOutput
 
 
+@pytest.mark.parametrize("event_model", EVENT_MODELS)
+def test_a_route_alpha_model_exports_exactly(event_model, sample_tokens):
+    f = _filter(event_model, **{"model.route_alpha": 0.03})
+    assert f.model.route_columns_.any() and not f.model.route_columns_.all()
+    document = export_pmml(f)
+    copy = import_pmml(document)
+    assert copy.config.model.route_alpha == 0.03
+    for k in (0, 15):
+        a = f.model.selected_log_odds(f._matrix(sample_tokens, grow=False), k)
+        assert np.array_equal(copy.model.selected_log_odds(copy._matrix(sample_tokens, grow=False),
+                                                           k), a)
+    if event_model == "bernoulli":  # textnb's own PMML scorer reads the per-term pseudo-counts
+        doc = load_naive_bayes(document)
+        X = f._matrix(sample_tokens, grow=False).tocsc()
+        columns = {field_name(f.vocabulary.tokens_[j]): (X[:, j].toarray().ravel() > 0).astype(int)
+                   for j in np.flatnonzero(X.getnnz(axis=0))}
+        p = doc.predict_proba(columns, len(sample_tokens))[:, doc.classes.index("spam")]
+        assert np.abs(p - f.model.predict_proba(X.tocsr())[:, 1]).max() < 1e-12
+        plain = _filter(event_model).model.log_odds(X.tocsr())
+        assert np.abs(f.model.log_odds(X.tocsr()) - plain).max() > 1e-3  # route_alpha counts
+
+
 @pytest.mark.parametrize("token", ["plain", "a\x00b", "tab\there", "new\nline", "\ud800x",
                                    ESCAPED + "x", "back\\slash", "ünï"])
 def test_field_names_round_trip_and_are_xml_safe(token):

@@ -46,12 +46,12 @@ def trained_on(messages, config=None):
     return spam_filter
 
 
-def new_model(url, name="default"):
+def new_model(url, name="default", config=None):
     from textnb.modelfile.postgres.database import SharedStore
     from textnb.modelfile.postgres.shared_model import new_filter_config
 
     store = SharedStore(url)
-    store.create(name, new_filter_config(FilterConfig()))
+    store.create(name, new_filter_config(config or FilterConfig()))
     store.close()
 
 
@@ -103,6 +103,31 @@ def test_learn_relabel_forget_from_three_hosts_equals_one_train_on_the_final_lab
         h.catch_up()
         assert counts_of(h.spam_filter) == expected
         assert h.spam_filter.ledger == trained_on(final).ledger
+
+
+def test_hosts_of_a_route_alpha_model_score_as_its_model_file(store_url, sample_index,
+                                                               tmp_path):
+    from textnb.config import load_config
+    from textnb.modelfile import store
+
+    config = load_config(None, {"model.route_alpha": 0.03})
+    messages = sample(sample_index)
+    raws = [m.raw for m in messages]
+    new_model(store_url, config=config)
+    first = host(store_url, fold_every=1)
+    first.learn_messages(messages[:50])
+    first.catch_up()
+    assert first.fold()  # a snapshot of the first half ...
+    first.learn_messages(messages[50:])  # ... and records with new columns after it
+    joining = host(store_url)
+    first.catch_up()
+    path = store.save(trained_on(messages, config), tmp_path / "route.tnb")
+    want = store.load(path).log_odds(raws)
+    assert not np.allclose(want, trained_on(messages).log_odds(raws))  # route_alpha counts
+    for h in (first, joining):
+        assert h.spam_filter.config.model.route_alpha == 0.03
+        assert h.spam_filter.model.route_columns_known == len(h.spam_filter.vocabulary)
+        np.testing.assert_allclose(h.spam_filter.log_odds(raws), want, rtol=0, atol=1e-9)
 
 
 def test_one_message_learned_on_two_hosts_at_once_counts_once(store_url, sample_index):

@@ -95,3 +95,14 @@ def test_tokens_compared_and_copied_as_bytes():
     assert len(a) == 10 and a.hashes()[-1] == TokenStore(["\ud800"]).hashes()[0]
     with pytest.raises(IndexError):
         a.equal_at([0], b, [7])
+
+
+def test_before_first_reads_each_namespace_on_the_bytes(monkeypatch):
+    from textnb.features import token_store
+
+    monkeypatch.setattr(token_store, "_CHUNK", 4)  # across chunk boundaries
+    tokens = ["cheap", "received:mx", "", ":x", "a b:c", "café:x", "x:y:z", "verylongname:1"]
+    lengths, heads, graphic = TokenStore(tokens).before_first(":", 4, 1)
+    assert lengths.tolist() == [8, -1, 0, 3, 5, 1, 12]
+    assert heads.tolist() == [b"rece", b"", b"", b"a b", b"caf\xc3", b"x", b"very"]
+    assert graphic.tolist() == [True, False, True, False, False, True, True]

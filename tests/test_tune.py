@@ -4,6 +4,7 @@ than ln λ on the test split and calibration improves Brier and ECE there."""
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from scipy.special import expit
 from typer.testing import CliRunner
 
 from textnb.cli import app
-from textnb.config import FilterConfig, TokenizerConfig
+from textnb.config import FilterConfig, TokenizerConfig, load_config
 from textnb.decision import calibration as cal
 from textnb.evaluation.cross_validation import out_of_fold_log_odds
 from textnb.evaluation.tune import (
@@ -167,6 +168,13 @@ def test_search_shares_fits_but_scores_each_setting_as_it_would_alone():
                                     dependence)
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, err_msg=describe(config))
     assert describe(settings[-1]).endswith("12 discriminators, half each side (at most 8 pairs)")
+    route = replace(base, model=replace(base.model, route_alpha=0.03))
+    route_settings = _settings(route, {**grid, "max_discriminators": (0, 12)})
+    for config, got in zip(route_settings, _search_scores(X, y, route_settings, folds, pairs,
+                                                          headers, dependence)):
+        want = out_of_fold_log_odds(X, y, config.model, config.features, folds, pairs, headers,
+                                    dependence)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9, err_msg=describe(config))
     no_pairs = _settings(FilterConfig(tokenizer=TokenizerConfig(bigrams=False)), grid)
     assert len(no_pairs) == 3 * 2 * (1 + 2 + 2)
 
@@ -392,3 +400,12 @@ def test_spamassassin_calibration_improves_brier_and_ece_on_the_test_split(spama
     assert cal.brier_score(y_test, calibrated) < cal.brier_score(y_test, raw)
     assert cal.expected_calibration_error(y_test, calibrated) < \
         cal.expected_calibration_error(y_test, raw)
+
+
+def test_tune_with_route_alpha_knows_the_route_without_header_places():
+    # No places kept for header clues, so the filter names no header columns for the
+    # selection; route_alpha still needs them, and tune finds them itself.
+    config = load_config(None, {"model.route_alpha": 0.03, "model.header_places": 0,
+                                "model.header_discriminators": 0})
+    result = tune(config, list(iter_index(SAMPLE / "index")), cost_ratios=(1.0,), n_folds=3)
+    assert result.config.model.route_alpha == 0.03

@@ -60,6 +60,9 @@ class FeatureConfig:
 class ModelConfig:
     event_model: str = "multinomial"
     alpha: float = 0.1
+    # The route's own pseudo-count (header fields other than Subject); None: alpha.
+    # A number or nothing, so its kind is given apart from its default.
+    route_alpha: float | None = field(default=None, metadata={"kind": float})
     fit_prior: bool = True
     class_prior: tuple[float, float] | None = None
     max_discriminators: int = 16
@@ -148,6 +151,10 @@ class FilterConfig:
             _check(ok, "model.class_prior", m.class_prior,
                    "give two positive numbers [p_ham, p_spam] that sum to 1")
         _check(math.isfinite(m.alpha), "model.alpha", m.alpha, "use a finite alpha, e.g. 0.1")
+        if m.route_alpha is not None:
+            _check(m.route_alpha > 0 and math.isfinite(m.route_alpha), "model.route_alpha",
+                   m.route_alpha, "use a finite route_alpha > 0 (e.g. 0.03), or leave it "
+                   "unset for the route's tokens to take model.alpha")
         _check(d.cost_ratio > 0 and math.isfinite(d.cost_ratio), "decision.cost_ratio",
                d.cost_ratio,
                "use a positive ratio: cost of losing a ham / cost of letting a spam through")
@@ -181,18 +188,21 @@ class FilterConfig:
         return self
 
 
-def _typed(name: str, value: Any, default: Any) -> Any:
-    """``value`` checked against the kind of its setting's default (lists become tuples)."""
+def _typed(name: str, value: Any, setting: dataclasses.Field) -> Any:
+    """``value`` checked against the kind of its setting: its default's, unless the field
+    names one (``metadata={"kind": float}``: a number or nothing); lists become tuples."""
     if isinstance(value, list):
         value = tuple(value)
     kinds = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
-    kind = type(default)
-    if default is None or kind is tuple:  # class_prior, headers: lists (or nothing)
+    default = setting.default
+    kind = setting.metadata.get("kind", type(default))
+    if kind is float:  # a number (or nothing, where the default is nothing: route_alpha)
+        ok = ((isinstance(value, (int, float)) and not isinstance(value, bool))
+              or (value is None and default is None))
+        wanted = kinds[float]
+    elif default is None or kind is tuple:  # class_prior, headers: lists (or nothing)
         ok = value is None or isinstance(value, tuple)
         wanted = "a list"
-    elif kind is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        wanted = kinds[float]
     else:
         ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
         wanted = kinds.get(kind, kind.__name__)
@@ -233,7 +243,7 @@ def config_from_dict(data: dict[str, Any]) -> FilterConfig:
             if key not in known:
                 raise ConfigError(
                     f"unknown config key {name}.{key}; known keys: {', '.join(known)}")
-            kwargs[key] = _typed(f"{name}.{key}", value, known[key].default)
+            kwargs[key] = _typed(f"{name}.{key}", value, known[key])
         sections[name] = cls(**kwargs)
     return FilterConfig(**sections)
 
@@ -271,7 +281,7 @@ def apply_overrides(config: FilterConfig, overrides: dict[str, Any]) -> FilterCo
         if key not in known:
             raise ConfigError(f"unknown setting '{dotted}'; known keys of [{section}]: "
                               f"{', '.join(known)}")
-        value = _typed(dotted, value, known[key].default)
+        value = _typed(dotted, value, known[key])
         config = replace(config, **{section: replace(getattr(config, section), **{key: value})})
     return config
 

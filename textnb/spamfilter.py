@@ -140,8 +140,8 @@ class SpamFilter:
         self.vocabulary = Vocabulary()
         self.doc_freq_ = np.zeros(0)
         m = self.config.model
-        self.model = make_model(m.event_model, alpha=m.alpha, fit_prior=m.fit_prior,
-                                class_prior=m.class_prior)
+        self.model = make_model(m.event_model, alpha=m.alpha, route_alpha=m.route_alpha,
+                                fit_prior=m.fit_prior, class_prior=m.class_prior)
         from .models.numeric import make_numeric_model
 
         # Numeric message features beside the tokens (textnb.models.numeric); None when off.
@@ -392,6 +392,7 @@ class SpamFilter:
         # multinomial's vocabulary size otherwise).
         if not hasattr(self.model, "feature_mask_"):  # nothing learned yet
             return
+        self._mark_route()
         f = self.config.features
         if columns is not None and not f.max_features:
             # Without a max_features ranking a column's fate rests on its own df, so
@@ -400,6 +401,21 @@ class SpamFilter:
             return
         mask = feature_mask(self.doc_freq_, max(f.min_df, 1), f.max_features)
         self.model.set_feature_mask(mask)
+
+    def _mark_route(self) -> None:
+        """Tell the model which of its new columns are the route's (model.route_alpha).
+
+        Columns only ever follow the vocabulary's, so the model's unmarked ones are the
+        newest, and each token is classified once; a loaded model's all at once, on the
+        vocabulary's bytes (``evidence.header_columns``). Without a route_alpha of its
+        own the flags are never read, and nothing is classified."""
+        model = self.model
+        if not model.per_column_alpha:
+            return
+        start, n = model.route_columns_known, model.feature_mask_.size
+        if start < n:
+            model.set_route_columns(
+                evidence.header_columns(self.vocabulary.tokens_, start)[:n - start], start)
 
     # -- scoring -----------------------------------------------------------------
     def log_odds_tokens(self, token_lists: Iterable[list[str]]) -> np.ndarray:

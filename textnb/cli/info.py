@@ -57,7 +57,9 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt,
                                             "in it (cannot be forgotten)" if ledger["untracked"] else ""))
     typer.echo(f"vocabulary:  {summary['vocabulary_size']:,} tokens ({summary['features_kept']:,} kept)")
     typer.echo(f"model:       {cfg['model']['event_model']} NB, {cfg['features']['features']} "
-               f"features, alpha={cfg['model']['alpha']}")
+               f"features, alpha={cfg['model']['alpha']}"
+               + (f" (the route's tokens {cfg['model']['route_alpha']})"
+                  if cfg["model"].get("route_alpha") is not None else ""))
     m = cfg["model"]
     typer.echo("evidence:    " + selection_text(m["max_discriminators"],
                                                  m["max_pair_discriminators"],

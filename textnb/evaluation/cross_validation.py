@@ -43,13 +43,26 @@ def chronological_folds(n_docs: int, n_folds: int = 5) -> list[np.ndarray]:
 
 
 def fit_rows(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, model_cfg: ModelConfig,
-             feature_cfg: FeatureConfig, sample_weight: np.ndarray | None = None):
+             feature_cfg: FeatureConfig, sample_weight: np.ndarray | None = None,
+             route_columns: np.ndarray | None = None):
     """A model trained on ``rows`` of a term-count matrix, pruned as a filter would be
-    (``sample_weight``: one weight per row of ``rows``, the counts' weighted sums)."""
+    (``sample_weight``: one weight per row of ``rows``, the counts' weighted sums).
+
+    route_columns: which columns of X come from header fields other than Subject
+        (:func:`textnb.models.evidence.header_columns`); required when ``model.route_alpha``
+        gives them a pseudo-count of their own, since the scores would otherwise be
+        another configuration's."""
     Xf = binarize(X) if feature_cfg.features == "binary" else X
     model = make_model(model_cfg.event_model, alpha=model_cfg.alpha,
-                       fit_prior=model_cfg.fit_prior, class_prior=model_cfg.class_prior)
+                       route_alpha=model_cfg.route_alpha, fit_prior=model_cfg.fit_prior,
+                       class_prior=model_cfg.class_prior)
     model.fit(Xf[rows], y[rows], sample_weight=sample_weight)
+    if model.per_column_alpha:
+        if route_columns is None:
+            raise ValueError(f"model.route_alpha={model_cfg.route_alpha} smooths the route's "
+                             "columns apart: pass route_columns "
+                             "(textnb.models.evidence.header_columns(tokens))")
+        model.set_route_columns(np.asarray(route_columns, bool)[:X.shape[1]], 0)
     doc_freq = np.bincount(X[rows].indices, minlength=X.shape[1]).astype(np.float64)
     # Columns absent from these rows would not exist in a filter trained on them.
     mask = feature_mask(doc_freq, max(feature_cfg.min_df, 1), feature_cfg.max_features)
@@ -100,7 +113,8 @@ def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig
                          dependence=None) -> np.ndarray:
     """Log-odds of every document from the model trained on the other folds.
 
-    pair_columns, header_columns, dependence: as :func:`score_rows`'s.
+    pair_columns, header_columns, dependence: as :func:`score_rows`'s (header_columns
+        are also the route's columns for ``model.route_alpha``, :func:`fit_rows`).
     """
     X = sp.csr_matrix(X)
     y = np.asarray(y, dtype=np.int64)
@@ -109,7 +123,7 @@ def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig
     Xf = binarize(X) if feature_cfg.features == "binary" else X
     for test in folds:
         train = np.setdiff1d(all_rows, test, assume_unique=True)
-        model = fit_rows(X, y, train, model_cfg, feature_cfg)
+        model = fit_rows(X, y, train, model_cfg, feature_cfg, route_columns=header_columns)
         scores[test] = score_rows(model, Xf[test], model_cfg, pair_columns, header_columns,
                                   dependence)
     return scores

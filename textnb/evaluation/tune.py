@@ -34,6 +34,7 @@ from ..errors import EmptyTrainingSetError
 from ..features.vectorize import binarize
 from ..labels import LABEL_CODES
 from ..models.dependence import independent_entries, restricted
+from ..models import evidence
 from ..models.evidence import RankedEvidence
 from ..models.naive_bayes import EVENT_MODELS
 from ..spamfilter import BATCH_SIZE, SpamFilter
@@ -343,14 +344,15 @@ def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarra
     groups: dict[tuple, list[int]] = {}
     for i, c in enumerate(settings):
         groups.setdefault((c.model.event_model, c.features.features, c.model.alpha,
-                           c.model.fit_prior, c.model.class_prior, c.features.min_df,
+                           c.model.route_alpha, c.model.fit_prior, c.model.class_prior, c.features.min_df,
                            c.features.max_features), []).append(i)
     for members in groups.values():
         first = settings[members[0]]
         Xf = binarize(X) if first.features.features == "binary" else X
         for test in folds:
             train = np.setdiff1d(all_rows, test, assume_unique=True)
-            model = fit_rows(X, y, train, first.model, first.features)
+            model = fit_rows(X, y, train, first.model, first.features,
+                             route_columns=header_columns)
             C, baseline = model.log_odds_contributions(Xf[test])
             ranked = RankedEvidence(C, pair_columns, header_columns)
             # With k places, clues that repeat a stronger one's evidence are dropped
@@ -460,10 +462,15 @@ def tune(config: FilterConfig, messages: Iterable, cost_ratios: Sequence[float] 
     """
     spam_filter = SpamFilter(config)
     X, y = tokenise(spam_filter, messages, progress)
+    header_columns = spam_filter.header_columns()
+    if header_columns is None and config.model.route_alpha is not None:
+        # model.route_alpha smooths the route's columns apart, whatever the selection
+        # keeps places for (which ignores the flags when it keeps none).
+        header_columns = evidence.header_columns(spam_filter.vocabulary.tokens_)
     return tune_matrix(X, y, config, cost_ratios, make_folds(y, n_folds, chronological),
                        chronological=chronological, do_search=do_search, method=method,
                        grid=grid, pair_columns=spam_filter.pair_columns(),
-                       header_columns=spam_filter.header_columns(), review_cost=review_cost,
+                       header_columns=header_columns, review_cost=review_cost,
                        dependence=spam_filter.dependence(), search_rule=search_rule)
 
 

@@ -215,6 +215,39 @@ class TokenStore(Sequence):
             mask &= data[np.minimum(starts + k, data.size - 1)] == byte
         return mask
 
+    def before_first(self, separator: str, width: int, start: int = 0
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each token's bytes before its first ``separator`` (one ASCII character), from
+        ``start`` on, read on the buffer without decoding a token.
+
+        RETURNS (lengths, heads, graphic): their byte length (int64; -1 when the token
+        has no separator); their first ``width`` bytes ('S<width>' array, b"" when none);
+        whether they are all graphic ASCII, '!' to '~' (bool; False when none)."""
+        sep = separator.encode("ascii")
+        if len(sep) != 1:
+            raise ValueError(f"separator {separator!r} is not one ASCII character")
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [
+            (np.zeros(0, np.int64), np.zeros(0, f"S{width}"), np.zeros(0, bool))]
+        offsets = np.arange(width)
+        for _, _, region, ends in self._regions(start):
+            data = np.frombuffer(region, dtype=np.uint8)
+            starts = np.concatenate([[0], ends[:-1]])
+            seps = np.append(np.flatnonzero(data == sep[0]), data.size)
+            first = seps[np.searchsorted(seps, starts)]  # the first at or after each start
+            found = first < ends
+            lengths = np.where(found, first - starts, -1)
+            # bytes outside '!'..'~' before each offset (int32: a chunk is far below 2 GB)
+            other = np.zeros(data.size + 1, dtype=np.int32)
+            np.cumsum((data < 0x21) | (data > 0x7E), dtype=np.int32, out=other[1:])
+            graphic = found & (other[first] == other[starts])
+            within = offsets < lengths.reshape(-1, 1)
+            at = np.minimum(starts.reshape(-1, 1) + offsets, max(data.size - 1, 0))
+            head = np.where(within, data[at] if data.size else 0, 0).astype(np.uint8)
+            parts.append((lengths, np.ascontiguousarray(head).view(f"S{width}").ravel(),
+                          graphic))
+            del data
+        return tuple(np.concatenate(p) for p in zip(*parts))
+
     def __eq__(self, other) -> bool:
         if isinstance(other, TokenStore):
             return self._ends == other._ends and self._bytes == other._bytes

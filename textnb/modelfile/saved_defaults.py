@@ -14,6 +14,7 @@ _SAVED_BEFORE_THE_KEY_EXISTED = {("model", "evidence"): "strongest",
                                   ("model", "combine"): "sum",
                                   ("model", "clues_per_header_field"): 0,
                                   ("model", "tile_word_pairs"): False,
+                                  ("model", "route_alpha"): None,  # None: model.alpha
                                   ("mail", "html_renderer"): "stdlib"}
 
 

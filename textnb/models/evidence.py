@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # annotations only
 from .._c import speedups
 from ..features.csr_arrays import Rows
 from ..features.token_store import TokenStore
-from ..text.namespaces import PAIR_PREFIX, is_header_token
+from ..text.namespaces import CONTENT_NAMESPACES, PAIR_PREFIX, is_header_token
 from . import combining
 from .dependence import Dependence, independent_entries, restricted
 
@@ -73,10 +73,35 @@ def pair_columns(tokens: Sequence[str]) -> np.ndarray:
                        count=len(tokens))
 
 
-def header_columns(tokens: Sequence[str]) -> np.ndarray:
+def header_columns(tokens: Sequence[str], start: int = 0) -> np.ndarray:
     """Which vocabulary columns hold clues from header fields other than Subject (bool, one
-    per token): the sender and the route (:func:`textnb.text.namespaces.is_header_token`)."""
-    return np.fromiter(map(is_header_token, tokens), dtype=bool, count=len(tokens))
+    per token from ``start`` on): the sender and the route
+    (:func:`textnb.text.namespaces.is_header_token`). A TokenStore is read on its bytes,
+    nothing decoded but the few tokens that begin "header:subject": a loaded model's
+    millions of tokens are classified in a few passes over the buffer."""
+    if isinstance(tokens, TokenStore):
+        return _header_columns_of_store(tokens, start)
+    return np.fromiter(map(is_header_token, tokens[start:]), dtype=bool,
+                       count=max(len(tokens) - start, 0))
+
+
+# The longest content namespace decides how much of each token's namespace is compared.
+_NAMESPACE_WIDTH = max(map(len, CONTENT_NAMESPACES))
+_CONTENT = np.array(sorted(CONTENT_NAMESPACES), dtype=f"S{_NAMESPACE_WIDTH}")
+
+
+def _header_columns_of_store(tokens: TokenStore, start: int) -> np.ndarray:
+    """``is_header_token`` of each token from ``start`` on, on the store's bytes: a
+    namespace of graphic ASCII that is no content namespace, but not "header:subject"."""
+    lengths, heads, graphic = tokens.before_first(":", _NAMESPACE_WIDTH, start)
+    content = (lengths <= _NAMESPACE_WIDTH) & np.isin(heads, _CONTENT)
+    header = graphic & (lengths > 0) & ~content
+    # Only "header:..." tokens can be "header:subject": the few field-presence tokens.
+    maybe_subject = np.flatnonzero(header & (heads == b"header"))
+    if maybe_subject.size:
+        words = tokens.take(maybe_subject + start)
+        header[maybe_subject] = [is_header_token(t) for t in words]
+    return header
 
 
 def split_places(k: int, max_limited: int | None) -> tuple[tuple[int, int | None],

@@ -12,7 +12,8 @@ Learning one message costs time in proportion to its tokens, not to the
 vocabulary: the log-probabilities are not stored but computed, for the
 columns a document holds, when it is scored (``_column_log_probs``). Only the
 multinomial's per-class normaliser N_c + α n depends on every column, and it is
-kept as two running sums (the kept columns' counts and their number). With
+kept as running sums (the kept columns' counts, their number, and how many of them are
+the route's, for ``route_alpha``). With
 whole-number counts those sums are exact, so the on-demand values are bit for
 bit those of a full refresh (a sum of Σ (N_cj + α) over the columns would round: 3e-6
 off on SpamAssassin, 4e-12 in its log). ``feature_log_prob_``
@@ -31,6 +32,15 @@ Bernoulli:    log P(x|c) = Σ_j [b_j log p_cj + (1 - b_j) log(1 - p_cj)],
 
 with N_cj the occurrences of term j in class c, N_c their sum over the n kept
 terms, D_cj the documents of class c holding term j, D_c the documents of class c.
+
+With ``route_alpha`` the pseudo-count is a column's own, α_j: ``route_alpha`` for the
+route's columns (tokens of header fields other than Subject, which the filter marks with
+``set_route_columns``), α for the others. The prior is then a Dirichlet with those
+parameters, the same formulas with α_j in place of α, and the normaliser sums them:
+θ_cj = (N_cj + α_j) / (N_c + Σ_{kept j} α_j), p_cj = (D_cj + α_j) / (D_c + 2α_j)
+(scikit-learn's ``alpha`` of shape (n_features,)). The route's pseudo-counts are
+smaller: one route token seen in one class is a stronger clue than one word
+(docs/conflicting-evidence.md, "Smoothing").
 """
 
 from __future__ import annotations
@@ -57,6 +67,8 @@ class _BaseNB:
     Parameters
     ----------
     alpha : float > 0, Lidstone pseudo-count added to every (class, feature) count.
+    route_alpha : float > 0 or None, the pseudo-count of the route's columns instead
+        (``set_route_columns`` says which they are); None: alpha for every column.
     fit_prior : bool, learn class priors from the class counts (else uniform).
     class_prior : sequence of n_classes floats or None, fixed priors (overrides fit_prior).
     n_classes : int, number of classes; labels are 0 .. n_classes-1 (textnb: 0 ham, 1 spam).
@@ -66,6 +78,8 @@ class _BaseNB:
     class_count_ : ndarray of shape (n_classes,), documents (weights) per class.
     feature_count_ : ndarray of shape (n_classes, n_features), the per-class counts.
     feature_mask_ : ndarray of bool, shape (n_features,), columns kept by pruning.
+    route_columns_ : ndarray of bool, shape (n_features,), the route's columns (read only
+        with ``route_alpha`` set and not alpha: ``per_column_alpha``).
     feature_log_prob_ : ndarray of shape (n_classes, n_features), smoothed log-probabilities
         (0 in pruned columns, so they contribute nothing); computed on first use after
         the counts change (scoring does not need it).
@@ -86,8 +100,9 @@ class _BaseNB:
     pmml_model: str | None = None
 
     def __init__(self, *, alpha: float = 1.0, fit_prior: bool = True, class_prior=None,
-                 n_classes: int = 2):
+                 n_classes: int = 2, route_alpha: float | None = None):
         self.alpha = alpha
+        self.route_alpha = route_alpha
         self.fit_prior = fit_prior
         self.class_prior = class_prior
         self.n_classes = n_classes
@@ -111,8 +126,11 @@ class _BaseNB:
             raise ValueError(f"feature counts of shape {value.shape} do not fit a model of "
                              f"{self.n_classes} classes")
         mask = self._mask[:value.shape[1]] if hasattr(self, "_mask") else np.ones(0, bool)
+        route = self._route[:value.shape[1]] if hasattr(self, "_route") else np.zeros(0, bool)
         self._fc, self._n = value, value.shape[1]
         self._mask = np.concatenate([mask, np.ones(self._n - mask.size, bool)])
+        self._route = np.concatenate([route, np.zeros(self._n - route.size, bool)])
+        self._route_known = min(getattr(self, "_route_known", 0), self._n)
         self._sums()
 
     @property
@@ -122,6 +140,23 @@ class _BaseNB:
     @feature_mask_.setter
     def feature_mask_(self, mask) -> None:
         self.set_feature_mask(mask)
+
+    @property
+    def route_columns_(self) -> np.ndarray:
+        """ndarray of bool, shape (n_features,): the route's columns, as far as
+        ``set_route_columns`` has told (False beyond ``route_columns_known``)."""
+        return self._route[:self._n]
+
+    @property
+    def route_columns_known(self) -> int:
+        """How many columns, from the first, ``set_route_columns`` has marked."""
+        return self._route_known
+
+    @property
+    def per_column_alpha(self) -> bool:
+        """Whether the route's columns have a pseudo-count of their own (route_alpha set
+        and not alpha): only then do the route flags matter."""
+        return self.route_alpha is not None and self.route_alpha != self.alpha
 
     @property
     def feature_log_prob_(self) -> np.ndarray:
@@ -210,6 +245,8 @@ class _BaseNB:
         self.class_count_ = np.zeros(self.n_classes)
         self._fc = np.zeros((self.n_classes, n_features))
         self._mask = np.ones(n_features, dtype=bool)
+        self._route = np.zeros(n_features, dtype=bool)
+        self._route_known = 0
         self._n = n_features
         self._sums()
 
@@ -221,6 +258,9 @@ class _BaseNB:
         # Out of spare columns: double (textnb.features.buffers); new columns kept by the mask.
         self._fc = with_room(self._fc, self._n, n_features)
         self._mask = with_room(self._mask, self._n, n_features, fill=True)
+        # New columns are not the route's until set_route_columns says so (nor counted
+        # in _n_kept_route); scoring refuses while any column is unmarked.
+        self._route = with_room(self._route, self._n, n_features)
         self._n = n_features
         self._n_kept += extra  # new columns: no counts yet, kept until a mask says otherwise
         self._full = None
@@ -238,6 +278,7 @@ class _BaseNB:
             self._kept_count = self.feature_count_.sum(axis=1)
         else:
             self._kept_count = np.compress(mask, self.feature_count_, axis=1).sum(axis=1)
+        self._n_kept_route = int(np.count_nonzero(mask & self.route_columns_))
         self._full = None
 
     def _check_X_y(self, X, y, sample_weight):
@@ -312,8 +353,47 @@ class _BaseNB:
         sign = np.where(mask, 1.0, -1.0)
         self._kept_count = self._kept_count + (self._fc[:, columns] * sign).sum(axis=1)
         self._n_kept += int(sign.sum())
+        self._n_kept_route += int(sign[self._route[columns]].sum())
         self._mask[columns] = mask
         self._full = None
+
+    def set_route_columns(self, route, start: int) -> None:
+        """Mark columns ``start .. start + len(route) - 1`` as the route's (True) or not.
+
+        The filter marks each column once, as the vocabulary grows
+        (``SpamFilter._update_mask``); ``route_columns_known`` is where it got to. With
+        ``per_column_alpha`` a model refuses to score while a column is unmarked, since
+        its pseudo-count would be unknown."""
+        route = np.asarray(route, dtype=bool)
+        stop = start + route.size
+        if not 0 <= start <= self._route_known or stop > self._n:
+            raise ValueError(f"route flags for columns {start}..{stop - 1} do not follow the "
+                             f"{self._route_known} marked of a model of {self._n} features")
+        before = self._route[start:stop]
+        kept = self._mask[start:stop]
+        self._n_kept_route += (int(np.count_nonzero(route & kept))
+                               - int(np.count_nonzero(before & kept)))
+        self._route[start:stop] = route
+        self._route_known = max(self._route_known, stop)
+        self._full = None
+
+    def column_alpha(self, cols):
+        """The pseudo-count of each of ``cols`` (column numbers or a slice): an array
+        broadcasting over the classes, or the one alpha when every column has it."""
+        if not self.per_column_alpha:
+            return self.alpha
+        if self._route_known < self._n:
+            raise ValueError(f"route_alpha={self.route_alpha} needs every column marked as the "
+                             f"route's or not; {self._n - self._route_known} of {self._n} are "
+                             "not (mark them with set_route_columns)")
+        return np.where(self._route[cols], self.route_alpha, self.alpha)
+
+    def _alpha_sum(self):
+        """Σ_j α_j over the kept columns: the multinomial normaliser's pseudo-counts."""
+        if not self.per_column_alpha:
+            return self.alpha * self._n_kept
+        n_route = self._n_kept_route
+        return self.alpha * (self._n_kept - n_route) + self.route_alpha * n_route
 
     def _update_class_log_prior(self) -> None:
         if self.class_prior is not None:
@@ -479,10 +559,11 @@ class MultinomialNB(_BaseNB):
     pmml_model = "RegressionModel"
 
     def _column_log_probs(self, cols) -> tuple[np.ndarray]:
-        # log θ_cj = log(N_cj + α) - log(N_c + α n), N_c and n over the kept columns
-        # (the running sums), 0 in pruned columns.
-        normaliser = np.log(self._kept_count + self.alpha * self._n_kept).reshape(-1, 1)
-        flp = np.log(_columns_of(self._fc, cols) + self.alpha) - normaliser
+        # log θ_cj = log(N_cj + α_j) - log(N_c + Σ α_j), N_c and the sum over the kept
+        # columns (the running sums), 0 in pruned columns.
+        alpha = self.column_alpha(cols)
+        normaliser = np.log(self._kept_count + self._alpha_sum()).reshape(-1, 1)
+        flp = np.log(_columns_of(self._fc, cols) + alpha) - normaliser
         flp[:, ~self._mask[cols]] = 0.0
         return (flp,)
 
@@ -517,9 +598,10 @@ class BernoulliNB(_BaseNB):
         return self._full_log_probs()[1]
 
     def _column_log_probs(self, cols) -> tuple[np.ndarray, np.ndarray]:
-        alpha = self.alpha
+        alpha = self.column_alpha(cols)
         fc = _columns_of(self._fc, cols)
-        denominator = np.log(self.class_count_ + 2.0 * alpha).reshape(-1, 1)
+        # (n_classes, 1), or (n_classes, len(cols)) with a pseudo-count per column
+        denominator = np.log(self.class_count_.reshape(-1, 1) + 2.0 * alpha)
         flp = np.log(fc + alpha) - denominator
         # log(1 - p) computed from counts, not as log1p(-exp(flp)): exact, no cancellation.
         neg = np.log(self.class_count_.reshape(-1, 1) - fc + alpha) - denominator

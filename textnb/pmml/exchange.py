@@ -60,7 +60,7 @@ from ..errors import NotFittedError, PMMLError
 from ..labels import LABELS
 from ..modelfile import store
 from ..modelfile.checks import check_model, loads_json, model_config
-from ..models.evidence import selection_text
+from ..models.evidence import header_columns, selection_text
 from ..models.naive_bayes import EVENT_MODELS
 from ..spamfilter import SpamFilter
 
@@ -180,6 +180,8 @@ def export_pmml(spam_filter: SpamFilter) -> bytes:
                  f'feature="probability" value="{c}"/>\n' for o, c in zip(outputs, CLASSES)]
               + ["</Output>\n"])
     algorithm = (f"textnb {model.event_model} naive Bayes, Lidstone alpha={model.alpha!r}"
+                 + (f" (the route's tokens {model.route_alpha!r})" if model.per_column_alpha
+                    else "")
                  + (f", {numeric_params['kind']} numeric features" if numeric_names else ""))
     if tables:
         out.append(f'<NaiveBayesModel modelName="textnb" functionName="classification" '
@@ -232,7 +234,9 @@ def _meta(spam_filter: SpamFilter, kept: np.ndarray, tables: bool, numeric_names
 
 
 def _bayes_inputs(model, kept: np.ndarray, names: list[str]):
-    alpha = model.alpha
+    # Each column's own pseudo-count (model.route_alpha): a consumer's P(term | class),
+    # present / (present + absent), is then (D_cj + α_j) / (D_c + 2α_j), textnb's own.
+    alpha = model.column_alpha(kept)
     fc = model.feature_count_[:, kept]
     cc = model.class_count_.reshape(-1, 1)
     present = (fc + alpha).T.tolist()
@@ -374,14 +378,17 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
     if tables:
         present = np.array([doc["pairs"][t]["1"] for t in terms]).T.reshape(2, n)
         absent = np.array([doc["pairs"][t]["0"] for t in terms]).T.reshape(2, n)
-        counts = present - m.alpha
+        alpha = _pseudo_counts(m, terms)
+        counts = present - alpha
         snapped = np.round(counts)
         counts = np.where(np.abs(counts - snapped) < 1e-6, snapped, counts)
-        if not (np.allclose(counts + m.alpha, present, rtol=1e-12, atol=0)
-                and np.allclose(class_count.reshape(-1, 1) - counts + m.alpha, absent,
+        if not (np.allclose(counts + alpha, present, rtol=1e-12, atol=0)
+                and np.allclose(class_count.reshape(-1, 1) - counts + alpha, absent,
                                 rtol=1e-9, atol=1e-9)):
+            alphas = f"alpha={m.alpha}" + (f", route_alpha={m.route_alpha}"
+                                           if m.route_alpha is not None else "")
             raise PMMLError(f"'{name}': PairCounts disagree with the class counts and "
-                            f"alpha={m.alpha} in textnb's Extension; was the document edited?")
+                            f"{alphas} in textnb's Extension; was the document edited?")
     else:
         try:
             counts = np.asarray(meta["feature_count"], dtype=np.float64).reshape(2, n)
@@ -408,6 +415,14 @@ def import_pmml(source: str | Path | bytes) -> SpamFilter:
             raise PMMLError(f"'{name}': the coefficients disagree with the counts in textnb's "
                             "Extension; was the document edited?")
     return spam_filter
+
+
+def _pseudo_counts(m, terms: list[str]):
+    """The pseudo-count folded into each term's PairCounts: alpha, or with a route_alpha of
+    its own that for the route's terms (``textnb.models.evidence.header_columns``)."""
+    if m.route_alpha is None or m.route_alpha == m.alpha:
+        return m.alpha
+    return np.where(header_columns([token_of(t) for t in terms]), m.route_alpha, m.alpha)
 
 
 def _read_export(stream, name: str) -> dict:
