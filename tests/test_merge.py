@@ -134,6 +134,16 @@ def test_different_settings_are_refused_by_name(mail, setting, a_value, b_value,
     assert shown in str(info.value)
 
 
+@pytest.mark.parametrize("order", [("a", "b"), ("b", "a")])
+def test_an_unset_setting_is_never_the_fix_the_refusal_names(mail, order):
+    """--set cannot unset a setting: whichever input comes first, the fix named is to
+    train the model that lacks the value again with it."""
+    models = {"a": _model(mail[:50], **{"model.route_alpha": 0.03}), "b": _model(mail[50:])}
+    with pytest.raises(MergeError, match="same settings") as info:
+        merge_filters([models[n] for n in order], list(order))
+    assert "train 'b' again with --set model.route_alpha=0.03" in str(info.value)
+
+
 def test_untracked_messages_and_tuned_thresholds_are_noted(mail):
     a = SpamFilter().fit(mail[:50])
     a.ledger = Ledger()  # a model from before ledgers: its overlaps cannot be seen

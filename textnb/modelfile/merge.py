@@ -72,10 +72,14 @@ def _check_settings(filters: Sequence[SpamFilter], names: Sequence[str]) -> None
     for f, name in zip(filters[1:], names[1:]):
         for key, value in _flat(f.config).items():
             if value != first[key]:
+                # An unset setting cannot be given with --set: retrain the other model
+                # with the value that can.
+                given, other = ((first[key], name) if first[key] is not None
+                                else (value, names[0]))
                 raise MergeError(
                     f"'{name}' has {key} = {_show(value)}, '{names[0]}' has {_show(first[key])}; "
-                    "models merge only when trained with the same settings (train one again "
-                    f"with --set {key}={_show(first[key])})")
+                    "models merge only when trained with the same settings (train "
+                    f"'{other}' again with --set {key}={_show(given)})")
     kind = filters[0].config.model.numeric_model
     if kind != "none":
         raise MergeError(f"'{names[0]}' has model.numeric_model = \"{kind}\"; merge adds token "
