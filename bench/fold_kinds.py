@@ -42,7 +42,8 @@ def fold_scores(X, Xb, y, a: int, columns: Columns, cfg) -> dict[str, tuple]:
     folds = chronological_folds(a, N_FOLDS)
 
     def scored(train, rows):
-        model = fit_rows(X, y, train, cfg.model, cfg.features)
+        model = fit_rows(X, y, train, cfg.model, cfg.features,
+                         route_columns=columns.headers)
         return columns.score(model, Xb[rows], cfg)
 
     blocks = np.empty(a)
@@ -62,7 +63,8 @@ def run_window(corpus: dict, a: int, b: int, bogofilter: bool) -> dict:
     Xb = binarize(X)
     columns = Columns(tokens)
     cfg = load_config(None, {})
-    model = fit_rows(X, y, np.arange(a), cfg.model, cfg.features)
+    model = fit_rows(X, y, np.arange(a), cfg.model, cfg.features,
+                     route_columns=columns.headers)
     test = columns.score(model, Xb[a:], cfg)
     spam = y[a:].astype(bool)
     out = {"n_train": a, "n_test": b - a, "kinds": {}}

@@ -80,6 +80,6 @@ def textnb_folds(cfg, part, raw, y) -> tuple[np.ndarray, np.ndarray]:
     for name in sorted(set(part)):
         test = np.flatnonzero(part == name)
         model = fit_rows(X, y.astype(np.int64), np.flatnonzero(part != name), cfg.model,
-                         cfg.features)
+                         cfg.features, route_columns=headers)
         scores[test] = score_rows(model, Xf[test], cfg.model, pairs, headers, dependence)
     return scores, scores > np.log(cfg.decision.cost_ratio)

@@ -56,7 +56,7 @@ def run(name: str, cfg, peer: bool) -> dict:
     oof = out_of_fold_log_odds(X[tr], y[tr], cfg.model, cfg.features, folds, pairs, headers,
                                dependence)
     calibration = cal.fit(oof, y[tr], "isotonic")
-    model = fit_rows(X, y, tr, cfg.model, cfg.features)
+    model = fit_rows(X, y, tr, cfg.model, cfg.features, route_columns=headers)
     Xf = binarize(X) if cfg.features.features == "binary" else X
     test = score_rows(model, Xf[te], cfg.model, pairs, headers, dependence)
     y_te = y[te].astype(bool)

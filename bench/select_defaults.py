@@ -65,7 +65,7 @@ def evaluate(corpus: Corpus, cfg, folds: int = 5) -> dict:
     out["hash_cv"] = cell(y, oof)
     if corpus.chrono is not None:
         fit, valid = corpus.chrono
-        model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features)
+        model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features, route_columns=headers)
         Xf = binarize(X) if cfg.features.features == "binary" else X
         out["chrono_val"] = cell(corpus.y[valid], score_rows(model, Xf[valid], cfg.model, pairs,
                                                                    headers, dependence))

@@ -113,7 +113,7 @@ def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
         cv_calibration[method] = {**quality(y_tr, p_cf), "held_out_cost": {
             f"{lam:g}": float(lam * np.sum(f & (y_tr == 0)) + np.sum(~f & (y_tr == 1)))
             for lam, f in flagged.items()}}
-    model = fit_rows(X, y, tr, cfg.model, cfg.features)
+    model = fit_rows(X, y, tr, cfg.model, cfg.features, route_columns=headers)
     Xf = binarize(X) if cfg.features.features == "binary" else X
     test = score_rows(model, Xf[te], cfg.model, pairs, headers, dependence)
 
