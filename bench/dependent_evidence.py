@@ -52,8 +52,9 @@ import numpy as np
 
 from bench.common import named_variants, write_json
 from bench.stats import paired_bootstrap
-from bench.token_cache import (DEFAULT_CACHE, TREC, Columns, bogofilter_window, figures, matrix,
-                               rolling_windows, tokenised, trec_paths, windows)
+from bench.token_cache import (DEFAULT_CACHE, TREC, Columns, bogofilter_window, cost_at,
+                               figures, matrix, rolling_windows, tokenised, trec_paths,
+                               windows)
 from textnb.config import load_config
 from textnb.evaluation.cross_validation import chronological_folds, fit_rows
 from textnb.features.csr_arrays import Rows
@@ -91,12 +92,7 @@ def least_cost_threshold(y: np.ndarray, s: np.ndarray, lam: float) -> float:
 
 
 def costs(y_test, s_test, thresholds: dict) -> dict:
-    out = {}
-    for lam, t in thresholds.items():
-        fp = int(((s_test > t) & ~y_test).sum())
-        fn = int(((s_test <= t) & y_test).sum())
-        out[f"lambda_{lam:g}"] = {"fp": fp, "fn": fn, "cost": lam * fp + fn}
-    return out
+    return {f"lambda_{lam:g}": cost_at(y_test, s_test, t, lam) for lam, t in thresholds.items()}
 
 
 def variant_config(overrides: dict):

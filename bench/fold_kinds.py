@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import write_json
-from bench.token_cache import (DEFAULT_CACHE, TREC, Columns, bogofilter_window, matrix,
-                                      rolling_windows, tokenised, windows)
+from bench.token_cache import (DEFAULT_CACHE, TREC, Columns, bogofilter_window, cost_at,
+                               matrix, rolling_windows, tokenised, windows)
 from textnb.config import load_config
 from textnb.decision import calibration as cal
 from textnb.evaluation.cross_validation import chronological_folds, fit_rows
@@ -72,10 +72,8 @@ def run_window(corpus: dict, a: int, b: int, bogofilter: bool) -> dict:
         calibration = cal.fit(scores, labels)
         row = {}
         for lam in LAMBDAS:
-            threshold = cal.log_odds_threshold(calibration, lam)
-            fp = int(np.sum((test > threshold) & ~spam))
-            fn = int(np.sum((test <= threshold) & spam))
-            row[f"lambda_{lam:g}"] = {"fp": fp, "fn": fn, "cost": lam * fp + fn}
+            row[f"lambda_{lam:g}"] = cost_at(spam, test, cal.log_odds_threshold(calibration, lam),
+                                             lam)
         out["kinds"][kind] = row
     if bogofilter:
         out["bogofilter"] = bogofilter_window(corpus, a, b)["own_verdict"]

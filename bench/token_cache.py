@@ -22,6 +22,7 @@ from bench.peers import Split, run_bogofilter
 from textnb.config import load_config
 from textnb.evaluation import metrics
 from textnb.evaluation.cross_validation import score_rows
+from textnb.evaluation.tune import operating_point
 from textnb.mail.corpora import corpora_root, iter_corpus
 from textnb.models.dependence import make_dependence
 from textnb.models.evidence import header_columns, pair_columns
@@ -126,6 +127,13 @@ class Columns:
 def figures(y: np.ndarray, s: np.ndarray) -> dict:
     return {"one_minus_auc_pct": round(float(metrics.one_minus_auc_pct(y, s)), 4),
             "sm_pct_at_hm_0.1pct": round(float(metrics.sm_at_hm(y, s, 0.001)), 2)}
+
+
+def cost_at(y: np.ndarray, s: np.ndarray, threshold: float, lam: float) -> dict:
+    """FP, FN and λ·FP + FN of the rule spam iff score > threshold
+    (``textnb.evaluation.tune.operating_point``'s figures)."""
+    point = operating_point(y, s, threshold, lam)
+    return {"fp": point["fp"], "fn": point["fn"], "cost": point["cost"]}
 
 
 # -- trec07p-early: windows in delivery order -------------------------------------------------
