@@ -34,8 +34,8 @@ take nothing else for an answer: the line ends in ``\\n`` within ``MAX_LINE`` by
 holds no control byte; its words are separated by single spaces; an OK has a label and
 three numbers as ``repr`` writes a finite float (``-?D+(.D+)?(e[+-]?D+)?``, at most
 ``MAX_NUMBER`` characters), P(spam) between 0 and 1, and the threshold also ``inf`` or
-``-inf`` (a tuned model that flags nothing, or everything, at the λ asked); a LEARNED or FORGOTTEN outcome is a
-word of a-z and ``-``; PONG's items are printable ASCII. ``--timeout`` is a deadline
+``-inf`` (a tuned model that flags nothing, or everything, at the λ asked); a LEARNED
+or FORGOTTEN outcome is a word of a-z and ``-``; PONG's items are printable ASCII. ``--timeout`` is a deadline
 for the whole exchange: connect, send and the whole reply.
 
 With a shared key (``--key-file``, :func:`read_key`; ``textnb serve --key-file``) the
