@@ -175,9 +175,33 @@ def test_strongest_first_is_lexsorts_order_ties_included(n_rows):
     # past 65,536 rows the radix path gives way to lexsort itself.
     rng = np.random.default_rng(7)
     rows = np.sort(rng.integers(0, n_rows, size=200_000))
-    key = -np.abs(rng.integers(-4, 5, size=rows.size).astype(np.float64))
-    assert np.array_equal(evidence._strongest_first(key, rows), np.lexsort((key, rows)))
-    assert evidence._strongest_first(np.zeros(0), np.zeros(0, np.int64)).size == 0
+    value = rng.integers(-4, 5, size=rows.size).astype(np.float64)
+    key, spam = -np.abs(value), value > 0
+    assert np.array_equal(evidence._strongest_first(key, rows, spam),
+                          np.lexsort((spam, key, rows)))
+    assert evidence._strongest_first(np.zeros(0), np.zeros(0, np.int64),
+                                     np.zeros(0, bool)).size == 0
+
+
+@pytest.mark.parametrize("evidence_mode", ["strongest", "each-side"])
+def test_a_score_does_not_depend_on_the_vocabularys_column_order(evidence_mode):
+    """Clues as strong on opposite sides (Bernoulli's are, by symmetry: a token in 1 spam and
+    no ham against one in every ham and all spams but one) tie at the last place: the ham
+    clue is kept, wherever the columns are, so two models with the same counts in another
+    column order (a shared store's hosts) score alike."""
+    ties = np.array([[3.0, -3.0, 5.0, -3.0, 3.0, 1.0]])
+    scores = set()
+    for perm in ([0, 1, 2, 3, 4, 5], [1, 0, 2, 4, 3, 5], [5, 4, 3, 2, 1, 0], [3, 2, 4, 0, 1, 5]):
+        C = sp.csr_matrix(ties[:, perm])
+        for k in (2, 3, 4):
+            kept = evidence.strongest(C, k, each_side=evidence_mode == "each-side")
+            ranked = evidence.RankedEvidence(C).positions(k, each_side=evidence_mode == "each-side")
+            assert np.array_equal(kept, ranked)  # C and NumPy alike
+            scores.add((k, float(C.data[kept].sum()), tuple(C.data[kept])))
+    # per k one score and one order of values, whatever the column order
+    assert len({k for k, _, _ in scores}) == len(scores) == 3
+    if evidence_mode == "strongest":
+        assert (2, 2.0, (5.0, -3.0)) in scores  # the tie at the last place goes to the ham clue
 
 
 # -- places for header evidence (model.header_places) -------------------------------

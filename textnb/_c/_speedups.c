@@ -869,23 +869,30 @@ done:
 
 /* -- evidence selection (textnb.models.evidence.strongest) -------------------------------- */
 
-/* An entry of a row: its strength |value| and its position in the matrix's data. The
- * stronger comes first; of two as strong, the one at the lower position (C's indices
- * are sorted, so the lower column), as the stable sort of RankedEvidence orders them. */
+/* An entry of a row: its strength |value|, its side and its position in the matrix's
+ * data. The stronger comes first; of two as strong, the ham clue (value < 0), then the
+ * one at the lower position (C's indices are sorted, so the lower column), as
+ * RankedEvidence orders them. Two as strong on one side add the same to the score
+ * whichever is kept, so the score does not depend on the vocabulary's column order. */
 typedef struct {
     double strength;
     int64_t position;
+    int ham;
 } Clue;
 
 static inline int
 before(const Clue *a, const Clue *b)
 {
-    return a->strength > b->strength
-           || (a->strength == b->strength && a->position < b->position);
+    if (a->strength != b->strength)
+        return a->strength > b->strength;
+    if (a->ham != b->ham)
+        return a->ham;
+    return a->position < b->position;
 }
 
 /* Put `clue` among the `*n` best of `best` (at most `room`, best first), if it is one.
- * Clues arrive in position order, so a clue as strong as the last kept one is not. */
+ * Clues arrive in position order, so a clue as strong as the last kept one and on its
+ * side is not. */
 static inline void
 keep_best(Clue *best, Py_ssize_t *n, Py_ssize_t room, Clue clue)
 {
@@ -923,7 +930,7 @@ select_side(const double *values, const uint8_t *limited_column, Py_ssize_t n_li
         double v = values[p];
         if ((sign > 0 && !(v > 0)) || (sign < 0 && !(v < 0)))
             continue;
-        Clue clue = {fabs(v), p};
+        Clue clue = {fabs(v), p, v < 0};
         int64_t column = indices[p];
         if (cap >= 0 && column >= 0 && column < n_limited && limited_column[column])
             keep_best(limited, &n_capped, cap, clue);
@@ -937,7 +944,8 @@ PyDoc_STRVAR(strongest_positions_doc,
 "strongest_positions(values, indices, indptr, limited, sides, min_strength, out) -> int\n\n"
 "Evidence selection over a CSR matrix (values float64, indices and indptr int64, each\n"
 "row's indices sorted): out (int64) gets, row by row, the positions of each row's kept\n"
-"entries, strongest first (ties: the lower position). sides is ((k, cap),) to keep the\n"
+"entries, strongest first (ties: the negative, then the lower position). sides is\n"
+"((k, cap),) to keep the\n"
 "k strongest entries, or ((k, cap), (k, cap)) for the positive and the negative\n"
 "entries apart; of the columns marked in limited (uint8, one per column; shorter: the\n"
 "rest unmarked) at most cap count (cap < 0, or cap >= k: no cap). Then, if\n"

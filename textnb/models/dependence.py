@@ -181,7 +181,8 @@ def _per_field(C, rows: np.ndarray, field: np.ndarray, per_field: int) -> np.nda
 
 
 def _tiled(C, rows: np.ndarray, pair_words: np.ndarray) -> np.ndarray:
-    """SpamBayes' tiling over each row's entries: strongest first (ties in column order),
+    """SpamBayes' tiling over each row's entries: strongest first (ties: ham clue first,
+    then column order),
     an entry is dropped when a word it covers is covered by a stronger entry kept.
 
     A pair covers its two words' columns, any other entry its own column. Each round
@@ -204,8 +205,9 @@ def _tiled(C, rows: np.ndarray, pair_words: np.ndarray) -> np.ndarray:
     keep = np.ones(n, bool)
     if not entry.size:
         return keep
-    # Strength rank within the row (0 = strongest), the order the selection uses.
-    order = np.lexsort((C.indices, -np.abs(C.data), rows))
+    # Strength rank within the row (0 = strongest; of entries as strong, the ham clue
+    # first), the order the selection uses (evidence.strongest).
+    order = np.lexsort((C.indices, C.data > 0, -np.abs(C.data), rows))
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
     state = np.zeros(n, np.int8)                          # 0 undecided, 1 kept, -1 dropped

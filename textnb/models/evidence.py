@@ -173,7 +173,10 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
         evidence are dropped first (:mod:`textnb.models.dependence`: one header field's
         tokens, a word pair and its own words); the rest are selected as above.
     RETURNS (ndarray of int): positions, grouped by row, strongest (largest |value|) first
-        within a row, ties in column order.
+        within a row; of entries as strong, the ham clue (value < 0) first, then column
+        order. So the score does not depend on the vocabulary's column order (two models
+        with the same counts in another order, as a shared store's hosts build, score
+        alike): entries as strong on one side add the same whichever is kept.
     """
     if k and dependence is not None and dependence.active:
         keep = independent_entries(C, dependence)
@@ -202,7 +205,7 @@ def strongest(C: sp.csr_matrix, k: int, limited: np.ndarray | None = None,
     rows, spam = entry_row[body], C.data[body] > 0
     left = np.where(spam, k_spam - taken_spam[rows], k_ham - taken_ham[rows])
     kept = np.concatenate([head, body[_rank_in_group(rows * 2 + spam) < left]])
-    return kept[np.lexsort((C.indices[kept], -np.abs(C.data[kept]), entry_row[kept]))]
+    return kept[_strongest_order(C, kept, entry_row)]
 
 
 def _route_and_text(C, k: int, limited, max_limited, min_strength: float,
@@ -214,7 +217,7 @@ def _route_and_text(C, k: int, limited, max_limited, min_strength: float,
     text = _positions_among(C, ~is_header, k, limited, max_limited, min_strength)
     kept = np.concatenate([route, text])
     entry_row = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
-    return kept[np.lexsort((C.indices[kept], -np.abs(C.data[kept]), entry_row[kept]))]
+    return kept[_strongest_order(C, kept, entry_row)]
 
 
 def strongest_positions(C, k: int, limited: np.ndarray | None = None,
@@ -230,6 +233,13 @@ def strongest_positions(C, k: int, limited: np.ndarray | None = None,
         if positions is not None:
             return positions
     return RankedEvidence(C, limited).positions(k, max_limited, each_side, min_strength)
+
+
+def _strongest_order(C, kept: np.ndarray, entry_row: np.ndarray) -> np.ndarray:
+    """The order of C's entries at ``kept``: by row, strongest first, of entries as strong
+    the ham clue first, then column order (:func:`strongest`)."""
+    value = C.data[kept]
+    return np.lexsort((C.indices[kept], value > 0, -np.abs(value), entry_row[kept]))
 
 
 def _widened(mask: np.ndarray, n_columns: int) -> np.ndarray:
@@ -263,17 +273,19 @@ def _rank_in_group(key: np.ndarray) -> np.ndarray:
     return rank
 
 
-def _strongest_first(key: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``np.lexsort((key, rows))``: the entries by row, then by ``key``; ties stay in
-    their order (column order: C's indices are sorted).
+def _strongest_first(key: np.ndarray, rows: np.ndarray, later: np.ndarray) -> np.ndarray:
+    """``np.lexsort((later, key, rows))``: the entries by row, then by ``key``, then the
+    entries where ``later`` is False first; ties stay in their order (column order: C's
+    indices are sorted).
 
-    Up to 65,536 rows, two stable sorts give the same order faster: ``key``, then the
-    rows as 16-bit integers, which NumPy radix-sorts in linear time
+    Up to 65,536 rows, stable sorts give the same order faster: ``later`` (bytes), ``key``,
+    then the rows as 16-bit integers, which NumPy radix-sorts in linear time
     (docs/design/counting-and-scoring.md#scoring-a-batch)."""
     if rows.size and rows[-1] < 1 << 16:
-        by_key = np.argsort(key, kind="stable")
+        by_later = np.argsort(later.view(np.uint8), kind="stable")
+        by_key = by_later[np.argsort(key[by_later], kind="stable")]
         return by_key[np.argsort(rows.astype(np.uint16)[by_key], kind="stable")]
-    return np.lexsort((key, rows))
+    return np.lexsort((later, key, rows))
 
 
 class RankedEvidence:
@@ -288,7 +300,8 @@ class RankedEvidence:
                  header: np.ndarray | None = None):
         self.n_rows = C.shape[0]
         rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
-        self.order = _strongest_first(-np.abs(C.data), rows)
+        # strongest first; of entries as strong, the ham clue first (strongest's tie rule)
+        self.order = _strongest_first(-np.abs(C.data), rows, C.data > 0)
         self.rows = rows[self.order]
         self.values = C.data[self.order]
         self._row_start = C.indptr[self.rows]  # sorted position of each entry's row's first
