@@ -27,6 +27,7 @@ from textnb.evaluation.metrics import one_minus_auc_pct
 from textnb.features.vectorize import Vocabulary, binarize
 from textnb.mail.corpora import iter_corpus, split
 from textnb.mail.parse import parse_message
+from textnb.models.evidence import header_columns
 from textnb.models.numeric import FEATURES, make_numeric_model, message_features
 from textnb.text.tokenize import EmailTokenizer
 
@@ -43,13 +44,16 @@ def load(corpus: str, cfg: FilterConfig):
     y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
     print(f"parsed and tokenised {len(y)} messages in {time.perf_counter() - start:.0f} s",
           file=sys.stderr)
-    X = Vocabulary().transform(tokens, grow=True)
-    return X, np.array(numbers), y, len(train)
+    vocab = Vocabulary()
+    X = vocab.transform(tokens, grow=True)
+    return X, np.array(numbers), y, len(train), header_columns(vocab.tokens_)
 
 
-def scores(X, Z, y, train, test, cfg: FilterConfig, k: int) -> dict[str, np.ndarray]:
-    """Log-odds of the test rows for each variant, models fit on the train rows."""
-    text = fit_rows(X, y, train, cfg.model, cfg.features)
+def scores(X, Z, y, train, test, cfg: FilterConfig, k: int,
+           headers: np.ndarray) -> dict[str, np.ndarray]:
+    """Log-odds of the test rows for each variant, models fit on the train rows (headers:
+    the route's columns, for model.route_alpha)."""
+    text = fit_rows(X, y, train, cfg.model, cfg.features, route_columns=headers)
     Xf = binarize(X) if cfg.features.features == "binary" else X
     out = {"text": text.selected_log_odds(Xf[test], k)}
     for kind in ("gaussian", "kde"):
@@ -67,18 +71,18 @@ def main(argv=None):
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     cfg = FilterConfig()
-    X, Z, y, n_train = load(args.corpus, cfg)
+    X, Z, y, n_train, headers = load(args.corpus, cfg)
     train, test = np.arange(n_train), np.arange(n_train, len(y))
     results: dict = {"corpus": args.corpus, "features": list(FEATURES)}
     for k in (cfg.model.max_discriminators, 0):
-        s = scores(X, Z, y, train, test, cfg, k)
+        s = scores(X, Z, y, train, test, cfg, k, headers)
         row = {name: round(one_minus_auc_pct(y[test], v), 4) for name, v in s.items()}
         results[f"test, max_discriminators={k}"] = row
         if args.cv:
             oof: dict[str, np.ndarray] = {}
             for fold in stratified_folds(y[train], args.cv):
                 rest = np.setdiff1d(train, fold)
-                for name, v in scores(X, Z, y, rest, fold, cfg, k).items():
+                for name, v in scores(X, Z, y, rest, fold, cfg, k, headers).items():
                     oof.setdefault(name, np.full(n_train, np.nan))[fold] = v
             results[f"cv{args.cv}, max_discriminators={k}"] = {
                 name: round(one_minus_auc_pct(y[train], v), 4) for name, v in oof.items()}

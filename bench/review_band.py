@@ -41,7 +41,7 @@ def cell_scores(corpus: Corpus, cfg) -> dict:
                                                dependence))}
     if corpus.chrono is not None:
         fit, valid = corpus.chrono
-        model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features)
+        model = fit_rows(X, corpus.y, fit, cfg.model, cfg.features, route_columns=headers)
         Xf = binarize(X) if cfg.features.features == "binary" else X
         out["chrono_val"] = (corpus.y[valid],
                              score_rows(model, Xf[valid], cfg.model, pairs, headers,

@@ -69,7 +69,7 @@ def run(corpus: str, cfg, lambdas=DEFAULT_COST_RATIOS, do_search: bool = False,
                             do_search=do_search, pair_columns=pairs,
                             header_columns=headers, dependence=dependence)
         chosen = tuned.config
-        model = fit_rows(X, yi, train, chosen.model, chosen.features)
+        model = fit_rows(X, yi, train, chosen.model, chosen.features, route_columns=headers)
         Xc = binarize(X) if chosen.features.features == "binary" else X
         scores = score_rows(model, Xc[test], chosen.model, pairs, headers, dependence)
         row = {"fold": name, "settings": describe(chosen),
