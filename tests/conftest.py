@@ -97,14 +97,15 @@ def sample_learned_filter():
 
 
 @pytest.fixture(scope="session")
-def sample_route_filter():
-    """A filter trained on the whole sample index with the route's own pseudo-count
-    (model.route_alpha = 0.03 beside alpha 0.1; read-only use)."""
+def sample_one_alpha_filter():
+    """A filter trained on the whole sample index with one pseudo-count for the route and
+    the text (model.route_alpha = alpha's 0.1, where the default gives the route 0.03;
+    read-only use)."""
     from textnb.config import load_config
     from textnb.mail.sources import iter_index
     from textnb.spamfilter import SpamFilter
 
-    return SpamFilter(load_config(None, {"model.route_alpha": 0.03})).fit(iter_index(SAMPLE_INDEX))
+    return SpamFilter(load_config(None, {"model.route_alpha": 0.1})).fit(iter_index(SAMPLE_INDEX))
 
 
 @pytest.fixture(scope="session")

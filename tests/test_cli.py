@@ -57,16 +57,16 @@ def test_info(trained):
     assert summary["messages"] == {"ham": 60, "spam": 40}
     text = runner.invoke(app, ["info", "--model", str(trained)])
     assert "40 spam, 60 ham" in text.output
-    assert "route" not in text.output  # route_alpha unset: nothing to show
+    assert "alpha=0.1 (the route's tokens 0.03)" in text.output
 
 
-def test_info_shows_the_routes_own_alpha(sample_route_filter, tmp_path):
+def test_info_says_nothing_of_the_route_when_it_takes_alpha(sample_one_alpha_filter, tmp_path):
     from textnb.modelfile import store
 
-    path = store.save(sample_route_filter, tmp_path / "route.tnb")
+    path = store.save(sample_one_alpha_filter, tmp_path / "one-alpha.tnb")
     text = runner.invoke(app, ["info", "--model", str(path)])
     assert text.exit_code == 0, text.output
-    assert "alpha=0.1 (the route's tokens 0.03)" in text.output
+    assert "alpha=0.1\n" in text.output and "route's tokens" not in text.output
 
 
 def test_explain(trained):

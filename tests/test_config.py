@@ -2,7 +2,7 @@
 
 import pytest
 
-from textnb.config import FilterConfig, load_config, parse_override_value
+from textnb.config import FilterConfig, config_from_dict, load_config, parse_override_value
 from textnb.errors import ConfigError
 
 from conftest import PROJECT
@@ -18,7 +18,9 @@ def test_dotted_overrides():
 
 
 def test_route_alpha_is_a_number_or_unset(tmp_path):
-    assert FilterConfig().model.route_alpha is None  # unset: the route takes model.alpha
+    assert FilterConfig().model.route_alpha == 0.03
+    # unset, as a model file saved before the setting existed reads: the route takes alpha
+    assert config_from_dict({"model": {"route_alpha": None}}).model.route_alpha is None
     assert load_config(None, {"model.route_alpha": 0.03}).model.route_alpha == 0.03
     path = tmp_path / "route.toml"
     path.write_text("[model]\nroute_alpha = 0.03\n")

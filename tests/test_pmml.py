@@ -84,7 +84,7 @@ def test_bernoulli_document_scored_by_the_spec_procedure_equals_textnb(sample_to
 def test_bernoulli_pair_counts_fold_in_the_pseudo_counts():
     f = _filter("bernoulli")
     text = export_pmml(f).decode()
-    plain = [j for j, t in enumerate(f.vocabulary.tokens_) if re.fullmatch("[a-z:]+", t)]
+    plain = [j for j, t in enumerate(f.vocabulary.tokens_) if re.fullmatch("[a-z]+", t)]
     j = max(plain, key=lambda j: f.model.feature_count_[1, j])  # the commonest spam word
     d_ham, d_spam = f.model.feature_count_[:, j].tolist()
     n_ham, n_spam = f.model.class_count_.tolist()
@@ -115,7 +115,7 @@ def test_a_route_alpha_model_exports_exactly(event_model, sample_tokens):
                    for j in np.flatnonzero(X.getnnz(axis=0))}
         p = doc.predict_proba(columns, len(sample_tokens))[:, doc.classes.index("spam")]
         assert np.abs(p - f.model.predict_proba(X.tocsr())[:, 1]).max() < 1e-12
-        plain = _filter(event_model).model.log_odds(X.tocsr())
+        plain = _filter(event_model, **{"model.route_alpha": 0.1}).model.log_odds(X.tocsr())
         assert np.abs(f.model.log_odds(X.tocsr()) - plain).max() > 1e-3  # route_alpha counts
 
 

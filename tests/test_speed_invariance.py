@@ -333,17 +333,22 @@ def _reference_log_odds(spam_filter: SpamFilter, token_lists) -> np.ndarray:
     import math
 
     from textnb.features.vectorize import feature_mask
+    from textnb.models.evidence import header_columns
 
     model, f = spam_filter.model, spam_filter.config.features
     mask = feature_mask(spam_filter.doc_freq_, max(f.min_df, 1), f.max_features)
-    fc, a = model.feature_count_, model.alpha
+    fc = model.feature_count_
+    # Each column's pseudo-count, from its token: the route's (model.route_alpha) or alpha
+    route_alpha = spam_filter.config.model.route_alpha
+    a = np.where(header_columns(spam_filter.vocabulary.tokens_)[:fc.shape[1]],
+                 model.alpha if route_alpha is None else route_alpha, model.alpha)
     X = spam_filter._matrix(token_lists, grow=False)
     prior = np.log(model.class_count_) - np.log(model.class_count_.sum())
     if model.event_model == "multinomial":
         flp = np.zeros_like(fc)
         for c in range(2):
-            flp[c, mask] = (np.log(fc[c, mask] + a)
-                            - np.log(math.fsum(fc[c, mask]) + a * int(mask.sum())))
+            flp[c, mask] = (np.log(fc[c, mask] + a[mask])
+                            - np.log(math.fsum(fc[c, mask]) + math.fsum(a[mask])))
         jll = X @ flp.T + prior
     else:
         cc = model.class_count_.reshape(-1, 1)

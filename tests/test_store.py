@@ -505,22 +505,22 @@ def test_the_same_model_saved_at_other_times_is_the_same_bytes(sample_filter, mo
     assert store.dumps(sample_filter) == first
 
 
-def test_route_alpha_is_saved_and_a_loaded_model_scores_as_the_saved(sample_route_filter,
-                                                                     sample_filter, sample_index,
-                                                                     model_path):
-    want = _scores(sample_route_filter, sample_index)
-    assert not np.array_equal(want, _scores(sample_filter, sample_index))  # it matters
-    store.save(sample_route_filter, model_path)
+def test_route_alpha_is_saved_and_a_loaded_model_scores_as_the_saved(sample_filter,
+                                                                     sample_one_alpha_filter,
+                                                                     sample_index, model_path):
+    want = _scores(sample_filter, sample_index)
+    assert not np.array_equal(want, _scores(sample_one_alpha_filter, sample_index))  # it matters
+    store.save(sample_filter, model_path)
     loaded = store.load(model_path)
     assert loaded.config.model.route_alpha == 0.03
-    np.testing.assert_array_equal(loaded.model.route_columns_,
-                                  sample_route_filter.model.route_columns_)
+    np.testing.assert_array_equal(loaded.model.route_columns_, sample_filter.model.route_columns_)
     np.testing.assert_array_equal(_scores(loaded, sample_index), want)
 
 
-def test_a_file_saved_before_route_alpha_keeps_scoring_as_it_did(sample_filter, sample_index,
-                                                                 model_path):
-    data = store.dumps(sample_filter)
+def test_a_file_saved_before_route_alpha_keeps_scoring_as_it_did(sample_one_alpha_filter,
+                                                                 sample_index, model_path):
+    # Such a file was trained with one pseudo-count for both (route_alpha = alpha's 0.1)
+    data = store.dumps(sample_one_alpha_filter)
     with zipfile.ZipFile(model_path, "w") as out, zipfile.ZipFile(io.BytesIO(data)) as zin:
         for name in zin.namelist():
             content = zin.read(name)
@@ -532,4 +532,5 @@ def test_a_file_saved_before_route_alpha_keeps_scoring_as_it_did(sample_filter, 
     loaded = store.load(model_path)
     assert loaded.config.model.route_alpha is None
     assert loaded.model.route_columns_known == 0  # nothing classified: no route_alpha
-    np.testing.assert_array_equal(_scores(loaded, sample_index), _scores(sample_filter, sample_index))
+    np.testing.assert_array_equal(_scores(loaded, sample_index),
+                                  _scores(sample_one_alpha_filter, sample_index))

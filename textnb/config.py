@@ -60,9 +60,10 @@ class FeatureConfig:
 class ModelConfig:
     event_model: str = "multinomial"
     alpha: float = 0.1
-    # The route's own pseudo-count (header fields other than Subject); None: alpha.
-    # A number or nothing, so its kind is given apart from its default.
-    route_alpha: float | None = field(default=None, metadata={"kind": float})
+    # The route's own pseudo-count (header fields other than Subject); None: alpha, what a
+    # model file saved before the setting existed reads as (configs/default.toml says why
+    # 0.03). A number or nothing, so its kind is given apart from its default.
+    route_alpha: float | None = field(default=0.03, metadata={"kind": float, "or_none": True})
     fit_prior: bool = True
     class_prior: tuple[float, float] | None = None
     max_discriminators: int = 16
@@ -190,15 +191,16 @@ class FilterConfig:
 
 def _typed(name: str, value: Any, setting: dataclasses.Field) -> Any:
     """``value`` checked against the kind of its setting: its default's, unless the field
-    names one (``metadata={"kind": float}``: a number or nothing); lists become tuples."""
+    names one (``metadata={"kind": float, "or_none": True}``: a number or nothing); lists
+    become tuples."""
     if isinstance(value, list):
         value = tuple(value)
     kinds = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
     default = setting.default
     kind = setting.metadata.get("kind", type(default))
-    if kind is float:  # a number (or nothing, where the default is nothing: route_alpha)
+    if kind is float:  # a number (or nothing, where the field says so: route_alpha)
         ok = ((isinstance(value, (int, float)) and not isinstance(value, bool))
-              or (value is None and default is None))
+              or (value is None and setting.metadata.get("or_none", False)))
         wanted = kinds[float]
     elif default is None or kind is tuple:  # class_prior, headers: lists (or nothing)
         ok = value is None or isinstance(value, tuple)

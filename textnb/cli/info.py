@@ -59,7 +59,8 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt,
     typer.echo(f"model:       {cfg['model']['event_model']} NB, {cfg['features']['features']} "
                f"features, alpha={cfg['model']['alpha']}"
                + (f" (the route's tokens {cfg['model']['route_alpha']})"
-                  if cfg["model"].get("route_alpha") is not None else ""))
+                  if cfg["model"].get("route_alpha") not in (None, cfg["model"]["alpha"])
+                  else ""))
     m = cfg["model"]
     typer.echo("evidence:    " + selection_text(m["max_discriminators"],
                                                  m["max_pair_discriminators"],
