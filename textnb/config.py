@@ -154,8 +154,8 @@ class FilterConfig:
         _check(math.isfinite(m.alpha), "model.alpha", m.alpha, "use a finite alpha, e.g. 0.1")
         if m.route_alpha is not None:
             _check(m.route_alpha > 0 and math.isfinite(m.route_alpha), "model.route_alpha",
-                   m.route_alpha, "use a finite route_alpha > 0 (e.g. 0.03), or leave it "
-                   "unset for the route's tokens to take model.alpha")
+                   m.route_alpha, "use a finite route_alpha > 0 (the default 0.03), or "
+                   "model.alpha's value for the route's tokens to take it")
         _check(d.cost_ratio > 0 and math.isfinite(d.cost_ratio), "decision.cost_ratio",
                d.cost_ratio,
                "use a positive ratio: cost of losing a ham / cost of letting a spam through")
