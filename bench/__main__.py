@@ -25,6 +25,7 @@ SUITE = {
         "tenfold_parts": "cross-validation over a whole corpus, against bogofilter and scikit-learn",
         "list_reader": "SpamAssassin relabelled as a reader of its mailing lists would",
         "online": "online accuracy in delivery order for the three training regimes",
+        "train_regimes": "trained once, learning every message or thick, then the next mail",
         "learning_curve": "accuracy against the number of learned messages, and imbalance",
         "per_user": "a user's own counts, a shared model's, or both",
         "select_defaults": "the default settings, chosen on training data only",

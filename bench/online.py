@@ -1,7 +1,7 @@
 """Online accuracy in the TREC manner for textnb's three training regimes.
 
-    python -m bench.online [--corpus spamassassin|enron ...] [--regime R ...] [--margin M ...]
-        [--json OUT]
+    python -m bench.online [--corpus spamassassin|enron|trec07p-early ...] [--regime R ...]
+        [--margin M ...] [--json OUT]
 
 Each message, in order, is first classified by the model as it stands, then
 offered to ``textnb.modelfile.retrain.learn_messages`` with its true label, which learns it
@@ -14,8 +14,10 @@ Order: delivery order (``textnb.mail.corpora.delivery_order``). SpamAssassin by 
 ``Date:`` headers (undated ones first); Enron 1-3 in the corpus's own order: enron1,
 then enron2, then enron3, and within each the leading number of the file name, which
 interleaves ham and spam each in date order (the order Metsis et al. used for their
-incremental experiments). ``--shuffle`` gives the seeded shuffle of earlier runs
-(``random.Random(SEED)`` over the sorted paths) instead.
+incremental experiments); trec07p-early, a real mailbox, in its index's order, which is
+delivery order (its only order allowed; aggregate figures only). ``--shuffle`` gives the
+seeded shuffle of earlier runs (``random.Random(SEED)`` over the sorted paths) instead,
+for the public corpora.
 
 ``--bogofilter`` runs the peer the same way, in the same order: each message is
 scored (``bogofilter -T``), then learned under its true label (``-s`` or ``-n``):
@@ -47,7 +49,7 @@ import numpy as np
 from textnb.config import load_config, parse_override_value
 from textnb.evaluation import metrics
 from textnb.mail.corpora import corpora_root, delivery_order, iter_corpus
-from textnb.mail.sources import RawMessage
+from textnb.mail.sources import RawMessage, iter_index
 from textnb.modelfile.retrain import DEFAULT_MARGIN, learn_messages
 from textnb.models.ledger import normalise
 from textnb.spamfilter import SpamFilter
@@ -55,7 +57,14 @@ from textnb.spamfilter import SpamFilter
 SEED = 2003
 
 
+MAILBOX = "trec07p-early"
+
+
 def ordered(name: str, root: Path, shuffle: bool = False) -> list[RawMessage]:
+    if name == MAILBOX:
+        if shuffle:
+            raise ValueError(f"{MAILBOX} is read in delivery order only (its README)")
+        return list(iter_index(str(root / MAILBOX / "full" / "index")))
     if name not in ("spamassassin", "enron"):
         raise ValueError(f"no online order defined for {name!r}")
     examples = list(iter_corpus(name, root))
@@ -115,7 +124,7 @@ def run(messages: list[RawMessage], regime: str, margin: float, config=None) -> 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", action="append", choices=("spamassassin", "enron"))
+    parser.add_argument("--corpus", action="append", choices=("spamassassin", "enron", MAILBOX))
     parser.add_argument("--regime", action="append", choices=("all", "error", "thick"),
                         help="regimes to run (default: all three)")
     parser.add_argument("--margin", action="append", type=float,

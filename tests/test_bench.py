@@ -81,3 +81,26 @@ def test_the_dependent_evidence_bench_fits_a_model_per_fit_time_setting_and_rows
     assert fitted.model(first, route).route_columns_.tolist() == [False, True, False]
     assert fitted.features(variant_config({"features.features": "tf"})) is X
     assert fitted.features(default).max() == 1
+
+
+def test_the_train_regimes_bench_learns_through_the_regime_and_restores_the_tokenizer():
+    """bench.train_regimes trains as `textnb train --regime` does (thick learns fewer of the
+    same messages) and its token cache is the tokenizer's answer, removed afterwards."""
+    from bench.train_regimes import TokenCache, trained_scores
+    from textnb.config import FilterConfig
+    from textnb.mail.sources import iter_index
+    from textnb.spamfilter import SpamFilter
+
+    from conftest import SAMPLE_INDEX
+
+    messages = list(iter_index(SAMPLE_INDEX))
+    original = SpamFilter.tokens
+    cache = TokenCache(FilterConfig())
+    cache.add(messages)
+    with cache:
+        every, n_every = trained_scores(messages, messages[:10], FilterConfig(), "all", 0.0)
+        thick, n_thick = trained_scores(messages, messages[:10], FilterConfig(), "thick", 5.0)
+    assert SpamFilter.tokens is original
+    again, _ = trained_scores(messages, messages[:10], FilterConfig(), "all", 0.0)
+    assert (again == every).all()  # the cache gave the tokenizer's own tokens
+    assert n_every == 100 and 0 < n_thick < n_every

@@ -70,6 +70,8 @@ IndexOpt = typer.Option(None, "--index", help="Index file of 'spam PATH' / 'ham 
 TsvOpt = typer.Option(None, "--tsv", help="File of 'label<TAB>text' lines, as the SMS Spam Collection (repeatable).")
 CostOpt = typer.Option(None, "--cost-ratio", "-r", help="Cost of losing a ham / cost of letting a spam through (λ): spam when log-odds > ln λ.")
 JsonOpt = typer.Option(False, "--json", help="JSON output, for scripts.")
+RegimeOpt = typer.Option("all", "--regime", help="Which new messages to learn, in the order given: all, error (only those the model of the messages before gets wrong or is unsure of) or thick (also those right by less than --margin).")
+MarginOpt = typer.Option(None, "--margin", help="Log-odds margin of --regime thick (default 40, chosen with bench/online.py).")
 StrictOpt = typer.Option(False, "--strict", help="Stop at the first input that cannot be read (exit 1, the model untouched), and fail when no message was read. Default: skip such inputs and list them on stderr at the end.")
 EngineStrictOpt = typer.Option(False, "--strict", help="Stop at the first input that cannot be read (exit 1, the model untouched), and fail when no message was read. Default: skip such inputs and list them on stderr at the end (with --engine dask, a file a worker cannot read still stops the run).")
 JobsOpt = typer.Option(None, "--jobs", "-j", min=1, help="With --engine local: worker processes that parse, tokenise and count or score mail (default: every core); results do not depend on N.")

@@ -66,36 +66,45 @@ def unlabelled_messages(sources: Sequence[str] = (), index: Sequence[str] = (),
 def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
           ham: Sequence[str] = (), index: Sequence[str] = (), tsv: Sequence[str] = (),
           progress: Callable[[int], None] | None = None, jobs: int | None = 1,
-          engine=None) -> dict[str, Any]:
+          engine=None, regime: str = "all", margin: float | None = None) -> dict[str, Any]:
     """Train a new model from scratch and save it atomically. Returns a summary.
 
     Trains through the ledger, as ``textnb.modelfile.retrain`` does: a message given twice is
     learned once, and the model can later be retrained and forgotten from exactly.
     The engine's workers parse, tokenise and count; the model does not depend on
     the engine or on how many processes it runs.
+
+    regime, margin: which messages are learned, in the order given (``all``: every one;
+    ``thick``: those the model of the messages before gets wrong or right by less than the
+    margin, ``error``: wrong only; ``textnb.modelfile.lifecycle``), as ``retrain`` does.
     """
+    from ..modelfile.retrain import DEFAULT_MARGIN, check_regime
+
     _check_sources(spam, ham, index, tsv)
+    check_regime(regime, DEFAULT_MARGIN if margin is None else margin)
     engine = engine_for(engine, jobs)
     start = time.perf_counter()
-    spam_filter, report = _learn_anew(config, engine, spam, ham, index, tsv, progress)
+    spam_filter, report = _learn_anew(config, engine, spam, ham, index, tsv, progress,
+                                      regime, margin)
     elapsed = time.perf_counter() - start
     _replace_model(spam_filter, model_path)
     summary = spam_filter.summary()
     summary.update(model=str(model_path), seconds=round(elapsed, 3),
                    size_bytes=Path(model_path).stat().st_size, duplicates=report.known,
-                   **engine.run_info())
+                   regime=report.regime, passed=report.passed, **engine.run_info())
     return summary
 
 
 def _learn_anew(config: FilterConfig, engine, spam: Sequence[str], ham: Sequence[str],
                 index: Sequence[str], tsv: Sequence[str],
-                progress: Callable[[int], None] | None):
+                progress: Callable[[int], None] | None, regime: str = "all",
+                margin: float | None = None):
     """A new filter with ``config`` that learned the mail as every learning command does:
     the ledger plans (new, known, relabelled), the engine counts, the filter applies.
     RETURNS (SpamFilter, LearnReport)."""
     files = engine.plan_labelled(spam, ham, index, tsv)
     spam_filter = SpamFilter(config)
-    report = engine.learn(spam_filter, files, progress=progress)
+    report = engine.learn(spam_filter, files, regime, margin, progress)
     require_both_classes(spam_filter.n_learned)
     return spam_filter, report
 

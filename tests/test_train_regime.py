@@ -1,0 +1,96 @@
+"""textnb train --regime: a new model that learned, in the order given, only the messages
+the regime takes (``thick``: those the model of the messages before gets wrong or right by
+less than --margin), exactly as ``retrain --regime`` learns them into a new model."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from textnb.cli import app
+from textnb.modelfile import store
+
+from conftest import SAMPLE
+
+runner = CliRunner()
+INDEX = str(SAMPLE / "index")
+
+
+def _train(path, *options):
+    result = runner.invoke(app, ["train", "--model", str(path), "--index", INDEX, "--json",
+                                 *options])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _scores(path):
+    spam_filter = store.load(path)
+    raws = [p.read_bytes() for p in sorted((SAMPLE / "unlabelled").iterdir())]
+    raws += [p.read_bytes() for p in sorted((SAMPLE / "spam").iterdir())[:5]]
+    return spam_filter, spam_filter.log_odds(raws)
+
+
+def test_thick_learns_fewer_messages_and_is_what_retrain_thick_makes_of_a_new_model(tmp_path):
+    every = _train(tmp_path / "all.tnb")
+    thick = _train(tmp_path / "thick.tnb", "--regime", "thick", "--margin", "5")
+    learned = sum(thick["messages"].values())
+    assert every["regime"] == "all" and every["passed"] == 0
+    assert thick["regime"] == "thick" and thick["passed"] > 0
+    assert learned + thick["passed"] == sum(every["messages"].values()) == 100
+    retrained = runner.invoke(app, ["retrain", "--model", str(tmp_path / "retrain.tnb"),
+                                    "--index", INDEX, "--regime", "thick", "--margin", "5"])
+    assert retrained.exit_code == 0, retrained.output
+    by_train, train_scores = _scores(tmp_path / "thick.tnb")
+    by_retrain, retrain_scores = _scores(tmp_path / "retrain.tnb")
+    assert by_train.n_learned == by_retrain.n_learned
+    assert len(by_train.ledger) == len(by_retrain.ledger) == learned  # passed: not in it
+    np.testing.assert_array_equal(train_scores, retrain_scores)
+    _, all_scores = _scores(tmp_path / "all.tnb")
+    assert not np.array_equal(train_scores, all_scores)
+
+
+def test_thick_is_the_same_model_with_any_number_of_workers(tmp_path):
+    one = _train(tmp_path / "one.tnb", "--regime", "thick", "--margin", "5", "--jobs", "1")
+    two = _train(tmp_path / "two.tnb", "--regime", "thick", "--margin", "5", "--jobs", "2")
+    assert one["messages"] == two["messages"] and one["passed"] == two["passed"]
+    np.testing.assert_array_equal(_scores(tmp_path / "one.tnb")[1],
+                                  _scores(tmp_path / "two.tnb")[1])
+
+
+def test_the_text_output_says_how_many_the_regime_passed(tmp_path):
+    result = runner.invoke(app, ["train", "--model", str(tmp_path / "m.tnb"), "--index", INDEX,
+                                 "--regime", "thick", "--margin", "5"])
+    assert result.exit_code == 0, result.output
+    assert "passed by the regime (thick)" in result.output
+
+
+@pytest.mark.parametrize("options, named", [
+    (["--regime", "sometimes"], "unknown regime 'sometimes'; use one of all, error, thick"),
+    (["--regime", "thick", "--margin", "-1"], "margin -1.0 must be >= 0"),
+])
+def test_a_bad_regime_or_margin_is_refused_by_name_and_writes_nothing(tmp_path, options, named):
+    path = tmp_path / "m.tnb"
+    result = runner.invoke(app, ["train", "--model", str(path), "--index", INDEX, *options])
+    assert result.exit_code != 0
+    assert named in result.output
+    assert not path.exists()
+
+
+def test_thick_is_refused_with_a_shared_store(tmp_path):
+    result = runner.invoke(app, ["train", "--store", "postgresql://nobody@localhost/none",
+                                 "--index", INDEX, "--regime", "thick"])
+    assert result.exit_code != 0
+    said = " ".join(result.output.replace("│", " ").split())  # typer's box, unwrapped
+    assert "with --store, train learns every message (--regime all)" in said
+
+
+def test_thick_is_refused_on_dask_before_any_work(tmp_path):
+    pytest.importorskip("distributed", reason="dask[distributed] is not installed; "
+                                              "pip install 'textnb[dask]'")
+    path = tmp_path / "m.tnb"
+    result = runner.invoke(app, ["train", "--model", str(path), "--index", INDEX,
+                                 "--regime", "thick", "--engine", "dask"])
+    assert result.exit_code != 0
+    assert "cannot be split across workers; use --engine local" in result.output
+    assert not path.exists()
