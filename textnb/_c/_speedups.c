@@ -945,12 +945,11 @@ PyDoc_STRVAR(strongest_positions_doc,
 "Evidence selection over a CSR matrix (values float64, indices and indptr int64, each\n"
 "row's indices sorted): out (int64) gets, row by row, the positions of each row's kept\n"
 "entries, strongest first (ties: the negative, then the lower position). sides is\n"
-"((k, cap),) to keep the\n"
-"k strongest entries, or ((k, cap), (k, cap)) for the positive and the negative\n"
-"entries apart; of the columns marked in limited (uint8, one per column; shorter: the\n"
-"rest unmarked) at most cap count (cap < 0, or cap >= k: no cap). Then, if\n"
-"min_strength > 0, entries with |value| <= min_strength are dropped. RETURNS the\n"
-"positions written. As textnb.models.evidence.RankedEvidence.positions.");
+"((k, cap),) to keep the k strongest entries, or ((k, cap), (k, cap)) for the positive\n"
+"and the negative entries apart; of the columns marked in limited (uint8, one per\n"
+"column; shorter: the rest unmarked) at most cap count (cap < 0, or cap >= k: no cap).\n"
+"Then, if min_strength > 0, entries with |value| <= min_strength are dropped. RETURNS\n"
+"the positions written. As textnb.models.evidence.RankedEvidence.positions.");
 
 static PyObject *
 strongest_positions(PyObject *module, PyObject *args)
