@@ -94,3 +94,14 @@ def test_thick_is_refused_on_dask_before_any_work(tmp_path):
     assert result.exit_code != 0
     assert "cannot be split across workers; use --engine local" in result.output
     assert not path.exists()
+
+
+def test_thick_from_class_sources_says_the_order_is_one_class_then_the_other(tmp_path):
+    result = runner.invoke(app, ["train", "--model", str(tmp_path / "m.tnb"),
+                                 "--spam", str(SAMPLE / "spam"), "--ham", str(SAMPLE / "ham"),
+                                 "--regime", "thick", "--margin", "5"])
+    assert result.exit_code == 0, result.output
+    assert "every --spam source before every --ham one" in result.stderr
+    plain = runner.invoke(app, ["train", "--model", str(tmp_path / "n.tnb"),
+                                "--spam", str(SAMPLE / "spam"), "--ham", str(SAMPLE / "ham")])
+    assert "--spam source before" not in plain.stderr  # every message: the order is moot

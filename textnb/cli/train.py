@@ -77,6 +77,12 @@ def train_cli(
                 raise typer.BadParameter(f"{item!r} is not section.key=value", param_hint="--set")
             overrides[key.strip()] = parse_override_value(value.strip())
         cfg = load_config(config, overrides)
+        if regime != "all" and spam and ham:
+            # Each message is judged by the model of those before it, so the order is the
+            # training: one class's sources wholly before the other's is not the mail's.
+            typer.echo(f"note: --regime {regime} learns in the order given, every --spam "
+                       "source before every --ham one; for the order the mail arrived in, "
+                       "give an --index listing it in that order", err=True)
         chosen = pick_engine(engine, scheduler, jobs)
         progress = Progress("trained")
         try:
