@@ -41,6 +41,6 @@ def spamassassin_tuned():
     tr, te = np.arange(n_train), np.arange(n_train, len(y))
     tuned = tune_matrix(X[tr], y[tr], cfg, (1, 9, 999), make_folds(y[tr], 5),
                         pair_columns=pairs, header_columns=headers, dependence=dependence)
-    model = fit_rows(X, y, tr, cfg.model, cfg.features)
+    model = fit_rows(X, y, tr, cfg.model, cfg.features, route_columns=headers)
     Xf = binarize(X) if cfg.features.features == "binary" else X
     return tuned, y[te], score_rows(model, Xf[te], cfg.model, pairs, headers, dependence)
