@@ -193,14 +193,8 @@ def test_every_flipped_byte_in_a_member_is_detected(sample_filter, model_path):
 
 def test_newer_format_version_asks_for_an_upgrade(sample_filter, model_path):
     data = store.dumps(sample_filter)
-    with zipfile.ZipFile(model_path, "w") as out, zipfile.ZipFile(__import__("io").BytesIO(data)) as zin:
-        for name in zin.namelist():
-            content = zin.read(name)
-            if name == "textnb-model.json":
-                meta = json.loads(content)
-                meta["format_version"] = store.FORMAT_VERSION + 1
-                content = json.dumps(meta).encode()
-            out.writestr(name, content)
+    model_path.write_bytes(_with_meta(data, lambda meta: meta.update(
+        format_version=store.FORMAT_VERSION + 1)))
     with pytest.raises(ModelFormatError, match="upgrade textnb"):
         store.load(model_path)
 
@@ -224,8 +218,6 @@ def test_a_file_saved_before_evidence_modes_keeps_scoring_as_it_did(sample_index
                                                                    sample_filter):
     """Files written before `model.evidence` existed were scored with one ranking of the
     k strongest clues; the default is now "each-side", but such a file keeps its scores."""
-    import io
-
     from textnb.config import FilterConfig, ModelConfig
     from textnb.spamfilter import SpamFilter
 
@@ -233,15 +225,8 @@ def test_a_file_saved_before_evidence_modes_keeps_scoring_as_it_did(sample_index
     old.fit(iter_index(sample_index))
     want = _scores(old, sample_index)
     assert not np.array_equal(want, _scores(sample_filter, sample_index))
-    data = store.dumps(old)
-    with zipfile.ZipFile(model_path, "w") as out, zipfile.ZipFile(io.BytesIO(data)) as zin:
-        for name in zin.namelist():
-            content = zin.read(name)
-            if name == "textnb-model.json":
-                meta = json.loads(content)
-                del meta["config"]["model"]["evidence"]
-                content = json.dumps(meta).encode()
-            out.writestr(name, content)
+    model_path.write_bytes(_with_meta(store.dumps(old),
+                                      lambda meta: meta["config"]["model"].pop("evidence")))
     loaded = store.load(model_path)
     assert loaded.config.model.evidence == "strongest"
     np.testing.assert_array_equal(_scores(loaded, sample_index), want)
@@ -304,6 +289,21 @@ def test_a_member_whose_inflated_bytes_miss_their_crc_is_damage(sample_filter):
     data[entry + 16] ^= 0xFF  # the entry's CRC-32
     with pytest.raises(ModelFormatError, match="damaged"):
         store.loads(bytes(data))
+
+
+def _with_meta(data: bytes, edit) -> bytes:
+    """A model file's bytes with its metadata (textnb-model.json) changed in place by
+    ``edit(meta)``, as a file written by another version of textnb would have it."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as zin, zipfile.ZipFile(out, "w") as zout:
+        for name in zin.namelist():
+            content = zin.read(name)
+            if name == "textnb-model.json":
+                meta = json.loads(content)
+                edit(meta)
+                content = json.dumps(meta).encode()
+            zout.writestr(name, content)
+    return out.getvalue()
 
 
 def _rewritten(data: bytes, member: str, content: bytes) -> bytes:
@@ -520,15 +520,8 @@ def test_route_alpha_is_saved_and_a_loaded_model_scores_as_the_saved(sample_filt
 def test_a_file_saved_before_route_alpha_keeps_scoring_as_it_did(sample_one_alpha_filter,
                                                                  sample_index, model_path):
     # Such a file was trained with one pseudo-count for both (route_alpha = alpha's 0.1)
-    data = store.dumps(sample_one_alpha_filter)
-    with zipfile.ZipFile(model_path, "w") as out, zipfile.ZipFile(io.BytesIO(data)) as zin:
-        for name in zin.namelist():
-            content = zin.read(name)
-            if name == "textnb-model.json":
-                meta = json.loads(content)
-                del meta["config"]["model"]["route_alpha"]
-                content = json.dumps(meta).encode()
-            out.writestr(name, content)
+    model_path.write_bytes(_with_meta(store.dumps(sample_one_alpha_filter),
+                                      lambda meta: meta["config"]["model"].pop("route_alpha")))
     loaded = store.load(model_path)
     assert loaded.config.model.route_alpha is None
     assert loaded.model.route_columns_known == 0  # nothing classified: no route_alpha
