@@ -17,6 +17,7 @@ from textnb.mail.corpora import (CHRONOLOGICAL, chronological_split, is_test, it
                                  split)
 from textnb.models.dependence import make_dependence
 from textnb.models.evidence import PAIR_PREFIX, header_columns, pair_columns
+from textnb.models.ledger import normalise
 from textnb.spamfilter import SpamFilter
 
 
@@ -136,6 +137,15 @@ def measures(spam_filter: SpamFilter, test: list[tuple[str, list[str]]]) -> dict
     return {"1-auc%": metrics.one_minus_auc_pct(y, scores),
             "sm%@hm0.1%": metrics.sm_at_hm(y, scores, 0.001),
             "error%": 100.0 * float(np.mean(called != y))}
+
+
+def cache_tokens(cache: dict[bytes, list[str]], messages, tokenizer: SpamFilter) -> None:
+    """Each message's tokens into ``cache`` under its normalised bytes, the key
+    :class:`TokenCache` reads (the tokenizer is deterministic: once a message)."""
+    for m in messages:
+        raw = normalise(m.raw)
+        if raw not in cache:
+            cache[raw] = tokenizer.tokens(raw)
 
 
 class TokenCache:

@@ -46,12 +46,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common import TokenCache, cache_tokens
 from textnb.config import load_config, parse_override_value
 from textnb.evaluation import metrics
 from textnb.mail.corpora import corpora_root, delivery_order, iter_corpus
 from textnb.mail.sources import RawMessage, iter_index
 from textnb.modelfile.retrain import DEFAULT_MARGIN, learn_messages
-from textnb.models.ledger import normalise
 from textnb.spamfilter import SpamFilter
 
 SEED = 2003
@@ -145,23 +145,17 @@ def main(argv=None):
     if root is None:
         sys.exit("no corpora found: set TEXTNB_CORPORA or put them at ../shared/corpora")
     results = []
-    tokens = SpamFilter.tokens
     for name in args.corpus or ("spamassassin", "enron"):
         messages = ordered(name, root, args.shuffle)
         if args.bogofilter:
             row = {"corpus": name, "n": len(messages), **run_bogofilter(messages)}
             print(json.dumps(row), flush=True)
             results.append(row)
-        cache: dict[bytes, list[str]] = {}
         start = time.perf_counter()
-        tokeniser = SpamFilter(config)
-        for m in messages:
-            norm = normalise(m.raw)
-            if norm not in cache:
-                cache[norm] = tokens(tokeniser, norm)
+        tokens: dict[bytes, list[str]] = {}
+        cache_tokens(tokens, messages, SpamFilter(config))
         tok_seconds = time.perf_counter() - start
-        SpamFilter.tokens = lambda self, raw, cache=cache: list(cache[raw])
-        try:
+        with TokenCache(tokens):
             regimes = args.regime or ["all", "error", "thick"]
             runs = [(r, 0.0) for r in ("all", "error") if r in regimes]
             if "thick" in regimes:
@@ -172,8 +166,6 @@ def main(argv=None):
                        **run(messages, regime, margin, config)}
                 print(json.dumps(row), flush=True)
                 results.append(row)
-        finally:
-            SpamFilter.tokens = tokens
         print(json.dumps({"corpus": name, "tokenise_seconds": round(tok_seconds, 1)}), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"overrides": overrides, "shuffle": args.shuffle,

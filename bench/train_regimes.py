@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from bench.common import require_corpora, write_json
+from bench.common import TokenCache, cache_tokens, require_corpora, write_json
 from bench.stats import paired_bootstrap
 from textnb.config import FilterConfig
 from textnb.evaluation import metrics
@@ -58,29 +58,6 @@ def cells(root) -> dict[str, tuple[list[RawMessage], list[RawMessage]]]:
     return out
 
 
-class TokenCache:
-    """Each message tokenised once for every variant (the tokenizer is deterministic):
-    ``SpamFilter.tokens`` reads the cache while it is installed."""
-
-    def __init__(self, config: FilterConfig):
-        self.tokenizer, self.tokens, self.original = SpamFilter(config), {}, SpamFilter.tokens
-
-    def add(self, messages) -> None:
-        for m in messages:
-            raw = normalise(m.raw)
-            if raw not in self.tokens:
-                self.tokens[raw] = self.original(self.tokenizer, raw)
-
-    def __enter__(self):
-        cache, original = self.tokens, self.original
-        SpamFilter.tokens = lambda spam_filter, raw: list(
-            cache[raw] if raw in cache else original(spam_filter, raw))
-        return self
-
-    def __exit__(self, *exc):
-        SpamFilter.tokens = self.original
-
-
 def trained_scores(train, test, config, regime: str, margin: float):
     spam_filter = SpamFilter(config)
     learn_messages(spam_filter, train, regime=regime, margin=margin)
@@ -97,13 +74,13 @@ def main(argv=None) -> int:
     require_corpora()
     config = FilterConfig()
     variants = [("all", 0.0)] + [("thick", m) for m in (args.margin or MARGINS)]
-    cache = TokenCache(config)
+    tokens, tokenizer = {}, SpamFilter(config)
     out = {"variants": [f"{r} {m:g}" if r == "thick" else r for r, m in variants], "cells": {}}
     for name, (train, test) in cells(corpora_root()).items():
-        cache.add(train + test)
+        cache_tokens(tokens, train + test, tokenizer)
         y = np.array([m.label == "spam" for m in test])
         row, reference = {"n_train": len(train), "n_test": len(test)}, None
-        with cache:
+        with TokenCache(tokens):
             for regime, margin in variants:
                 scores, learned = trained_scores(train, test, config, regime, margin)
                 label = f"{regime} {margin:g}" if regime == "thick" else regime

@@ -86,7 +86,8 @@ def test_the_dependent_evidence_bench_fits_a_model_per_fit_time_setting_and_rows
 def test_the_train_regimes_bench_learns_through_the_regime_and_restores_the_tokenizer():
     """bench.train_regimes trains as `textnb train --regime` does (thick learns fewer of the
     same messages) and its token cache is the tokenizer's answer, removed afterwards."""
-    from bench.train_regimes import TokenCache, trained_scores
+    from bench.common import TokenCache, cache_tokens
+    from bench.train_regimes import trained_scores
     from textnb.config import FilterConfig
     from textnb.mail.sources import iter_index
     from textnb.spamfilter import SpamFilter
@@ -95,9 +96,9 @@ def test_the_train_regimes_bench_learns_through_the_regime_and_restores_the_toke
 
     messages = list(iter_index(SAMPLE_INDEX))
     original = SpamFilter.tokens
-    cache = TokenCache(FilterConfig())
-    cache.add(messages)
-    with cache:
+    tokens: dict = {}
+    cache_tokens(tokens, messages, SpamFilter(FilterConfig()))
+    with TokenCache(tokens):
         every, n_every = trained_scores(messages, messages[:10], FilterConfig(), "all", 0.0)
         thick, n_thick = trained_scores(messages, messages[:10], FilterConfig(), "thick", 5.0)
     assert SpamFilter.tokens is original
