@@ -21,6 +21,23 @@ PROJECT = Path(__file__).resolve().parents[1]
 SAMPLE = PROJECT / "corpora" / "sample"
 SAMPLE_INDEX = SAMPLE / "index"
 
+# Tests of the counts' algebra (retrain = train on the union, merge = train on all, any
+# number of workers = one process, a store = a file) learn every message: the thick
+# default selects by scores, so such identities hold only within one regime.
+# tests/test_train_regime.py and tests/test_cv_regime.py test the default itself.
+EVERY_MESSAGE = ["--regime", "all"]
+
+
+def every_message(config=None, **overrides):
+    """``config`` (default: the defaults, with ``overrides``: dotted keys) learning every
+    message (``training.regime = 'all'``)."""
+    from dataclasses import replace
+
+    from textnb.config import load_config
+
+    config = config or load_config(None, {k.replace("__", "."): v for k, v in overrides.items()})
+    return replace(config, training=replace(config.training, regime="all"))
+
 # Files that are system tests as a whole, and what each runs.
 SYSTEM_FILES = {
     "test_postfix.py": "a real Postfix running the milter recipe",
@@ -85,13 +102,13 @@ def sample_filter():
 
 @pytest.fixture(scope="session")
 def sample_learned_filter():
-    """The sample trained through the ledger, as ``textnb train`` trains (read-only use:
-    ``sample_filter`` is fitted without one)."""
+    """The sample trained through the ledger, every message (regime all: a ledger of all
+    100; read-only use: ``sample_filter`` is fitted without one)."""
     from textnb.mail.sources import iter_index
     from textnb.modelfile.retrain import fit
     from textnb.spamfilter import SpamFilter
 
-    spam_filter = SpamFilter()
+    spam_filter = SpamFilter(every_message())
     fit(spam_filter, iter_index(SAMPLE_INDEX))
     return spam_filter
 

@@ -66,20 +66,26 @@ def test_the_dependent_evidence_bench_fits_a_model_per_fit_time_setting_and_rows
 
     from bench.dependent_evidence import Fitted, variant_config
 
+    from types import SimpleNamespace
+
     X = sp.csr_matrix(np.array([[2, 0, 1], [0, 3, 1], [1, 0, 0], [0, 1, 2]], dtype=float))
-    fitted = Fitted(X, np.array([1, 0, 1, 0]), np.array([False, True, False]))
-    default, smoother = variant_config({}), variant_config({"model.alpha": 1.0})
-    route = variant_config({"model.route_alpha": 0.03})  # --variant x=model.route_alpha=0.03
+    fitted = Fitted(X, np.array([1, 0, 1, 0]),
+                    SimpleNamespace(headers=np.array([False, True, False])))
+    every = {"training.regime": "all"}  # fitted in one go (thick: row by row, as train)
+    default, smoother = variant_config(every), variant_config({**every, "model.alpha": 1.0})
+    # --variant x=model.route_alpha=0.03
+    route = variant_config({**every, "model.route_alpha": 0.03})
     first, last = np.array([0, 1]), np.array([2, 3])
     assert fitted.model(first, default) is fitted.model(first, default)
     assert fitted.model(first, default) is not fitted.model(last, default)
     assert not np.allclose(fitted.model(first, default).feature_log_prob_,
                            fitted.model(first, smoother).feature_log_prob_)
     routed = fitted.model(first, route).feature_log_prob_  # only the route's column moves
-    plain = fitted.model(first, variant_config({"model.route_alpha": 0.1})).feature_log_prob_
+    plain = fitted.model(first, variant_config({**every, "model.route_alpha": 0.1})
+                         ).feature_log_prob_
     assert not np.allclose(routed[:, 1], plain[:, 1])
     assert fitted.model(first, route).route_columns_.tolist() == [False, True, False]
-    assert fitted.features(variant_config({"features.features": "tf"})) is X
+    assert fitted.features(variant_config({**every, "features.features": "tf"})) is X
     assert fitted.features(default).max() == 1
 
 

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from textnb._c import speedups
 from textnb.cli import app
 
-from conftest import SAMPLE
+from conftest import EVERY_MESSAGE, SAMPLE
 
 runner = CliRunner()
 
@@ -16,7 +16,8 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     path = tmp_path_factory.mktemp("model") / "model.tnb"
-    result = runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE / "index")])
+    result = runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE / "index"),
+                                 *EVERY_MESSAGE])
     assert result.exit_code == 0, result.output
     assert "trained 40 spam and 60 ham" in result.output
     return path

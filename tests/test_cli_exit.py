@@ -4,7 +4,7 @@ loses nothing on the way (output, exit codes, exit handlers, other threads)."""
 import subprocess
 import sys
 
-from conftest import PROJECT, SAMPLE
+from conftest import EVERY_MESSAGE, PROJECT, SAMPLE
 
 
 def run_main(code: str, tmp_path, *args: str) -> subprocess.CompletedProcess:
@@ -17,7 +17,7 @@ def run_main(code: str, tmp_path, *args: str) -> subprocess.CompletedProcess:
 def test_output_and_exit_codes_survive_the_fast_exit(tmp_path):
     model = tmp_path / "m.tnb"
     trained = run_main("", tmp_path, "train", "--model", str(model),
-                       "--index", str(SAMPLE / "index"), "--jobs", "1")
+                       "--index", str(SAMPLE / "index"), "--jobs", "1", *EVERY_MESSAGE)
     assert trained.returncode == 0, trained.stderr
     assert "trained 40 spam and 60 ham" in trained.stdout
     # Every line of a long output reaches a file, though no object is freed at exit.

@@ -12,7 +12,7 @@ from textnb.config import FilterConfig
 from textnb.mail.sources import iter_index
 from textnb.modelfile import store
 
-from conftest import PROJECT, SAMPLE, SAMPLE_INDEX
+from conftest import PROJECT, SAMPLE, SAMPLE_INDEX, every_message
 
 CLI = PROJECT / "textnb" / "cli"
 # The one command not through textnb.commands: filter, the delivery step, must import no
@@ -102,9 +102,9 @@ def test_merge_of_two_halves_scores_as_one_model_of_all(tmp_path):
         index = tmp_path / f"half{i}.index"
         index.write_text("".join(f"{m.label} {m.source}\n" for m in part))
         halves.append(tmp_path / f"half{i}.tnb")
-        commands.train(halves[-1], FilterConfig(), index=[str(index)], jobs=1)
+        commands.train(halves[-1], every_message(), index=[str(index)], jobs=1)
     whole = tmp_path / "whole.tnb"
-    commands.train(whole, FilterConfig(), index=[str(SAMPLE_INDEX)], jobs=1)
+    commands.train(whole, every_message(), index=[str(SAMPLE_INDEX)], jobs=1)
     merged = tmp_path / "merged.tnb"
     commands.merge(halves, merged)
     np.testing.assert_allclose(_scores(merged), _scores(whole), rtol=1e-9, atol=1e-9)

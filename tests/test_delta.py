@@ -15,7 +15,7 @@ from textnb.modelfile.prune import prune
 from textnb.modelfile.retrain import fit, forget_messages, learn_messages
 from textnb.spamfilter import SpamFilter
 
-from conftest import SAMPLE_INDEX
+from conftest import SAMPLE_INDEX, every_message
 from helpers import write_index
 
 MESSAGES = list(iter_index(SAMPLE_INDEX))  # 40 spam, 60 ham
@@ -42,7 +42,7 @@ def base(tmp_path, monkeypatch):
     """A model file of the first 60 messages, and the same model in memory. The sample
     model is small (a record is a good part of it): let the journal grow to 10 times it."""
     monkeypatch.setattr(count_patch, "COMPACT_FRACTION", 10.0)
-    spam_filter = SpamFilter()
+    spam_filter = SpamFilter(every_message())
     fit(spam_filter, MESSAGES[:60])
     path = store.save(spam_filter, tmp_path / "model.tnb")
     return path, spam_filter

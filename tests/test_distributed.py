@@ -26,7 +26,7 @@ from textnb.mail.sources import iter_labelled
 from textnb.modelfile import retrain, store
 from textnb.spamfilter import SpamFilter
 
-from conftest import SAMPLE, SAMPLE_INDEX
+from conftest import SAMPLE, SAMPLE_INDEX, every_message
 
 runner = CliRunner()
 
@@ -51,7 +51,7 @@ def cluster():
 @pytest.fixture(scope="module")
 def local_sample_model(tmp_path_factory):
     path = tmp_path_factory.mktemp("local") / "model.tnb"
-    commands.train(path, FilterConfig(), index=[str(SAMPLE_INDEX)])
+    commands.train(path, every_message(), index=[str(SAMPLE_INDEX)])
     return path
 
 
@@ -95,7 +95,7 @@ def test_partitions_are_contiguous_and_balanced():
 
 
 def _counts(token_lists, labels):
-    spam_filter = SpamFilter()
+    spam_filter = SpamFilter(every_message())
     spam_filter.learn_tokens(token_lists, labels)
     return dd.Counts.of(spam_filter)
 
@@ -115,9 +115,9 @@ def test_merged_counts_equal_counting_everything_in_any_tree():
 
 def test_added_counts_equal_learning_and_removing_them_restores_the_filter():
     docs, labels = [["a", "b"], ["c", "a"], ["d"]], ["spam", "ham", "ham"]
-    learned = SpamFilter()
+    learned = SpamFilter(every_message())
     learned.learn_tokens(docs, labels)
-    added = SpamFilter()
+    added = SpamFilter(every_message())
     _counts(docs[:1], labels[:1]).add_to(added)
     _counts(docs[1:], labels[1:]).add_to(added)
     assert added.vocabulary.tokens_ == learned.vocabulary.tokens_
@@ -179,7 +179,7 @@ def test_engine_options_are_checked_before_any_work(args, message, tmp_path):
 def test_sample_model_is_identical_to_the_single_process_one(cluster, local_sample_model,
                                                              tmp_path, n_partitions):
     path = tmp_path / "dask.tnb"
-    summary = commands.train(path, FilterConfig(), index=[str(SAMPLE_INDEX)],
+    summary = commands.train(path, every_message(), index=[str(SAMPLE_INDEX)],
                              engine=DaskEngine(cluster, n_partitions))
     assert summary["partitions"] == min(n_partitions, 100)
     assert summary["messages"] == {"ham": 60, "spam": 40}
@@ -187,7 +187,7 @@ def test_sample_model_is_identical_to_the_single_process_one(cluster, local_samp
 
 
 def test_a_route_alpha_model_is_identical_to_the_single_process_one(cluster, tmp_path):
-    config = apply_overrides(FilterConfig(), {"model.route_alpha": 0.03})
+    config = every_message(apply_overrides(FilterConfig(), {"model.route_alpha": 0.03}))
     local, dask = tmp_path / "local.tnb", tmp_path / "dask.tnb"
     commands.train(local, config, index=[str(SAMPLE_INDEX)])
     commands.train(dask, config, index=[str(SAMPLE_INDEX)], engine=DaskEngine(cluster, 3))
@@ -212,7 +212,7 @@ def test_duplicates_relabels_and_every_source_form_as_in_one_process(cluster, me
 
 def test_retrain_with_moves_is_identical_to_the_single_process_retrain(cluster, messy, tmp_path):
     first = tmp_path / "first.tnb"
-    commands.train(first, FilterConfig(), index=[str(SAMPLE_INDEX)])
+    commands.train(first, every_message(), index=[str(SAMPLE_INDEX)])
     shutil.copy(first, tmp_path / "dask.tnb")
     # The messy folders repeat the sample's messages (known), relabel spam/001 (a move)
     # and bring new ones (the Maildir's and TSV texts are new to the model).
@@ -263,7 +263,10 @@ def test_cli_engine_dask_with_a_scheduler_address(cluster, local_sample_model, t
     trained = runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE_INDEX),
                                   *address])
     assert trained.exit_code == 0, trained.output
+    # The default regime (thick) scores as it learns, one message at a time: on Dask
+    # every message is learned, and the model says so.
     assert "trained 40 spam and 60 ham" in trained.output
+    assert store.load(path).config.training.regime == "all"
     assert members(path) == members(local_sample_model)
     for command in (["classify", "--json", str(SAMPLE / "unlabelled")],
                     ["evaluate", "--index", str(SAMPLE_INDEX)]):
@@ -295,8 +298,8 @@ def test_spamassassin_model_is_identical_to_the_single_process_one(cluster, shar
     base = shared_corpora / "spamassassin"
     spam = [str(base / f) for f in ("spam", "spam_2")]
     ham = [str(base / f) for f in ("easy_ham", "easy_ham_2", "hard_ham")]
-    local = commands.train(tmp_path / "local.tnb", FilterConfig(), spam, ham)
-    remote = commands.train(tmp_path / "dask.tnb", FilterConfig(), spam, ham,
+    local = commands.train(tmp_path / "local.tnb", every_message(), spam, ham)
+    remote = commands.train(tmp_path / "dask.tnb", every_message(), spam, ham,
                             engine=DaskEngine(cluster))
     assert remote["partitions"] >= 8
     assert members(tmp_path / "dask.tnb") == members(tmp_path / "local.tnb")

@@ -24,7 +24,7 @@ from textnb.engines.workers import Workers
 from textnb.mail.sources import iter_labelled, plan_labelled, plan_unlabelled, read_planned
 from textnb.modelfile import lifecycle, retrain, store
 
-from conftest import SAMPLE, SAMPLE_INDEX
+from conftest import SAMPLE, SAMPLE_INDEX, every_message
 
 # The ledger's column history (when each token column was first and last seen): the
 # engines are compared with each other on every member, and with the single-process
@@ -77,8 +77,8 @@ def test_a_plan_reads_as_the_iterators_do(messy):
 @pytest.mark.parametrize("event_model", ["multinomial", "bernoulli"])
 def test_train_with_two_jobs_is_train_with_one_and_the_single_process_fit(
         tmp_path, messy, small_batches, event_model):
-    config = apply_overrides(FilterConfig(), {"model.event_model": event_model,
-                                              "features.features": "tf"})
+    config = every_message(apply_overrides(FilterConfig(), {"model.event_model": event_model,
+                                                            "features.features": "tf"}))
     summaries = {}
     for jobs in (1, 2):
         summaries[jobs] = commands.train(tmp_path / f"j{jobs}.tnb", config, messy["spam"],
@@ -96,7 +96,7 @@ def test_train_with_two_jobs_is_train_with_one_and_the_single_process_fit(
 def test_retrain_with_moves_with_two_jobs_is_the_single_process_retrain(tmp_path, messy,
                                                                          small_batches):
     first = tmp_path / "first.tnb"
-    commands.train(first, FilterConfig(), index=[str(SAMPLE_INDEX)])
+    commands.train(first, every_message(), index=[str(SAMPLE_INDEX)])
     for name in ("one", "two", "ref"):
         shutil.copy(first, tmp_path / f"{name}.tnb")
     results = {name: commands.retrain(tmp_path / f"{name}.tnb", messy["spam"], messy["ham"],
@@ -116,7 +116,7 @@ def test_retrain_with_moves_with_two_jobs_is_the_single_process_retrain(tmp_path
 
 def test_classify_and_evaluate_with_two_jobs_equal_one(tmp_path, small_batches):
     model = tmp_path / "m.tnb"
-    commands.train(model, FilterConfig(), index=[str(SAMPLE_INDEX)])
+    commands.train(model, every_message(), index=[str(SAMPLE_INDEX)])
     sources = [str(SAMPLE / "spam"), str(SAMPLE / "ham")]
     one = [(s.source, s.decision) for s in commands.classify(model, sources, jobs=1)]
     two = [(s.source, s.decision) for s in commands.classify(model, sources, jobs=2)]

@@ -32,7 +32,7 @@ from textnb.modelfile.retrain import fit, forget, learn_messages, retrain
 from textnb.models.ledger import message_digest
 from textnb.spamfilter import SpamFilter
 
-from conftest import PROJECT, SAMPLE_INDEX
+from conftest import EVERY_MESSAGE, PROJECT, SAMPLE_INDEX, every_message
 
 MESSAGES = list(iter_index(SAMPLE_INDEX))  # 40 spam, 60 ham
 UNLABELLED = PROJECT / "corpora" / "sample" / "unlabelled"
@@ -47,7 +47,7 @@ def variant(i: int, label: str = "spam") -> RawMessage:
 def model(tmp_path, monkeypatch):
     """A model file of the first 60 messages (patches appended, not rewritten)."""
     monkeypatch.setattr(count_patch, "COMPACT_FRACTION", 10.0)
-    memory = SpamFilter()
+    memory = SpamFilter(every_message())
     fit(memory, MESSAGES[:60])
     return store.save(memory, tmp_path / "model.tnb"), memory
 
@@ -145,7 +145,7 @@ def test_j2_a_forget_after_a_rollback_applies_to_the_file_it_is_given(model, tmp
     assert loaded.ledger.label(message_digest(gone.raw)) is None  # it stays forgotten
     again = forget(path, index=[str(tmp_path / "gone")])
     assert again["not_found"] == 1 and not again["written"]
-    expected = SpamFilter()
+    expected = SpamFilter(every_message())
     fit(expected, MESSAGES[1:60])
     assert loaded.n_learned == expected.n_learned
     assert np.array_equal(loaded.counts()["class_count"], expected.counts()["class_count"])
@@ -409,7 +409,7 @@ def test_j1_after_kill_9_of_a_scorer_that_learned_100_messages_the_fallback_scor
     unseen = mail["spam"][350:600] + mail["ham"][350:1100]
     assert len(unseen) == 1000
     model = tmp_path / "model.tnb"
-    assert _textnb("train", "--model", model, "--index", train).returncode == 0
+    assert _textnb("train", "--model", model, "--index", train, *EVERY_MESSAGE).returncode == 0
     reference = tmp_path / "reference.tnb"
     reference.write_bytes(model.read_bytes())
     assert _textnb("retrain", "--model", reference,

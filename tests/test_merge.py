@@ -17,7 +17,7 @@ from textnb.modelfile.retrain import fit, forget_messages, learn_messages
 from textnb.models.ledger import Ledger, message_digest
 from textnb.spamfilter import SpamFilter
 
-from conftest import SAMPLE_INDEX
+from conftest import SAMPLE_INDEX, every_message
 
 runner = CliRunner()
 UNLABELLED = SAMPLE_INDEX.parent / "unlabelled"
@@ -35,7 +35,7 @@ def _model(messages, **settings) -> SpamFilter:
     for dotted in (name for name, value in settings.items() if value is None):
         section, _, key = dotted.partition(".")
         config = replace(config, **{section: replace(getattr(config, section), **{key: None})})
-    f = SpamFilter(config)
+    f = SpamFilter(every_message(config))
     fit(f, messages)
     return f
 
@@ -154,7 +154,7 @@ def test_an_unset_setting_is_never_the_fix_the_refusal_names(mail, order):
 
 
 def test_untracked_messages_and_tuned_thresholds_are_noted(mail):
-    a = SpamFilter().fit(mail[:50])
+    a = SpamFilter(every_message()).fit(mail[:50])
     a.ledger = Ledger()  # a model from before ledgers: its overlaps cannot be seen
     b = _model(mail[50:])
     b.threshold = 2.0

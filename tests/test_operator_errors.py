@@ -33,7 +33,7 @@ from textnb.mail import sources
 from textnb.mail.unreadable import collecting
 from textnb.modelfile import store
 
-from conftest import SAMPLE
+from conftest import EVERY_MESSAGE, SAMPLE
 
 runner = CliRunner()
 INDEX_LINES = (SAMPLE / "index").read_text().splitlines()
@@ -683,7 +683,8 @@ def test_unreadable_folder_is_skipped(model, mail, deny):
 def test_missing_and_folder_index_entries_are_skipped(model, tmp_path):
     extra = [f"ham {tmp_path}/gone-{i}.eml" for i in range(4)] + [f"spam {SAMPLE}/spam"]
     index = _absolute_index(tmp_path, "index", extra)
-    result = runner.invoke(app, ["train", "-m", str(model), "--index", str(index), "--json"])
+    result = runner.invoke(app, ["train", "-m", str(model), "--index", str(index), "--json",
+                                 *EVERY_MESSAGE])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["messages"] == {"spam": 40, "ham": 60}
     warning = _warning(result)

@@ -17,7 +17,7 @@ from textnb.modelfile.retrain import fit, forget_messages, learn_messages
 from textnb.models.ledger import message_digest, normalise
 from textnb.spamfilter import SpamFilter
 
-from conftest import SAMPLE_INDEX
+from conftest import SAMPLE_INDEX, every_message
 
 MESSAGES = list(iter_index(SAMPLE_INDEX))  # 40 spam, 60 ham
 
@@ -60,7 +60,7 @@ def assert_exact(spam_filter: SpamFilter, extra=()) -> None:
 def pruned():
     """Trained on the first 80 messages; then tokens in one message outside the last 20
     are dropped."""
-    spam_filter = SpamFilter()
+    spam_filter = SpamFilter(every_message())
     fit(spam_filter, MESSAGES[:80])
     result, report = prune(spam_filter, max_df=1, keep_last=20)
     return spam_filter, result, report
@@ -84,7 +84,7 @@ def test_prune_drops_rare_tokens_outside_the_window_and_keeps_the_rest(pruned):
 
 
 def test_nothing_to_drop_leaves_the_history_unpruned():
-    spam_filter = SpamFilter()
+    spam_filter = SpamFilter(every_message())
     fit(spam_filter, MESSAGES[:30])
     same, report = prune(spam_filter, max_df=1, keep_last=30)
     assert report.dropped == 0 and same.ledger.pruned_at == 0
@@ -103,7 +103,7 @@ def test_forget_of_a_held_message_is_exact_and_of_a_pruned_one_is_reported(prune
     assert result["pruned"] == 0 and sum(result["forgotten"].values()) == 3
     assert_exact(model)
     # the same as the pruned model of a training set without them, in the kept columns
-    without = SpamFilter()
+    without = SpamFilter(every_message())
     fit(without, [m for m in MESSAGES[:80] if m not in kept[:3]])
     other = held_counts(without)
     assert all(other.get(t) == v for t, v in held_counts(model).items() if v[2])

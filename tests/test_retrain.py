@@ -32,7 +32,7 @@ from textnb.modelfile.retrain import LedgerMismatchError, fit, forget_messages, 
 from textnb.models.ledger import Ledger
 from textnb.spamfilter import SpamFilter
 
-from conftest import SAMPLE, SAMPLE_INDEX
+from conftest import EVERY_MESSAGE, SAMPLE, SAMPLE_INDEX, every_message
 from helpers import write_index
 
 runner = CliRunner()
@@ -56,7 +56,7 @@ def _flip(messages, every=1):
 
 
 def _fit(messages, config=None) -> SpamFilter:
-    spam_filter = SpamFilter(config)
+    spam_filter = SpamFilter(every_message(config))
     fit(spam_filter, messages)
     return spam_filter
 
@@ -245,9 +245,9 @@ def test_a_model_without_a_ledger_keeps_its_counts_and_says_what_it_cannot_forge
 
 def test_train_then_retrain_commands_equal_train_on_the_union(tmp_path):
     union = tmp_path / "union.tnb"
-    commands.train(union, FilterConfig(), index=[str(write_index(tmp_path, MESSAGES))])
+    commands.train(union, every_message(), index=[str(write_index(tmp_path, MESSAGES))])
     model = tmp_path / "m.tnb"
-    commands.train(model, FilterConfig(), index=[str(write_index(tmp_path, A))])
+    commands.train(model, every_message(), index=[str(write_index(tmp_path, A))])
     retrain.retrain(model, index=[str(write_index(tmp_path, B))])
     assert_identical(store.load(model), store.load(union))
 
@@ -263,7 +263,7 @@ def test_retrain_file_is_idempotent_and_leaves_the_file_untouched(tmp_path, mode
 
 
 def test_forget_file(tmp_path, model_path):
-    commands.train(model_path, FilterConfig(), index=[str(SAMPLE_INDEX)])
+    commands.train(model_path, every_message(), index=[str(SAMPLE_INDEX)])
     result = retrain.forget(model_path, [str(SAMPLE / "spam")])
     assert result["forgotten"] == {"spam": 40, "ham": 0} and result["not_found"] == 0
     assert result["messages"] == {"spam": 0, "ham": 60}
@@ -371,7 +371,8 @@ def test_the_python_api_reads_a_maildir_as_the_cli_does(tmp_path):
 def test_cli_retrain_forget_info(tmp_path):
     model = tmp_path / "m.tnb"
     index_a, index_b = write_index(tmp_path, A), write_index(tmp_path, B)
-    trained = runner.invoke(app, ["train", "--model", str(model), "--index", str(index_a)])
+    trained = runner.invoke(app, ["train", "--model", str(model), "--index", str(index_a),
+                                  *EVERY_MESSAGE])
     assert trained.exit_code == 0, trained.output
     result = runner.invoke(app, ["retrain", "--model", str(model), "--index", str(index_b),
                                  "--regime", "thick", "--margin", "3", "--json"])
@@ -427,7 +428,7 @@ def split_folders(tmp_path):
         folders[m.label].mkdir(exist_ok=True)
         shutil.copy(m.source, folders[m.label] / Path(m.source).name)
     model = tmp_path / "m.tnb"
-    commands.train(model, FilterConfig(), index=[str(write_index(tmp_path, A))])
+    commands.train(model, every_message(), index=[str(write_index(tmp_path, A))])
     return model, folders
 
 

@@ -17,7 +17,7 @@ from textnb.modelfile import store
 from textnb.spamfilter import SpamFilter
 from textnb.text.namespaces import is_header_token
 
-from conftest import SAMPLE
+from conftest import EVERY_MESSAGE, SAMPLE
 
 runner = CliRunner()
 
@@ -25,7 +25,8 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def default_model(tmp_path_factory):
     path = tmp_path_factory.mktemp("route") / "model.tnb"
-    result = runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE / "index")])
+    result = runner.invoke(app, ["train", "--model", str(path), "--index", str(SAMPLE / "index"),
+                                 *EVERY_MESSAGE])
     assert result.exit_code == 0, result.output
     return path
 

@@ -22,6 +22,8 @@ from textnb.mail.sources import RawMessage, iter_index
 from textnb.modelfile.retrain import fit
 from textnb.spamfilter import SpamFilter
 
+from conftest import EVERY_MESSAGE, every_message
+
 pytestmark = pytest.mark.usefixtures("memo_tokens")
 
 
@@ -41,7 +43,7 @@ def counts_of(spam_filter):
 
 
 def trained_on(messages, config=None):
-    spam_filter = SpamFilter(config)
+    spam_filter = SpamFilter(every_message(config))  # the store learns every message
     fit(spam_filter, messages)
     return spam_filter
 
@@ -71,7 +73,7 @@ def test_a_record_applied_adds_what_learning_the_messages_adds(sample_index):
     from textnb.models.ledger import message_digest, tokens_hash
 
     messages = sample(sample_index)
-    spam_filter = SpamFilter()
+    spam_filter = SpamFilter(every_message())
     changes = []
     for m in messages:
         tokens = spam_filter.tokens(m.raw)
@@ -237,7 +239,7 @@ def test_the_cli_trains_scores_and_forgets_in_a_store(store_url, sample_index, t
                                  str(unlabelled)])
     model_file = tmp_path / "m.tnb"
     assert runner.invoke(app, ["train", "--model", str(model_file), "--index",
-                               str(sample_index)]).exit_code == 0
+                               str(sample_index), *EVERY_MESSAGE]).exit_code == 0
     filed = runner.invoke(app, ["classify", "--model", str(model_file), str(unlabelled)])
     assert stored.exit_code == 0 and stored.stdout == filed.stdout
     info = runner.invoke(app, ["info", "--store", store_url, "--store-model", "alice"])
@@ -424,8 +426,8 @@ def test_tune_with_a_store_tunes_its_model_and_writes_nothing_without_write(
     runner = CliRunner()
     model_file = tmp_path / "m.tnb"
     for place in (["--store", store_url], ["--model", str(model_file)]):
-        assert runner.invoke(app, ["train", *place, "--index", str(sample_index)]
-                             ).exit_code == 0
+        assert runner.invoke(app, ["train", *place, "--index", str(sample_index),
+                                   *EVERY_MESSAGE]).exit_code == 0
     tuned = {}
     for name, place in (("store", ["--store", store_url]),
                         ("file", ["--model", str(model_file)])):
@@ -467,8 +469,8 @@ def test_tune_write_on_a_store_gives_the_calibration_and_verdicts_of_one_on_a_fi
     runner = CliRunner()
     model_file = tmp_path / "m.tnb"
     for place in (["--store", store_url], ["--model", str(model_file)]):
-        assert runner.invoke(app, ["train", *place, "--index", str(sample_index)]
-                             ).exit_code == 0
+        assert runner.invoke(app, ["train", *place, "--index", str(sample_index),
+                                   *EVERY_MESSAGE]).exit_code == 0
     following = host(store_url)  # a host that holds the model from before the tune
     stored = tune_write(["--store", store_url], sample_index, *options)
     assert "replaced: trained on this mail, calibrated" in stored.output
@@ -509,7 +511,7 @@ def test_a_following_host_builds_the_replacement_beside_the_model_it_scores_with
     follower.catch_up()
     scoring, before = follower.spam_filter, counts_of(follower.spam_filter)
     result = commands.tune(None, [9.0], index=[str(sample_index)], n_folds=3,
-                           config=FilterConfig())
+                           config=every_message())  # the store learns every message
     # Settings that need counting afresh (tf, not binary, features), as --search may choose.
     tuned = commands.tuned_config(result, [9.0])
     tuned = replace(tuned, features=replace(tuned.features, features="tf"))
@@ -640,5 +642,5 @@ def test_a_tuning_record_no_textnb_wrote_is_refused_and_the_model_kept(
     with pytest.raises(InvalidModelError) as refused:
         h.catch_up()
     assert refused.value.field == field and h.path in str(refused.value)
-    assert h.spam_filter.calibration is None and h.spam_filter.config == FilterConfig()
+    assert h.spam_filter.calibration is None and h.spam_filter.config == every_message()
     assert counts_of(h.spam_filter) == kept and h.seq == seq - 1

@@ -19,6 +19,8 @@ from tests.test_shared_store import (counts_of, host, relabelled, sample, scored
 from textnb.cli import app
 from textnb.modelfile import store
 
+from conftest import EVERY_MESSAGE, every_message
+
 pytestmark = pytest.mark.usefixtures("memo_tokens")
 
 
@@ -32,7 +34,7 @@ def invoke(*args):
 
 def model_file(tmp_path, sample_index, *options):
     path = tmp_path / "model.tnb"
-    result = invoke("train", "--model", path, "--index", sample_index, *options)
+    result = invoke("train", "--model", path, "--index", sample_index, *EVERY_MESSAGE, *options)
     assert result.exit_code == 0, result.output
     return path
 
@@ -212,7 +214,7 @@ def test_a_model_the_store_cannot_hold_is_refused_naming_why(store_url, sample_i
         numeric = SpamFilter(load_config(None, {"model.numeric_model": "gaussian"}))
         store.save(numeric.fit(iter_index(sample_index)), path)
     else:
-        spam_filter = SpamFilter()
+        spam_filter = SpamFilter(every_message())
         fit(spam_filter, iter_index(sample_index))
         pruned, report = prune(spam_filter, max_df=1, keep_last=20)
         assert report.dropped and pruned.ledger.pruned_at

@@ -40,6 +40,8 @@ from textnb.modelfile import lifecycle, store
 from textnb.spamfilter import SpamFilter
 from textnb.text.tokenize import EmailTokenizer, LexicalAttributes
 
+from conftest import EVERY_MESSAGE
+
 CONFIGS = {
     "default": TokenizerConfig(),
     # Every header namespace, case kept, and word pairs (the bigram path of the cache).
@@ -290,7 +292,7 @@ def test_cli_train_and_classify_with_jobs_give_the_same_model_and_verdicts(tmp_p
     for jobs in ("1", "2"):
         model = str(tmp_path / f"j{jobs}.tnb")
         result = runner.invoke(app, ["train", "--model", model, "--index", str(sample_index),
-                                     "--jobs", jobs])
+                                     "--jobs", jobs, *EVERY_MESSAGE])
         assert result.exit_code == 0, result.output
         result = runner.invoke(app, ["classify", "--model", model, "--json", "--jobs", jobs,
                                      unlabelled])

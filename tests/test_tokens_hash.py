@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from textnb import commands, spamfilter
-from textnb.config import FilterConfig
 from textnb.engines.counting import count_tokens
 from textnb.engines.workers import Workers
 from textnb.mail.sources import RawMessage, iter_index
@@ -21,7 +20,7 @@ from textnb.models.ledger import (DIGEST_SIZE, VERSION_2, Ledger, matches, norma
                                   tokens_hash_v1)
 from textnb.spamfilter import SpamFilter
 
-from conftest import SAMPLE_INDEX
+from conftest import SAMPLE_INDEX, every_message
 
 pytestmark = pytest.mark.usefixtures("memo_tokens")
 
@@ -175,7 +174,7 @@ def test_merging_a_version_1_model_with_a_version_2_one_checks_each_by_its_own()
 # -- helpers ---------------------------------------------------------------------------
 
 def _fit(messages) -> SpamFilter:
-    spam_filter = SpamFilter(FilterConfig())
+    spam_filter = SpamFilter(every_message())
     fit(spam_filter, messages)
     return spam_filter
 

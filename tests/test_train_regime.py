@@ -1,6 +1,8 @@
-"""textnb train --regime: a new model that learned, in the order given, only the messages
-the regime takes (``thick``: those the model of the messages before gets wrong or right by
-less than --margin), exactly as ``retrain --regime`` learns them into a new model."""
+"""textnb train's regime (``training.regime``, thick by default; ``--regime``): a new model
+that learned, in the order given, only the messages the regime takes (``thick``: those the
+model of the messages before gets wrong or right by less than the margin), exactly as
+``retrain --regime`` learns them into a new model; every message where there is no order
+(a --spam and a --ham pile), on Dask and into a shared store."""
 
 import json
 
@@ -32,8 +34,10 @@ def _scores(path):
 
 
 def test_thick_learns_fewer_messages_and_is_what_retrain_thick_makes_of_a_new_model(tmp_path):
-    every = _train(tmp_path / "all.tnb")
-    thick = _train(tmp_path / "thick.tnb", "--regime", "thick", "--margin", "5")
+    every = _train(tmp_path / "all.tnb", "--regime", "all")
+    thick = _train(tmp_path / "thick.tnb", "--margin", "5")  # the default regime
+    assert store.load(tmp_path / "thick.tnb").config.training.regime == "thick"
+    assert store.load(tmp_path / "all.tnb").config.training.regime == "all"
     learned = sum(thick["messages"].values())
     assert every["regime"] == "all" and every["passed"] == 0
     assert thick["regime"] == "thick" and thick["passed"] > 0
@@ -65,9 +69,19 @@ def test_the_text_output_says_how_many_the_regime_passed(tmp_path):
     assert "passed by the regime (thick)" in result.output
 
 
+def test_the_default_is_thick_at_margin_40_and_the_model_says_so(tmp_path):
+    summary = _train(tmp_path / "m.tnb")
+    assert summary["regime"] == "thick"
+    training = store.load(tmp_path / "m.tnb").config.training
+    assert (training.regime, training.margin) == ("thick", 40.0)
+    info = runner.invoke(app, ["info", "--model", str(tmp_path / "m.tnb")])
+    assert "less than 40 beyond the threshold (training.regime thick)" in info.output
+
+
 @pytest.mark.parametrize("options, named", [
-    (["--regime", "sometimes"], "unknown regime 'sometimes'; use one of all, error, thick"),
-    (["--regime", "thick", "--margin", "-1"], "margin -1.0 must be >= 0"),
+    (["--regime", "sometimes"], "training.regime='sometimes' is not allowed; use 'thick'"),
+    (["--margin", "-1"], "training.margin=-1.0 is not allowed; use a log-odds margin >= 0"),
+    (["--set", "training.regime=often"], "training.regime='often' is not allowed"),
 ])
 def test_a_bad_regime_or_margin_is_refused_by_name_and_writes_nothing(tmp_path, options, named):
     path = tmp_path / "m.tnb"
@@ -82,7 +96,7 @@ def test_thick_is_refused_with_a_shared_store(tmp_path):
                                  "--index", INDEX, "--regime", "thick"])
     assert result.exit_code != 0
     said = " ".join(result.output.replace("│", " ").split())  # typer's box, unwrapped
-    assert "with --store, train learns every message (--regime all)" in said
+    assert "with --store train learns every message (--regime all)" in said
 
 
 def test_thick_is_refused_on_dask_before_any_work(tmp_path):
@@ -92,7 +106,8 @@ def test_thick_is_refused_on_dask_before_any_work(tmp_path):
     result = runner.invoke(app, ["train", "--model", str(path), "--index", INDEX,
                                  "--regime", "thick", "--engine", "dask"])
     assert result.exit_code != 0
-    assert "cannot be split across workers; use --engine local" in result.output
+    said = " ".join(result.output.replace("│", " ").split())
+    assert "with --engine dask train learns every message (--regime all)" in said
     assert not path.exists()
 
 
@@ -102,6 +117,8 @@ def test_thick_from_class_sources_says_the_order_is_one_class_then_the_other(tmp
                                  "--regime", "thick", "--margin", "5"])
     assert result.exit_code == 0, result.output
     assert "every --spam source before every --ham one" in result.stderr
-    plain = runner.invoke(app, ["train", "--model", str(tmp_path / "n.tnb"),
+    plain = runner.invoke(app, ["train", "--model", str(tmp_path / "n.tnb"), "--json",
                                 "--spam", str(SAMPLE / "spam"), "--ham", str(SAMPLE / "ham")])
     assert "--spam source before" not in plain.stderr  # every message: the order is moot
+    assert json.loads(plain.stdout)["regime"] == "all"  # two piles: no order to learn in
+    assert store.load(tmp_path / "n.tnb").config.training.regime == "all"

@@ -85,12 +85,27 @@ class DecisionConfig:
     review_cost: float = 0.0
 
 
+TRAINING_REGIMES = ("all", "error", "thick")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Which labelled messages ``train`` and ``retrain`` learn, in the order given
+    (textnb.modelfile.lifecycle): ``thick`` those the model of the messages before gets
+    wrong or right by less than ``margin`` log-odds beyond the threshold, ``all`` every
+    one, ``error`` the wrong ones."""
+
+    regime: str = "thick"  # configs/default.toml [training]: the experiments behind both
+    margin: float = 40.0
+
+
 @dataclass(frozen=True)
 class FilterConfig:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     features: FeatureConfig = field(default_factory=FeatureConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     decision: DecisionConfig = field(default_factory=DecisionConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
     # The [mail] section: the parser's bounds per message (textnb.mail.parse.MailLimits).
     mail: MailLimits = field(default_factory=MailLimits)
 
@@ -167,6 +182,12 @@ class FilterConfig:
         _check(not (d.review_cost > 0 and d.unsure_band > 0), "decision.review_cost",
                d.review_cost, "give decision.unsure_band or decision.review_cost, not both "
                "(two rules for 'unsure')")
+        _check(self.training.regime in TRAINING_REGIMES, "training.regime",
+               self.training.regime, "use 'thick' (learn what the model gets wrong or right "
+               "by less than training.margin), 'all' (every message) or 'error'")
+        _check(self.training.margin >= 0 and math.isfinite(self.training.margin),
+               "training.margin", self.training.margin,
+               "use a log-odds margin >= 0 beyond the threshold (the default 40)")
         _check(self.mail.html_renderer in ("lexbor", "stdlib"), "mail.html_renderer",
                self.mail.html_renderer, "use 'lexbor' (selectolax's C parser) or 'stdlib' "
                "(Python's html.parser, what models saved before the setting use)")
@@ -224,6 +245,7 @@ _SECTIONS = {
     "features": FeatureConfig,
     "model": ModelConfig,
     "decision": DecisionConfig,
+    "training": TrainingConfig,
     "mail": MailLimits,
 }
 

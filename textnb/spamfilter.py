@@ -318,7 +318,10 @@ class SpamFilter:
                      weight: float = 1.0) -> None:
         """Add already tokenised documents (used by cross-validation and tests)."""
         y = np.array([LABEL_CODES[label] for label in labels])
-        columns = self._add_counts(self._matrix(token_lists, grow=True), y, weight)
+        # Bare CSR arrays, as scoring uses: learning one message at a time (the thick
+        # regime, a scorer's LEARN) never imports SciPy.
+        rows = self.vocabulary.rows(token_lists, grow=True, binary=self._binary_features)
+        columns = self._add_counts(rows, y, weight)
         self._update_mask(columns)
 
     def add_counts(self, tokens: Sequence[str], class_count, feature_count, doc_freq,
@@ -361,13 +364,27 @@ class SpamFilter:
         self._n_doc_freq = max(n, self._n_doc_freq)
 
     def _add_counts(self, X, y, weight: float) -> np.ndarray:
-        """Count X; returns the columns whose document frequency may have changed."""
+        """Count X (a CSR matrix or bare CSR arrays, ``Rows``); returns the columns whose
+        document frequency may have changed."""
         n, before = X.shape[1], self.doc_freq_.shape[0]
         self._grow_doc_freq(n)
         # Only the columns these documents hold: learning one message costs O(its tokens).
-        columns, df = np.unique(X.indices, return_counts=True)
+        columns, inverse, df = np.unique(X.indices, return_inverse=True, return_counts=True)
         self.doc_freq_[columns] += weight * df
-        self.model.partial_fit(X, y, np.full(len(y), weight, dtype=np.float64))
+        # Per class, the counts of those columns, added where they go (the model's
+        # add_counts): no SciPy, so learning one message at a time (the thick regime, a
+        # scorer's LEARN) never imports it. Counts are whole numbers: the sums are exact
+        # in any order.
+        y = np.asarray(y, dtype=np.int64)
+        counts = np.zeros((self.model.n_classes, columns.size))
+        row_of = np.repeat(np.arange(len(y)), np.diff(X.indptr))
+        data = np.asarray(X.data, dtype=np.float64)
+        if self.model.counts_presence:  # Bernoulli reads presence, whatever the features
+            data = (data > 0).astype(np.float64)
+        np.add.at(counts, (y[row_of], inverse.ravel()), data)
+        class_count = np.bincount(y, minlength=self.model.n_classes).astype(np.float64)
+        self.model.add_counts(weight * class_count, weight * counts, columns=columns,
+                              n_features=n)
         for code, label in enumerate(LABELS):
             self.n_learned[label] += int(weight * np.sum(y == code))
         return np.union1d(columns, np.arange(before, n))

@@ -81,6 +81,13 @@ def info_cli(model: Optional[Path] = ModelOpt, as_json: bool = JsonOpt,
         rule = (f"review cost {d['review_cost']:g} per message" if d.get("review_cost")
                 else f"band {d['unsure_band']:g} either side of the threshold")
         typer.echo(f"unsure:      log-odds {' and '.join(ends)}: left to a person ({rule})")
+    t = cfg.get("training", {"regime": "all"})
+    typer.echo("learning:    " + {"all": "every message given (training.regime all)",
+                                  "error": "the messages it gets wrong or is unsure of "
+                                           "(training.regime error)",
+                                  "thick": "the messages it gets wrong or right by less "
+                                           f"than {t.get('margin', 40):g} beyond the threshold "
+                                           "(training.regime thick)"}[t["regime"]])
     limits = summary["health"]
     typer.echo("training:    " + (f"ok (at least {limits['min_per_class']} messages of each "
                                   f"class, at most {limits['max_imbalance']:g} to 1)"

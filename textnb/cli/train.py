@@ -46,7 +46,7 @@ def train_cli(
     features: Optional[str] = typer.Option(None, "--features", help="tf (term frequency) or binary."),
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Lidstone smoothing pseudo-count (> 0; 1 = Laplace)."),
     setting: Optional[List[str]] = typer.Option(None, "--set", help="Any config value as section.key=value, e.g. --set features.min_df=2 (repeatable)."),
-    regime: str = RegimeOpt,
+    regime: Optional[str] = RegimeOpt,
     margin: Optional[float] = MarginOpt,
     as_json: bool = JsonOpt,
     engine: str = EngineOpt,
@@ -59,9 +59,15 @@ def train_cli(
     # fmt: on
     """Train a new model from labelled mail and save it (replacing any model at that path).
 
-    --regime thick learns, in the order given, only the messages the model of those before
-    gets wrong or right by less than --margin: on a real mailbox in delivery order it
-    ranks the next messages better than learning every one (docs/retraining.md).
+    By default (training.regime thick) it learns, in the order given, only the messages
+    the model of those before gets wrong or right by less than --margin: on a real
+    mailbox in delivery order it ranks the next messages better than learning every one
+    (docs/retraining.md).
+
+    Give the mail in one sequence (--index in delivery order, --tsv, one source): from a
+    --spam pile and a --ham pile, with --engine dask or --store, every message is
+    learned (--regime all).
+
     Inputs that cannot be read are skipped and listed on stderr (exit 0); with
     --strict the first one stops the run (exit 1) and the old model stays.
     """
@@ -76,13 +82,11 @@ def train_cli(
             if not sep:
                 raise typer.BadParameter(f"{item!r} is not section.key=value", param_hint="--set")
             overrides[key.strip()] = parse_override_value(value.strip())
+        explicit = regime is not None or "training.regime" in overrides
+        overrides.update({k: v for k, v in {"training.regime": regime,
+                                            "training.margin": margin}.items() if v is not None})
         cfg = load_config(config, overrides)
-        if regime != "all" and spam and ham:
-            # Each message is judged by the model of those before it, so the order is the
-            # training: one class's sources wholly before the other's is not the mail's.
-            typer.echo(f"note: --regime {regime} learns in the order given, every --spam "
-                       "source before every --ham one; for the order the mail arrived in, "
-                       "give an --index listing it in that order", err=True)
+        cfg = _regime_for_the_input(cfg, explicit, (spam, ham), engine, store)
         chosen = pick_engine(engine, scheduler, jobs)
         progress = Progress("trained")
         try:
@@ -90,9 +94,6 @@ def train_cli(
                 if engine != "local":
                     raise typer.BadParameter("with --store the messages are counted in this "
                                              "process (--engine local)", param_hint="--engine")
-                if regime != "all":
-                    raise typer.BadParameter("with --store, train learns every message "
-                                             "(--regime all)", param_hint="--regime")
                 from ..commands.shared_store import train as store_train
 
                 summary = store_train(store, store_model, cfg, spam or [], ham or [],
@@ -100,8 +101,7 @@ def train_cli(
                 summary.update(size_bytes=0)
             else:
                 summary = commands.train(model_path(model), cfg, spam or [], ham or [], index or [],
-                                         tsv or [], progress=progress, engine=chosen,
-                                         regime=regime, margin=margin)
+                                         tsv or [], progress=progress, engine=chosen)
         finally:
             progress.close()
     if as_json:
@@ -115,3 +115,33 @@ def train_cli(
                    + (f" ({summary['size_bytes'] / 1e6:.1f} MB)" if store is None else ""))
 
 
+def _regime_for_the_input(cfg, explicit: bool, piles: tuple, engine: str,
+                          store: str | None):
+    """The config with the regime this input allows. Thick (the default) judges each message
+    by the model of the ones before it, so it needs the mail in one sequence, in this
+    process: given as a --spam pile and a --ham pile (no order across them), on another
+    engine or into a shared store, every message is learned instead (and the model says
+    so); a regime asked for by name is refused there, or warned of for two piles."""
+    from dataclasses import replace
+
+    if cfg.training.regime == "all":
+        return cfg
+    where = ("--store" if store is not None else
+             f"--engine {engine}" if engine != "local" else None)
+    if explicit and where is not None:
+        raise typer.BadParameter(f"training.regime {cfg.training.regime} scores each message "
+                                 "with the model of the ones before it, in this process; "
+                                 f"with {where} train learns every message (--regime all)",
+                                 param_hint="--regime")
+    if explicit and all(piles):
+        # Each message is judged by the model of those before it, so the order is the
+        # training: one class's sources wholly before the other's is not the mail's.
+        typer.echo(f"note: --regime {cfg.training.regime} learns in the order given, every "
+                   "--spam source before every --ham one; for the order the mail arrived "
+                   "in, give an --index listing it in that order", err=True)
+        return cfg
+    if where is not None:
+        return replace(cfg, training=replace(cfg.training, regime="all"))
+    from ..commands import in_one_sequence
+
+    return in_one_sequence(cfg, *piles)

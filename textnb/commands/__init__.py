@@ -66,7 +66,7 @@ def unlabelled_messages(sources: Sequence[str] = (), index: Sequence[str] = (),
 def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
           ham: Sequence[str] = (), index: Sequence[str] = (), tsv: Sequence[str] = (),
           progress: Callable[[int], None] | None = None, jobs: int | None = 1,
-          engine=None, regime: str = "all", margin: float | None = None) -> dict[str, Any]:
+          engine=None) -> dict[str, Any]:
     """Train a new model from scratch and save it atomically. Returns a summary.
 
     Trains through the ledger, as ``textnb.modelfile.retrain`` does: a message given twice is
@@ -74,18 +74,18 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
     The engine's workers parse, tokenise and count; the model does not depend on
     the engine or on how many processes it runs.
 
-    regime, margin: which messages are learned, in the order given (``all``: every one;
-    ``thick``: those the model of the messages before gets wrong or right by less than the
-    margin, ``error``: wrong only; ``textnb.modelfile.lifecycle``), as ``retrain`` does.
+    Which messages are learned, in the order given, is ``config.training``'s (``thick``:
+    those the model of the messages before gets wrong or right by less than the margin;
+    ``all``: every one; ``textnb.modelfile.lifecycle``), as ``retrain --regime`` does, in
+    the order given (``textnb train`` learns a --spam and a --ham pile whole:
+    ``in_one_sequence``); an engine that cannot score as it learns refuses another regime
+    than ``all`` (``engine.check``).
     """
-    from ..modelfile.retrain import DEFAULT_MARGIN, check_regime
-
     _check_sources(spam, ham, index, tsv)
-    check_regime(regime, DEFAULT_MARGIN if margin is None else margin)
     engine = engine_for(engine, jobs)
+    engine.check(config.training.regime)
     start = time.perf_counter()
-    spam_filter, report = _learn_anew(config, engine, spam, ham, index, tsv, progress,
-                                      regime, margin)
+    spam_filter, report = _learn_anew(config, engine, spam, ham, index, tsv, progress)
     elapsed = time.perf_counter() - start
     _replace_model(spam_filter, model_path)
     summary = spam_filter.summary()
@@ -97,14 +97,15 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
 
 def _learn_anew(config: FilterConfig, engine, spam: Sequence[str], ham: Sequence[str],
                 index: Sequence[str], tsv: Sequence[str],
-                progress: Callable[[int], None] | None, regime: str = "all",
-                margin: float | None = None):
+                progress: Callable[[int], None] | None):
     """A new filter with ``config`` that learned the mail as every learning command does:
-    the ledger plans (new, known, relabelled), the engine counts, the filter applies.
+    the ledger plans (new, known, relabelled), the engine counts, the filter applies,
+    learning what ``config.training`` selects.
     RETURNS (SpamFilter, LearnReport)."""
     files = engine.plan_labelled(spam, ham, index, tsv)
     spam_filter = SpamFilter(config)
-    report = engine.learn(spam_filter, files, regime, margin, progress)
+    report = engine.learn(spam_filter, files, config.training.regime, config.training.margin,
+                          progress)
     require_both_classes(spam_filter.n_learned)
     return spam_filter, report
 
@@ -318,6 +319,7 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
     if review_cost is not None:
         config = replace(config, decision=replace(config.decision,
                                                   review_cost=float(review_cost))).validate()
+    config = in_one_sequence(config, spam, ham)
     result = tune_filter(config, labelled_messages(spam, ham, index, tsv),
                          cost_ratios or DEFAULT_COST_RATIOS, n_folds=n_folds,
                          chronological=chronological, do_search=search, progress=progress,
@@ -326,12 +328,28 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
         chosen = tuned_config(result, cost_ratios)
         # Learned by train's own steps (in one process, train's default: tune takes no
         # --jobs), so the file's counts, ledger and journal are those train writes.
-        spam_filter, _ = _learn_anew(chosen, engine_for(None, 1), spam, ham, index, tsv,
-                                     progress)
+        # Its thick pass judges each message by the decision the folds' passes used (the
+        # model's, untuned); the tuned cost ratio is the written model's.
+        spam_filter, _ = _learn_anew(replace(chosen, decision=result.config.decision),
+                                     engine_for(None, 1), spam, ham, index, tsv, progress)
+        spam_filter.config = chosen
         spam_filter.calibration = result.calibration
         spam_filter.threshold = None  # the calibration answers every λ
         _replace_model(spam_filter, model_path)
     return result
+
+
+def in_one_sequence(config: FilterConfig, spam: Sequence[str], ham: Sequence[str]
+                    ) -> FilterConfig:
+    """``config`` with ``training.regime = 'all'`` when the mail comes as a --spam pile and
+    a --ham pile: a thick pass judges each message by the model of the ones before it,
+    and two piles have no order across them (all spam would be learned before any ham
+    could be scored). An --index, a --tsv or one pile keep the regime."""
+    from dataclasses import replace
+
+    if config.training.regime == "all" or not (spam and ham):
+        return config
+    return replace(config, training=replace(config.training, regime="all"))
 
 
 def check_rereadable(spam: Sequence[str], ham: Sequence[str]) -> None:

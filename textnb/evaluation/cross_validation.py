@@ -5,6 +5,12 @@ count matrix over *all* their tokens; each fold then fits a model on its
 training rows and masks the columns its training rows never saw. That is
 exactly the model a filter trained on those rows alone would be (a test in
 tests/test_evaluate.py checks it), at a fraction of the cost.
+
+A configuration whose ``training.regime`` learns selectively (``thick``, the default:
+textnb.modelfile.lifecycle) is fitted row by row in the order given
+(:func:`fit_rows_in_order`): each row is scored by the model of the rows learned before
+it and learned only if the regime says so, as ``textnb train`` learns the same mail
+(tests/test_cv_regime.py checks the two agree).
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..config import FeatureConfig, ModelConfig
+from ..config import FeatureConfig, FilterConfig, ModelConfig
+from ..decision.costs import CostModel, review_log_odds
+from ..features.csr_arrays import Rows
 from ..features.vectorize import binarize, feature_mask
 from ..models.naive_bayes import make_model
 
@@ -70,6 +78,87 @@ def fit_rows(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, model_cfg: Model
     return model
 
 
+def untrained_costs(config: FilterConfig) -> CostModel:
+    """The decision of a new model with ``config`` (no tuned calibration): what the thick
+    regime judges ``train``'s messages by (``SpamFilter.cost_model``)."""
+    d = config.decision
+    between = review_log_odds(d.cost_ratio, d.review_cost, None) if d.review_cost > 0 else None
+    return CostModel(cost_ratio=d.cost_ratio, unsure_band=d.unsure_band, unsure_between=between)
+
+
+def fit_rows_in_order(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, config: FilterConfig,
+                      pair_columns: np.ndarray | None = None,
+                      header_columns: np.ndarray | None = None, dependence=None,
+                      digests: Sequence | None = None):
+    """The model ``textnb train`` makes of ``rows`` of a term-count matrix, given in that
+    order, with ``config.training``'s regime: each row is scored by the model of the rows
+    learned before it (:func:`score_rows`, with the configured evidence) and learned when
+    ``textnb.modelfile.lifecycle.learns`` says so (every row while a class has none).
+
+    digests: one ledger digest per row of X (``hashlib.sha256(normalise(raw))``), so that
+        a message given twice is learned once, as the ledger does; None: rows are distinct.
+    RETURNS (model, learned): the fitted model and the rows it learned, in order.
+    """
+    from ..modelfile.lifecycle import learns
+
+    X = sp.csr_matrix(X)
+    y = np.asarray(y, dtype=np.int64)
+    m, f, training = config.model, config.features, config.training
+    if f.max_features:
+        raise ValueError(f"features.max_features={f.max_features}: a thick fit ranks the "
+                         "vocabulary anew at every row; use training.regime = 'all' with it")
+    Xf = binarize(X) if f.features == "binary" else X
+    width = X.shape[1]
+    model = make_model(m.event_model, alpha=m.alpha, route_alpha=m.route_alpha,
+                       fit_prior=m.fit_prior, class_prior=m.class_prior)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a class prior of no messages
+        model.fit(Xf[:0], np.zeros(0, np.int64))
+    if model.per_column_alpha:
+        if header_columns is None:
+            raise ValueError(f"model.route_alpha={m.route_alpha} smooths the route's columns "
+                             "apart: pass header_columns "
+                             "(textnb.models.evidence.header_columns(tokens))")
+        model.set_route_columns(np.asarray(header_columns, bool)[:width], 0)
+    model.set_feature_mask(np.zeros(width, bool))
+    costs = untrained_costs(config)
+    min_df = max(f.min_df, 1)
+    doc_freq = np.zeros(width, np.int64)
+    classes = np.zeros(2, np.int64)
+    held: dict = {}  # digest -> label learned under
+    learned = []
+    indptr, indices, data = Xf.indptr, Xf.indices, Xf.data
+    for i in np.asarray(rows, dtype=np.int64):
+        label = int(y[i])
+        if digests is not None:
+            if held.get(digests[i]) == label:  # known: the ledger skips it
+                continue
+            if digests[i] in held:
+                raise ValueError("a message given under both labels: a thick fit does "
+                                 "not relabel (textnb retrain does)")
+        cols = indices[indptr[i]:indptr[i + 1]]
+        values = data[indptr[i]:indptr[i + 1]].astype(np.float64)
+        score = None
+        if classes.all():
+            known = doc_freq[cols] >= min_df
+            row = Rows(values[known], cols[known], np.array([0, int(known.sum())]), (1, width))
+            score = float(score_rows(model, row, m, pair_columns, header_columns,
+                                     dependence)[0])
+        if not learns("spam" if label else "ham", score, costs, training.regime,
+                      training.margin):
+            continue
+        counts = np.zeros((2, cols.size))
+        counts[label] = values
+        with np.errstate(divide="ignore", invalid="ignore"):  # a class prior of no messages
+            model.add_counts(np.eye(2)[label], counts, cols, n_features=width)
+        doc_freq[cols] += 1
+        model.set_feature_mask(doc_freq[cols] >= min_df, cols)
+        classes[label] += 1
+        learned.append(i)
+        if digests is not None:
+            held[digests[i]] = label
+    return model, np.array(learned, dtype=np.int64)
+
+
 def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None = None,
                header_columns: np.ndarray | None = None, dependence=None) -> np.ndarray:
     """Log-odds of rows of X (features as the model was fit on) with the configured
@@ -106,24 +195,50 @@ def score_rows(model, X, model_cfg: ModelConfig, pair_columns: np.ndarray | None
                                    dependence=dependence)
 
 
+def training_rows(X: sp.csr_matrix, y: np.ndarray, folds: Sequence[np.ndarray],
+                  config: FilterConfig, pair_columns: np.ndarray | None = None,
+                  header_columns: np.ndarray | None = None,
+                  dependence=None) -> list[np.ndarray]:
+    """Per fold, the rows of the other folds a model with ``config`` learns: all of them
+    in the regime ``all``, else those :func:`fit_rows_in_order` selects, in row order."""
+    all_rows = np.arange(X.shape[0])
+    out = []
+    for test in folds:
+        train = np.setdiff1d(all_rows, test, assume_unique=True)
+        if config.training.regime != "all":
+            train = fit_rows_in_order(X, y, train, config, pair_columns, header_columns,
+                                      dependence)[1]
+        out.append(train)
+    return out
+
+
 def out_of_fold_log_odds(X: sp.csr_matrix, y: np.ndarray, model_cfg: ModelConfig,
                          feature_cfg: FeatureConfig, folds: Sequence[np.ndarray],
                          pair_columns: np.ndarray | None = None,
                          header_columns: np.ndarray | None = None,
-                         dependence=None) -> np.ndarray:
+                         dependence=None, config: FilterConfig | None = None) -> np.ndarray:
     """Log-odds of every document from the model trained on the other folds.
 
     pair_columns, header_columns, dependence: as :func:`score_rows`'s (header_columns
         are also the route's columns for ``model.route_alpha``, :func:`fit_rows`).
+    config (FilterConfig | None): the whole configuration, whose ``training.regime`` says
+        which of the other folds' rows each model learns (:func:`fit_rows_in_order`);
+        None: every one (then model_cfg and feature_cfg are the configuration's).
     """
     X = sp.csr_matrix(X)
     y = np.asarray(y, dtype=np.int64)
+    if config is not None:
+        model_cfg, feature_cfg = config.model, config.features
     scores = np.full(X.shape[0], np.nan)
     all_rows = np.arange(X.shape[0])
     Xf = binarize(X) if feature_cfg.features == "binary" else X
     for test in folds:
         train = np.setdiff1d(all_rows, test, assume_unique=True)
-        model = fit_rows(X, y, train, model_cfg, feature_cfg, route_columns=header_columns)
+        if config is not None and config.training.regime != "all":
+            model = fit_rows_in_order(X, y, train, config, pair_columns, header_columns,
+                                      dependence)[0]
+        else:
+            model = fit_rows(X, y, train, model_cfg, feature_cfg, route_columns=header_columns)
         scores[test] = score_rows(model, Xf[test], model_cfg, pair_columns, header_columns,
                                   dependence)
     return scores

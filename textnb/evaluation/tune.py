@@ -39,7 +39,8 @@ from ..models.evidence import RankedEvidence
 from ..models.naive_bayes import EVENT_MODELS
 from ..spamfilter import BATCH_SIZE, SpamFilter
 from . import metrics
-from .cross_validation import chronological_folds, fit_rows, out_of_fold_log_odds, stratified_folds
+from .cross_validation import (chronological_folds, fit_rows, out_of_fold_log_odds,
+                               stratified_folds, training_rows)
 
 __all__ = [
     "DEFAULT_COST_RATIOS",
@@ -328,8 +329,12 @@ def describe(config: FilterConfig) -> str:
 
 def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarray],
                    pair_columns: np.ndarray | None, header_columns: np.ndarray | None = None,
-                   dependence=None) -> list[np.ndarray]:
+                   dependence=None, fold_rows: Sequence[np.ndarray] | None = None
+                   ) -> list[np.ndarray]:
     """Out-of-fold log-odds of every setting (what `out_of_fold_log_odds` gives each).
+
+    fold_rows: per fold, the training rows every setting learns (``training_rows`` of the
+    base configuration); None: all the other folds' rows.
 
     Settings that share the model (event model, features, alpha) share its fits: per
     fold the model is fitted once, its contributions ranked once
@@ -349,8 +354,9 @@ def _search_scores(X, y, settings: list[FilterConfig], folds: Sequence[np.ndarra
     for members in groups.values():
         first = settings[members[0]]
         Xf = binarize(X) if first.features.features == "binary" else X
-        for test in folds:
-            train = np.setdiff1d(all_rows, test, assume_unique=True)
+        for f, test in enumerate(folds):
+            train = (np.setdiff1d(all_rows, test, assume_unique=True) if fold_rows is None
+                     else fold_rows[f])
             model = fit_rows(X, y, train, first.model, first.features,
                              route_columns=header_columns)
             C, baseline = model.log_odds_contributions(Xf[test])
@@ -413,9 +419,16 @@ def search(X, y, base: FilterConfig, folds: Sequence[np.ndarray],
     settings = _settings(base, grid or SEARCH_GRID)
     if base not in settings:
         settings.insert(0, base)
+    # A thick fit scores its rows one by one (seconds per fold); one per setting would
+    # take the search from seconds to hours. So every setting learns the rows the base
+    # configuration's thick pass selects; the chosen one is fitted on its own selection
+    # afterwards (``tune_matrix``), and that is what the calibration and --write rest on.
+    fold_rows = (training_rows(X, y, folds, base, pair_columns, header_columns, dependence)
+                 if base.training.regime != "all" else None)
     rows = []
     for config, scores in zip(settings, _search_scores(X, y, settings, folds, pair_columns,
-                                                             header_columns, dependence)):
+                                                       header_columns, dependence,
+                                                       fold_rows)):
         _, flagged = cross_fitted(y, scores, folds, cost_ratios, method)
         costs = _held_out_costs(y, flagged)
         rows.append({
@@ -498,7 +511,7 @@ def tune_matrix(X, y, config: FilterConfig, cost_ratios: Sequence[float],
                              dependence=dependence, rule=search_rule)
         config = search_rows[0]["config"]
     scores = out_of_fold_log_odds(X, y, config.model, config.features, folds, pair_columns,
-                                  header_columns, dependence)
+                                  header_columns, dependence, config=config)
     calibration = cal.fit(scores, y, method)
     maps = fold_maps(y, scores, folds, method)
     p_cf, flagged = cross_fitted(y, scores, folds, cost_ratios, maps=maps)

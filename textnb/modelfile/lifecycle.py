@@ -24,12 +24,15 @@ which the model's feature mask drops). tests/test_retrain.py asserts both on
 the SpamAssassin corpus.
 
 Regimes: which *new* messages are learned
-- ``all``: every one (the default; the only regime whose result does not depend
-  on scores, and the one ``textnb train`` uses);
+- ``all``: every one (the only regime whose result does not depend on scores;
+  ``learn``'s default, what a scorer's LEARN and the Python API do with what they
+  are given);
 - ``error``: train on error: only messages the current model gets wrong or calls
   unsure (bogofilter's ``-u``, SpamBayes' "train on mistakes");
 - ``thick``: thick threshold / train until mature: also messages classified
-  right by less than ``margin`` in log-odds beyond the threshold.
+  right by less than ``margin`` in log-odds beyond the threshold (a model's
+  ``training.regime`` by default, which ``train`` and ``retrain`` follow:
+  ``textnb.config.TrainingConfig``).
 ``error`` and ``thick`` score each message with the model as it stands after every
 earlier message of the run (one at a time, as TREC's online protocol does);
 ``all`` learns in batches (``spamfilter.learning_batches``). A relabel is made in
@@ -51,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import TRAINING_REGIMES, TrainingConfig
 from ..errors import ConfigError, EmptyTrainingSetError, NotFittedError, TextnbError
 from ..labels import LABELS, require_both_classes
 from ..mail.sources import RawMessage
@@ -58,15 +62,12 @@ from ..models.ledger import matches, normalise, tokens_hash
 from ..spamfilter import BATCH_SIZE, SpamFilter, learning_batches
 
 __all__ = ["REGIMES", "DEFAULT_MARGIN", "LearnReport", "LedgerMismatchError", "Lifecycle",
-           "Seen", "check_regime", "decide"]
+           "Seen", "check_regime", "decide", "learns"]
 
-REGIMES = ("all", "error", "thick")
-# The thick regime's margin, in log-odds beyond the threshold. It depends on the score
-# scale (how many clues a message is scored by). 40 had the best (or level best) online
-# (1-AUC)% of the margins tried (20-60) on each of a real mailbox in delivery order,
-# SpamAssassin and Enron 1-3, learning 14%, 39% and 71% of their messages (python -m
-# bench.online --regime thick --margin M; the table: docs/accuracy.md#retraining-regimes-online).
-DEFAULT_MARGIN = 40.0
+REGIMES = TRAINING_REGIMES
+# The thick regime's margin, in log-odds beyond the threshold (configs/default.toml
+# [training] has the experiment that chose it).
+DEFAULT_MARGIN = TrainingConfig.margin
 
 
 class LedgerMismatchError(TextnbError):
@@ -122,6 +123,20 @@ class Seen:
                 "--spam or --ham, or through an index file")
         norm = normalise(message.raw)
         return cls(message.label, norm, hashlib.sha256(norm).digest(), message.source)
+
+
+def learns(label: str, score: float | None, costs, regime: str, margin: float) -> bool:
+    """Whether a new message with ``label`` is learned by ``regime``, given its log-odds
+    under the model of the messages before it (None: that model cannot score yet, a
+    class has no messages) and the decision ``costs`` (``decision.costs.CostModel``):
+    ``all`` learns every one, ``error`` the ones called wrong or unsure, ``thick`` those
+    too and the ones right by less than ``margin`` beyond the threshold."""
+    if regime == "all" or score is None:
+        return True
+    if str(costs.labels([score])[0]) != label:  # wrong, or unsure
+        return True
+    beyond = score - costs.log_threshold if label == "spam" else costs.log_threshold - score
+    return regime == "thick" and beyond < margin
 
 
 def decide(digests: Sequence[bytes], labels: Sequence[str],
@@ -186,16 +201,19 @@ class Lifecycle:
     # -- the acts ----------------------------------------------------------------------
     def train(self, messages: Iterable[RawMessage],
               progress: Callable[[int], None] | None = None) -> LearnReport:
-        """Train from scratch (``textnb train``): what was learned goes, then ``learn``,
-        so a message given twice is learned once (with the last label given)."""
+        """Train from scratch (``textnb train``): what was learned goes, then ``learn`` with
+        the filter's ``training`` settings (regime, margin), so a message given twice is
+        learned once (with the last label given)."""
         self.spam_filter.reset()
-        report = self.learn(messages, progress=progress)
+        training = self.spam_filter.config.training
+        report = self.learn(messages, training.regime, training.margin, progress)
         require_both_classes(self.spam_filter.n_learned)
         return report
 
     def learn(self, messages: Iterable[RawMessage], regime: str = "all",
               margin: float = DEFAULT_MARGIN, progress: Callable[[int], None] | None = None,
-              on_score: Callable[[RawMessage, float | None], None] | None = None
+              on_score: Callable[[RawMessage, float | None], None] | None = None,
+              tokens_for: Callable[[RawMessage], list[str] | None] | None = None
               ) -> LearnReport:
         """Learn new labelled messages and relabel known ones, in order.
 
@@ -205,6 +223,9 @@ class Lifecycle:
             model as it stands just before that message (None while the model cannot
             score yet: a class has no messages); forces one-at-a-time updates. The
             online benchmark's hook (classify, then train, in order).
+        tokens_for (callable | None): a message's tokens (of its normalised bytes) made
+            ahead, or None: then they are made here (``textnb.engines.local``: workers
+            tokenise while this process scores and learns, one message at a time).
         RETURNS (LearnReport).
         """
         check_regime(regime, margin)
@@ -212,7 +233,7 @@ class Lifecycle:
         if regime == "all" and on_score is None:
             self._learn_batches(messages, report, progress)
         else:
-            self._learn_one_by_one(messages, report, progress, on_score)
+            self._learn_one_by_one(messages, report, progress, on_score, tokens_for)
         return report
 
     def forget(self, messages: Iterable[RawMessage],
@@ -373,15 +394,9 @@ class Lifecycle:
 
     def _should_learn(self, label: str, score: float | None, regime: str,
                       margin: float) -> bool:
-        if regime == "all" or score is None:
-            return True
-        costs = self.spam_filter.cost_model()
-        if str(costs.labels([score])[0]) != label:  # wrong, or unsure
-            return True
-        beyond = score - costs.log_threshold if label == "spam" else costs.log_threshold - score
-        return regime == "thick" and beyond < margin
+        return learns(label, score, self.spam_filter.cost_model(), regime, margin)
 
-    def _learn_one_by_one(self, messages, report, progress, on_score) -> None:
+    def _learn_one_by_one(self, messages, report, progress, on_score, tokens_for=None) -> None:
         ledger = self.spam_filter.ledger
         for message in messages:
             seen = Seen.of(message)
@@ -389,7 +404,9 @@ class Lifecycle:
             current = ledger.label(seen.digest)
             tokens = score = None
             if on_score is not None or (current is None and report.regime != "all"):
-                tokens = self.spam_filter.tokens(seen.norm)
+                tokens = tokens_for(message) if tokens_for is not None else None
+                if tokens is None:
+                    tokens = self.spam_filter.tokens(seen.norm)
                 score = self._score(tokens)
             if on_score is not None:
                 on_score(message, score)

@@ -15,7 +15,10 @@ _SAVED_BEFORE_THE_KEY_EXISTED = {("model", "evidence"): "strongest",
                                   ("model", "clues_per_header_field"): 0,
                                   ("model", "tile_word_pairs"): False,
                                   ("model", "route_alpha"): None,  # None: model.alpha
-                                  ("mail", "html_renderer"): "stdlib"}
+                                  ("mail", "html_renderer"): "stdlib",
+                                  # Learned every message it was given.
+                                  ("training", "regime"): "all",
+                                  ("training", "margin"): 40.0}
 
 
 def with_saved_defaults(config: dict) -> dict:
@@ -24,7 +27,7 @@ def with_saved_defaults(config: dict) -> dict:
     config = {name: dict(section) if isinstance(section, dict) else section
               for name, section in config.items()}
     for (section, key), value in _SAVED_BEFORE_THE_KEY_EXISTED.items():
-        if section not in config:  # saved before the section existed ([mail])
+        if section not in config:  # saved before the section existed ([mail], [training])
             config[section] = {}
         if isinstance(config.get(section), dict):
             config[section].setdefault(key, value)

@@ -56,11 +56,15 @@ WARM_UP = b"Subject: warm-up\nFrom: textnb <textnb@localhost>\n\nwarm up http://
 def new_filter_config(config) -> dict:
     """A FilterConfig as a stored model keeps it; StoreError for what the log cannot
     carry (numeric features beside the tokens are learned from the mail, which the
-    ledger does not keep)."""
+    ledger does not keep). Its ``training.regime`` is ``all``: the store's hosts learn
+    every message they are given (a thick pass scores each by the model of the ones
+    before it, one at a time, in one process)."""
+    from dataclasses import replace
+
     if getattr(config.model, "numeric_model", "none") not in (None, "none"):
         raise StoreError("a shared store keeps token counts only; train with "
                          "--set model.numeric_model=none")
-    return config.to_dict()
+    return replace(config, training=replace(config.training, regime="all")).to_dict()
 
 
 def _apply_record(spam_filter: SpamFilter, record: Record, source: str) -> None:
