@@ -31,6 +31,7 @@ from .. import spamfilter
 from ..labels import LABEL_CODES
 from ..mail.sources import RawMessage, SourceFile, plan_labelled, plan_unlabelled, read_planned
 from ..modelfile.lifecycle import DEFAULT_MARGIN, LearnReport, Lifecycle
+from ..models.ledger import normalise
 from ..spamfilter import SpamFilter
 from .counting import Counted, Work, count_into, count_work
 from .workers import Workers, available_cores, collecting_less
@@ -66,6 +67,11 @@ def _batches(messages: Iterable[RawMessage], size: int | None = None
 
 def _score_task(spam_filter: SpamFilter, raws: list[bytes]) -> np.ndarray:
     return spam_filter.log_odds(raws)
+
+
+def _tokens_task(spam_filter: SpamFilter, raws: list[bytes]) -> list[list[str]]:
+    """The tokens of each message as the ledger reads it (its normalised bytes)."""
+    return [spam_filter.tokens(normalise(raw)) for raw in raws]
 
 
 def _portable(spam_filter: SpamFilter):
@@ -162,13 +168,17 @@ class LocalEngine:
         """Add the planned labelled files to ``spam_filter``'s counts and ledger.
 
         RETURNS (lifecycle.LearnReport). Regimes other than 'all' score each message with
-        the model all earlier ones made, so they run in this process, one at a time.
+        the model all earlier ones made, so this process scores and learns them one at a
+        time, while the workers tokenise the messages ahead of it, in order
+        (``_thick_ahead``).
         """
         messages = read_planned(files)
         margin = DEFAULT_MARGIN if margin is None else margin
         lifecycle = Lifecycle(spam_filter)
         if regime != "all":
-            return lifecycle.learn(messages, regime, margin, progress)
+            if self.jobs == 1:
+                return lifecycle.learn(messages, regime, margin, progress)
+            return self._thick_ahead(lifecycle, messages, regime, margin, progress)
         report = LearnReport(regime=regime, margin=margin)
         planner = _Planner(lifecycle, report)
         planned: deque[_Planned] = deque()
@@ -198,6 +208,34 @@ class LocalEngine:
                 if progress:
                     progress(batch.n_read)
         return report
+
+    def _thick_ahead(self, lifecycle: Lifecycle, messages: Iterable[RawMessage], regime: str,
+                     margin: float, progress: Callable[[int], None] | None):
+        """``lifecycle.learn`` one message at a time, each message's tokens made ahead by
+        the workers. Tokenising is most of a message's cost and does not depend on the
+        model; scoring and learning do, and stay here, in order, so the model is the one
+        process's whatever ``jobs`` (tests/test_train_regime.py)."""
+        spam_filter = lifecycle.spam_filter
+        batches: deque[list[RawMessage]] = deque()
+        ahead: dict[int, list[str]] = {}
+
+        def raws() -> Iterator[list[bytes]]:
+            for batch in _batches(messages, SCORE_BATCH):
+                batches.append(batch)
+                yield [m.raw for m in batch]
+
+        def in_order() -> Iterator[RawMessage]:
+            for token_lists in workers.map(raws()):
+                for message, tokens in zip(batches.popleft(), token_lists):
+                    ahead[id(message)] = tokens
+                    yield message
+                    ahead.pop(id(message), None)
+
+        spam_filter.tokenizer.spacy  # loaded once, before the workers fork
+        self.last_workers = workers = Workers(self.jobs, spam_filter, _tokens_task, _portable)
+        with collecting_less():
+            return lifecycle.learn(in_order(), regime, margin, progress,
+                                   tokens_for=lambda message: ahead.get(id(message)))
 
     def score(self, spam_filter: SpamFilter, files: Sequence[SourceFile],
               count_learned: bool = False) -> Iterator[ScoredBatch]:
