@@ -54,6 +54,30 @@ def test_the_thick_fit_learns_what_train_learns_and_scores_as_its_model(override
                                atol=1e-9)
 
 
+def test_a_repeat_is_learned_once_and_a_relabelled_one_moved_as_the_ledger_does():
+    from textnb.mail.sources import RawMessage
+
+    config = load_config(None, {"training.margin": 8.0})
+    messages = list(iter_index(SAMPLE_INDEX))
+    # The first messages are learned whatever the regime (no model can score them yet).
+    flipped = RawMessage("again", messages[0].raw, "ham" if messages[0].label == "spam"
+                         else "spam")
+    train = messages[:60] + [messages[1], flipped] + messages[60:80]
+    test = messages[80:]
+    trained = SpamFilter(config)
+    report = fit(trained, train)
+    assert report.moved != {"spam": 0, "ham": 0} and report.known >= 1
+    X, y, pairs, header, dependence = _matrix(config, train + test)
+    digests = [hashlib.sha256(normalise(m.raw)).digest() for m in train + test]
+    model, _ = fit_rows_in_order(X, y, np.arange(len(train)), config, pairs, header,
+                                 dependence, digests)
+    np.testing.assert_array_equal(model.class_count_, trained.model.class_count_)
+    Xf = (X > 0).astype(np.float64).tocsr()
+    np.testing.assert_allclose(score_rows(model, Xf[len(train):], config.model, pairs, header,
+                                          dependence),
+                               trained.log_odds([m.raw for m in test]), rtol=1e-9, atol=1e-9)
+
+
 def test_every_row_learned_in_the_regime_all_is_the_plain_fit():
     config = load_config(None, {"training.regime": "all"})
     X, y, pairs, header, dependence = _matrix(config, iter_index(SAMPLE_INDEX))

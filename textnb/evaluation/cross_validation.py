@@ -96,8 +96,10 @@ def fit_rows_in_order(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, config:
     ``textnb.modelfile.lifecycle.learns`` says so (every row while a class has none).
 
     digests: one ledger digest per row of X (``hashlib.sha256(normalise(raw))``), so that
-        a message given twice is learned once, as the ledger does; None: rows are distinct.
-    RETURNS (model, learned): the fitted model and the rows it learned, in order.
+        a message given twice is learned once, and one given again under the other label
+        is moved, as the ledger does; None: rows are distinct.
+    RETURNS (model, learned): the fitted model and the rows it learned, in order (a moved
+        message under its first row).
     """
     from ..modelfile.lifecycle import learns
 
@@ -124,38 +126,46 @@ def fit_rows_in_order(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, config:
     min_df = max(f.min_df, 1)
     doc_freq = np.zeros(width, np.int64)
     classes = np.zeros(2, np.int64)
-    held: dict = {}  # digest -> label learned under
+    held: dict = {}  # digest -> (label learned under, its row)
     learned = []
     indptr, indices, data = Xf.indptr, Xf.indices, Xf.data
+    def add(i: int, label: int, weight: float) -> np.ndarray:
+        cols = indices[indptr[i]:indptr[i + 1]]
+        counts = np.zeros((2, cols.size))
+        counts[label] = data[indptr[i]:indptr[i + 1]]
+        with np.errstate(divide="ignore", invalid="ignore"):  # a class prior of no messages
+            model.add_counts(weight * np.eye(2)[label], weight * counts, cols,
+                             n_features=width)
+        classes[label] += int(weight)
+        return cols
+
     for i in np.asarray(rows, dtype=np.int64):
         label = int(y[i])
-        if digests is not None:
-            if held.get(digests[i]) == label:  # known: the ledger skips it
-                continue
-            if digests[i] in held:
-                raise ValueError("a message given under both labels: a thick fit does "
-                                 "not relabel (textnb retrain does)")
+        if digests is not None and digests[i] in held:
+            before, j = held[digests[i]]
+            if before != label:  # relabelled: moved, in every regime (as the ledger does)
+                add(j, before, -1.0)
+                add(j, label, 1.0)
+                held[digests[i]] = (label, j)
+            continue  # known under its label: the ledger skips it
         cols = indices[indptr[i]:indptr[i + 1]]
-        values = data[indptr[i]:indptr[i + 1]].astype(np.float64)
         score = None
         if classes.all():
             known = doc_freq[cols] >= min_df
-            row = Rows(values[known], cols[known], np.array([0, int(known.sum())]), (1, width))
+            values = data[indptr[i]:indptr[i + 1]][known]
+            row = Rows(values.astype(np.float64), cols[known], np.array([0, int(known.sum())]),
+                       (1, width))
             score = float(score_rows(model, row, m, pair_columns, header_columns,
                                      dependence)[0])
         if not learns("spam" if label else "ham", score, costs, training.regime,
                       training.margin):
             continue
-        counts = np.zeros((2, cols.size))
-        counts[label] = values
-        with np.errstate(divide="ignore", invalid="ignore"):  # a class prior of no messages
-            model.add_counts(np.eye(2)[label], counts, cols, n_features=width)
+        add(i, label, 1.0)
         doc_freq[cols] += 1
         model.set_feature_mask(doc_freq[cols] >= min_df, cols)
-        classes[label] += 1
         learned.append(i)
         if digests is not None:
-            held[digests[i]] = label
+            held[digests[i]] = (label, i)
     return model, np.array(learned, dtype=np.int64)
 
 
