@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import test_scores, tokenised_split
+from bench.common import ledger_digests, split_in_order, test_scores, tokenised_split
 from textnb.config import load_config, parse_override_value
 from textnb.evaluation.cross_validation import out_of_fold_log_odds, stratified_folds
 from textnb.evaluation.metrics import summary
@@ -30,10 +30,13 @@ KEYS = ("one_minus_auc_pct", "hm_pct", "sm_pct", "sm_pct_at_hm_0.1pct", "fp", "f
 
 def run(name: str, cfg, cv: int, chronological: bool = False) -> dict:
     spam_filter = SpamFilter(cfg)
-    tokens, y, n_train, tok_seconds = tokenised_split(name, spam_filter, chronological)
+    tokens, y, n_train, tok_seconds = tokenised_split(name, spam_filter, chronological,
+                                                      in_delivery_order=True)
     train_rows = np.arange(n_train)
     test_rows = np.arange(n_train, len(y))
-    scores, X, pairs, headers, dependence = test_scores(tokens, y, n_train, cfg)
+    train, test = split_in_order(name, chronological, in_delivery_order=True)
+    scores, X, pairs, headers, dependence = test_scores(tokens, y, n_train, cfg,
+                                                        ledger_digests(train + test))
     result = {"corpus": name, "n_train": n_train, "n_test": len(test_rows),
               "tokenise_msgs_per_s": round(len(y) / tok_seconds, 1),
               "test": {k: summary(y[test_rows], scores, np.log(cfg.decision.cost_ratio))[k]
@@ -41,7 +44,7 @@ def run(name: str, cfg, cv: int, chronological: bool = False) -> dict:
     if cv:
         folds = stratified_folds(y[train_rows], cv)
         oof = out_of_fold_log_odds(X[train_rows], y[train_rows], cfg.model, cfg.features, folds,
-                                   pairs, headers, dependence)
+                                   pairs, headers, dependence, config=cfg)
         result["cv"] = {k: summary(y[train_rows], oof, 0.0)[k] for k in KEYS}
     return result
 

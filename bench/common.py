@@ -5,27 +5,48 @@ token lists and measuring it, and answering the tokenizer from a cache."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import numpy as np
 
 from textnb.config import parse_override_value
 from textnb.evaluation import metrics
-from textnb.evaluation.cross_validation import fit_rows, score_rows
+from textnb.evaluation.cross_validation import fit_rows, fit_rows_in_order, score_rows
 from textnb.features.vectorize import Vocabulary, binarize
-from textnb.mail.corpora import (CHRONOLOGICAL, chronological_split, is_test, iter_corpus,
-                                 split)
+from textnb.mail.corpora import (CHRONOLOGICAL, chronological_split, delivery_order, is_test,
+                                 iter_corpus, split)
 from textnb.models.dependence import make_dependence
 from textnb.models.evidence import PAIR_PREFIX, header_columns, pair_columns
 from textnb.models.ledger import normalise
 from textnb.spamfilter import SpamFilter
 
 
-def tokenised_split(name: str, spam_filter: SpamFilter, chronological: bool = False):
+def split_in_order(name: str, chronological: bool = False, in_delivery_order: bool = False):
+    """(training Examples, test Examples) of the corpora README's split; the training
+    part in delivery order with ``in_delivery_order`` for a dated corpus (what a thick
+    fit learns in order: ``textnb.mail.corpora.delivery_order``), else in the split's
+    order (the corpus's own)."""
     if chronological:  # per class, the latest fifth by date is the test part
         train, test = chronological_split(name, iter_corpus(name))
     else:
         train, test = split(iter_corpus(name))
+    if in_delivery_order and name in CHRONOLOGICAL:
+        train = delivery_order(name, train)
+    return train, test
+
+
+def ledger_digests(examples) -> list[bytes]:
+    """Each message's ledger digest: a message given twice is learned once
+    (``fit_rows_in_order``'s ``digests``)."""
+    return [hashlib.sha256(normalise(e.raw)).digest() for e in examples]
+
+
+def tokenised_split(name: str, spam_filter: SpamFilter, chronological: bool = False,
+                    in_delivery_order: bool = False):
+    """(token lists, labels, training rows, seconds) of :func:`split_in_order`'s parts,
+    the training part's rows first."""
+    train, test = split_in_order(name, chronological, in_delivery_order)
     start = time.perf_counter()
     tokens = [spam_filter.tokens(e.raw) for e in train + test]
     seconds = time.perf_counter() - start
@@ -34,11 +55,12 @@ def tokenised_split(name: str, spam_filter: SpamFilter, chronological: bool = Fa
 
 
 def split_matrix(name: str, spam_filter: SpamFilter):
-    """(X, y, n_train, train Examples, test Examples): train rows first.
+    """(X, y, n_train, train Examples, test Examples): train rows first, in delivery order
+    for a dated corpus (:func:`split_in_order`: what a thick fit learns in order).
 
     Also sets ``spam_filter.vocabulary`` to X's, so ``spam_filter.pair_columns()``
     names X's word-pair columns."""
-    train, test = split(iter_corpus(name))
+    train, test = split_in_order(name, in_delivery_order=True)
     tokens = [spam_filter.tokens(e.raw) for e in train + test]
     X = spam_filter.vocabulary.transform(tokens, grow=True)
     y = np.array([e.label == "spam" for e in train + test], dtype=np.int64)
@@ -96,16 +118,24 @@ class Corpus:
         return self._headers[repr(cfg.tokenizer)]
 
 
-def test_scores(tokens, y, n_train: int, cfg):
-    """Train on the first ``n_train`` token lists, score the rest as a filter with
-    ``cfg`` would: (their log-odds, the term-count matrix of all, its pair columns, its
-    header columns, its dependence: :func:`dependence_of`)."""
+def test_scores(tokens, y, n_train: int, cfg, digests=None):
+    """Train on the first ``n_train`` token lists (in that order: ``cfg.training.regime``
+    thick learns them as ``train`` does, ``fit_rows_in_order``; a repeated message is
+    scored again), score the rest as a filter with ``cfg`` would: (their log-odds, the
+    term-count matrix of all, its pair columns, its header columns, its dependence:
+    :func:`dependence_of`). digests: one per row (:func:`ledger_digests`), so that a thick
+    fit learns a repeated message once, as ``train`` does."""
     vocab = Vocabulary()
     X = vocab.transform(tokens, grow=True)
     pairs, headers = pair_columns(vocab.tokens_), header_columns(vocab.tokens_)
-    model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features, route_columns=headers)
-    Xf = binarize(X) if cfg.features.features == "binary" else X
     dependence = dependence_of(vocab, cfg)
+    if cfg.training.regime == "all":
+        model = fit_rows(X, y, np.arange(n_train), cfg.model, cfg.features,
+                         route_columns=headers)
+    else:
+        model = fit_rows_in_order(X, y, np.arange(n_train), cfg, pairs, headers,
+                                  dependence, digests)[0]
+    Xf = binarize(X) if cfg.features.features == "binary" else X
     scores = score_rows(model, Xf[n_train:], cfg.model, pairs, headers, dependence)
     return scores, X, pairs, headers, dependence
 

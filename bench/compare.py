@@ -1,7 +1,7 @@
 """textnb against bogofilter, spamprobe and scikit-learn: speed, memory, size, accuracy.
 
     python -m bench.compare [--corpus spamassassin --corpus enron] [--repeats 3]
-        [--jobs 1 --jobs 0] [--peer NAME ...] [--json bench/results/compare.json]
+        [--jobs 1 --jobs 0] [--regime all] [--peer NAME ...] [--json bench/results/compare.json]
     python -m bench.compare --scaling 1000,5000,20000,100000,1x,2x,4x [--corpus NAME]
         [--jobs 2] [--json bench/results/scaling.json]
 
@@ -11,9 +11,10 @@ to a temporary folder once, one file per message (``bench/peers.py``'s
 files, ``--repeats`` times in rotating order. Each filter is measured as the
 process(es) a user would run:
 
-- textnb: ``python -m textnb train --index`` and ``classify --json`` (the CLI, so
+- textnb: ``python -m textnb train --index`` (the training mail listed in delivery
+  order, which the default thick regime learns in) and ``classify --json`` (the CLI, so
   start-up, spaCy's import, reading files and writing the model are all counted),
-  once per ``--jobs`` value;
+  once per ``--jobs`` value, and with ``--regime R`` once more per regime named;
 - bogofilter and spamprobe: ``bench/peers.py``'s runners (bogofilter ``-B`` bulk
   mode for training and scoring, spamprobe ``spam``/``good``), each inside a forked
   process so that its commands' peak RSS is theirs alone;
@@ -207,17 +208,18 @@ class Run:
     notes: list[str] = field(default_factory=list)
 
 
-def run_textnb(s: peers.Split, jobs: int) -> Run:
-    """textnb's CLI in subprocesses: train from an index file, classify the test folder."""
+def run_textnb(s: peers.Split, jobs: int, regime: str | None = None) -> Run:
+    """textnb's CLI in subprocesses: train from an index file (the training mail in
+    delivery order), classify the test folder; ``regime``: train's ``--regime`` (None:
+    its default)."""
     index = s.workdir / "train.index"
-    index.write_text("".join(f"spam {p}\n" for p in s.train_spam)
-                     + "".join(f"ham {p}\n" for p in s.train_ham))
-    model = s.workdir / f"textnb-j{jobs}.tnb"
+    index.write_text("".join(f"{label} {p}\n" for label, p in s.train_in_order))
+    model = s.workdir / f"textnb-j{jobs}{'-' + regime if regime else ''}.tnb"
     model.unlink(missing_ok=True)
     textnb = [sys.executable, "-m", "textnb"]
     jobs_args = ["--jobs", str(jobs)] if jobs else []  # 0: the default, every core
     train_cmd = [*textnb, "train", "--model", model.name, "--index", index.name, "--json",
-                 *jobs_args]
+                 *jobs_args, *(["--regime", regime] if regime else [])]
     classify_cmd = [*textnb, "classify", "--model", model.name, "--json", *jobs_args, "test"]
     out, train = measured(train_cmd, s.workdir, sample_tree=jobs != 1)
     summary = json.loads(out)
@@ -228,7 +230,8 @@ def run_textnb(s: peers.Split, jobs: int) -> Run:
         verdicts[v["source"]] = v
     order = [verdicts[str(Path("test") / Path(p).name)] for p in s.test]
     run = peers.PeerRun(
-        peer=f"textnb --jobs {jobs}" if jobs else "textnb (default jobs)",
+        peer=(f"textnb --jobs {jobs}" if jobs else "textnb (default jobs)")
+        + (f" --regime {regime}" if regime else ""),
         scores=np.array([v["log_odds"] for v in order]),
         is_spam_pred=np.array([v["label"] == "spam" for v in order]),
         train_s=train.wall_s,
@@ -343,10 +346,12 @@ def _spread(values: list[float]) -> dict:
 
 
 def compare(corpus: str, repeats: int, jobs: list[int], only: list[str] | None,
-            log=print) -> dict:
+            log=print, regimes: list[str] = ()) -> dict:
     runners, notes = _runners(only)
     runners = [(f"textnb --jobs {j}" if j else "textnb (default jobs)",
-                lambda s, j=j: run_textnb(s, j)) for j in jobs] + runners
+                lambda s, j=j: run_textnb(s, j)) for j in jobs] + [
+        (f"textnb (default jobs) --regime {r}", lambda s, r=r: run_textnb(s, 0, r))
+        for r in regimes] + runners
     runs: dict[str, list[Run]] = {name: [] for name, _ in runners}
     errors, loads = [], []
     with tempfile.TemporaryDirectory(prefix=f"textnb-compare-{corpus}-") as tmp:
@@ -576,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--perturb", action="store_true",
                         help="scaling mode: copies bring new words (bench.compare.perturbed), so "
                              "the vocabulary grows with the messages as a real mailbox's does")
+    parser.add_argument("--regime", action="append", default=[],
+                        help="also run textnb train --regime R, default jobs (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     compile_textnb(None)  # before any command is timed (bench.bytecode)
@@ -593,7 +600,8 @@ def main(argv: list[str] | None = None) -> int:
             result = scaling(corpus, args.scaling, args.jobs or [2], log, args.perturb)
             print(format_scaling(result), flush=True)
         else:
-            result = compare(corpus, args.repeats, args.jobs or [1, 0], args.peer, log)
+            result = compare(corpus, args.repeats, args.jobs or [1, 0], args.peer, log,
+                             args.regime)
             print(format_compare_table(result) + "\n", flush=True)
         results.append(result)
     if args.json:

@@ -56,11 +56,13 @@ from bench.token_cache import (DEFAULT_CACHE, TREC, Columns, bogofilter_window, 
                                figures, matrix, rolling_windows, tokenised, trec_paths,
                                windows)
 from textnb.config import load_config
-from textnb.evaluation.cross_validation import chronological_folds, fit_rows
+from textnb.evaluation.cross_validation import (chronological_folds, fit_rows, fit_rows_in_order,
+                                               untrained_costs)
+from textnb.modelfile.lifecycle import learns
 from textnb.features.csr_arrays import Rows
 from textnb.features.vectorize import binarize
-from textnb.mail.corpora import (CHRONOLOGICAL, CORPORA, Example, chronological_split,
-                                 corpora_root, iter_corpus, split)
+from textnb.mail.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
+                                 delivery_order, iter_corpus, split)
 from textnb.models.naive_bayes import make_model
 
 SEED = 2003  # the bootstrap's
@@ -109,22 +111,33 @@ def variant_config(overrides: dict):
 class Fitted:
     """Models of rows of one term-count matrix, one per fit-time setting a variant asks for
     (event model, Lidstone alpha and the route's, priors, features), each fitted once; the
-    selection of clues, which most variants change, is applied at scoring time. ``headers``:
-    the columns that come from header fields (``Columns.headers``), which model.route_alpha
-    smooths apart."""
+    selection of clues, which most variants change, is applied at scoring time. ``columns``:
+    the matrix's :class:`Columns` (header fields, which model.route_alpha smooths apart;
+    the selection a thick fit scores its rows by). A configuration whose training.regime
+    is not 'all' learns its rows in order as ``textnb train`` does
+    (``fit_rows_in_order``), each message once (``digests``, one per row)."""
 
-    def __init__(self, X, y: np.ndarray, headers: np.ndarray):
-        self.X, self.y, self.headers = X, y.astype(np.int64), headers
+    def __init__(self, X, y: np.ndarray, columns: Columns, digests=None):
+        self.X, self.y, self.columns = X, y.astype(np.int64), columns
+        self.headers, self.digests = columns.headers, digests
         self._models: dict = {}
         self._binary = None
 
     def model(self, rows: np.ndarray, cfg):
-        m, f = cfg.model, cfg.features
+        m, f, t = cfg.model, cfg.features, cfg.training
         key = (hashlib.blake2b(np.ascontiguousarray(rows).tobytes()).hexdigest(), m.event_model,
                m.alpha, m.route_alpha, m.fit_prior, str(m.class_prior), f.features, f.min_df,
                f.max_features)
+        if t.regime != "all":  # the selection judges the rows, so it is part of the fit
+            key += (t.regime, t.margin, str(cfg.decision), str(m))
         if key not in self._models:
-            self._models[key] = fit_rows(self.X, self.y, rows, m, f, route_columns=self.headers)
+            if t.regime == "all":
+                self._models[key] = fit_rows(self.X, self.y, rows, m, f,
+                                             route_columns=self.headers)
+            else:
+                self._models[key] = fit_rows_in_order(
+                    self.X, self.y, rows, cfg, self.columns.pairs, self.headers,
+                    self.columns.dependence(m), self.digests)[0]
         return self._models[key]
 
     def features(self, cfg):
@@ -141,7 +154,7 @@ def run_window(corpus: dict, a: int, b: int, variants: dict, bogofilter: bool,
     y = corpus["labels"][:b].astype(bool)
     X, tokens = matrix(corpus, np.arange(b))
     columns = Columns(tokens)
-    fitted = Fitted(X, y, columns.headers)
+    fitted = Fitted(X, y, columns, corpus["digests"][:b])
     train = np.arange(a)
     folds = chronological_folds(a, 5)
     out = {"n_train": a, "n_test": b - a, "n_test_spam": int(y[a:].sum()), "variants": {}}
@@ -167,18 +180,23 @@ def run_window(corpus: dict, a: int, b: int, variants: dict, bogofilter: bool,
 
 
 # -- trec07p-early: online -----------------------------------------------------------------
-def online_scores(X, y: np.ndarray, digests: np.ndarray, columns: Columns, cfg) -> np.ndarray:
+def online_scores(X, y: np.ndarray, digests: np.ndarray, columns: Columns, cfg,
+                  regime: str = "all") -> np.ndarray:
     """Each message scored by the model of the messages before it, then learned (an exact
-    repeat once); 0 until both classes were learned (bench.online's convention)."""
+    repeat once) if ``regime`` takes it (``retrain``'s: every message unless a variant
+    names training.regime; the margin is the config's); 0 until both classes were learned
+    (bench.online's convention)."""
     Xb = binarize(X) if cfg.features.features == "binary" else X
     n, width = Xb.shape
     model = make_model(cfg.model.event_model, alpha=cfg.model.alpha,
                        route_alpha=cfg.model.route_alpha, fit_prior=cfg.model.fit_prior,
                        class_prior=cfg.model.class_prior)
-    model.fit(Xb[:0], np.zeros(0, np.int64))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a class prior of no messages
+        model.fit(Xb[:0], np.zeros(0, np.int64))
     model.set_feature_mask(np.zeros(width, bool))
     model.set_route_columns(columns.headers[:width], 0)
     seen = np.zeros(width, bool)
+    costs = untrained_costs(cfg)
     learned: set = set()
     classes = np.zeros(2, np.int64)
     scores = np.zeros(n)
@@ -190,6 +208,9 @@ def online_scores(X, y: np.ndarray, digests: np.ndarray, columns: Columns, cfg) 
             row = Rows(np.ones(known.size), known, np.array([0, known.size]), (1, width))
             scores[i] = columns.score(model, row, cfg)[0]
         if digests[i] in learned:
+            continue
+        if not learns("spam" if y[i] else "ham", scores[i] if classes.all() else None, costs,
+                      regime, cfg.training.margin):
             continue
         learned.add(digests[i])
         model.partial_fit(Xb[i], y[i:i + 1].astype(np.int64))
@@ -226,7 +247,8 @@ def run_online(corpus: dict, variants: dict, bogofilter: bool, cache: Path, log)
     out = {"n": int(y.size), "n_spam": int(y.sum()), "variants": {}}
     scores = {}
     for name, overrides in variants.items():
-        s = online_scores(X, y, corpus["digests"], columns, variant_config(overrides))
+        s = online_scores(X, y, corpus["digests"], columns, variant_config(overrides),
+                          overrides.get("training.regime", "all"))
         scores[name] = s
         row = figures(y, s)
         if name != reference(variants):
@@ -245,19 +267,17 @@ def run_online(corpus: dict, variants: dict, bogofilter: bool, cache: Path, log)
 # -- the public cells ----------------------------------------------------------------------
 def run_public(name: str, chronological: bool, cache: Path, variants: dict, log) -> dict:
     corpus = tokenised(name, cache)
-    examples = [Example(k, "spam" if s else "ham", b"") for k, s in
-                zip(corpus["keys"], corpus["labels"])]
-    position = {e.relpath: i for i, e in enumerate(examples)}
-    if chronological:
-        train, test = chronological_split(name, iter_corpus(name))
-    else:
-        train, test = split(examples)
+    position = {k: i for i, k in enumerate(corpus["keys"])}
+    examples = list(iter_corpus(name))
+    train, test = (chronological_split(name, examples) if chronological else split(examples))
+    if name in CHRONOLOGICAL:  # dated: the order a thick fit learns them in
+        train = delivery_order(name, train)  # (else the corpus's own order)
     rows = np.array([position[e.relpath] for e in train + test])
     n_train = len(train)
     y = corpus["labels"][rows].astype(bool)
     X, tokens = matrix(corpus, rows)
     columns = Columns(tokens)
-    fitted = Fitted(X, y, columns.headers)
+    fitted = Fitted(X, y, columns, corpus["digests"][rows] if "digests" in corpus else None)
     out = {"corpus": name, "split": "chronological" if chronological else "hash",
            "n_train": n_train, "n_test": len(test), "variants": {}}
     scores = {}

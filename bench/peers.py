@@ -42,7 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from textnb.evaluation import metrics
-from textnb.mail.corpora import CORPORA, chronological_split, corpora_root, iter_corpus, split
+from textnb.mail.corpora import (CHRONOLOGICAL, CORPORA, chronological_split, corpora_root,
+                                 delivery_order, iter_corpus, split)
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "peers.json"
 
@@ -95,6 +96,10 @@ class Split:
     train_raw: list[bytes]
     y_train: np.ndarray
     test_raw: list[bytes]
+    # (label, path) of every training message in the order the mail came in (dated
+    # corpora: textnb.mail.corpora.delivery_order; else the corpus's own order): what an
+    # --index lists, and what textnb's thick regime learns in order.
+    train_in_order: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -120,10 +125,13 @@ def write_split(corpus: str, workdir: Path, chronological: bool = False) -> Spli
     else:
         train, test = split(iter_corpus(corpus))
     paths = {"spam": [], "ham": []}
+    rel_of = {}
     for i, example in enumerate(train):
         rel = f"train/{example.label}/{i:06d}"
         paths[example.label].append(rel)
+        rel_of[example.relpath] = rel
         write_file(workdir / rel, example.raw)
+    ordered = delivery_order(corpus, train) if corpus in CHRONOLOGICAL else train
     test_paths = []
     for i, example in enumerate(test):
         rel = f"test/{i:06d}"
@@ -139,6 +147,7 @@ def write_split(corpus: str, workdir: Path, chronological: bool = False) -> Spli
         train_raw=[e.raw for e in train],
         y_train=np.array([e.label == "spam" for e in train]),
         test_raw=[e.raw for e in test],
+        train_in_order=[(e.label, rel_of[e.relpath]) for e in ordered],
     )
 
 

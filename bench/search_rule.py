@@ -5,7 +5,8 @@
 For each cell, every setting of the search grid and the model's own
 (``textnb.evaluation.tune.SEARCH_GRID``) is scored out of fold on the training part, as
 ``textnb tune --search`` scores it (5 folds: contiguous blocks in delivery order, or
-stratified on the hash split), which gives its held-out cost per λ and its out-of-fold
+stratified on the hash split; each setting learning the rows the defaults' training
+regime selects, as the search does), which gives its held-out cost per λ and its out-of-fold
 (1-AUC)%. Then each setting is trained on the whole training part, calibrated on its
 out-of-fold scores (``tune --write``'s map) and scores the test part at its threshold
 for each λ. Each rule then chooses, per λ, as ``textnb tune -r λ --search`` would, and
@@ -38,6 +39,7 @@ from textnb.evaluation import metrics
 from textnb.evaluation.tune import (RANKING_TOLERANCE, SEARCH_GRID, _held_out_costs,
                                    _search_scores, _settings, cross_fitted, describe,
                                    make_folds, ordered)
+from textnb.evaluation.cross_validation import training_rows
 from textnb.features.vectorize import Vocabulary
 from textnb.mail.corpora import corpora_root
 from textnb.mail.sources import iter_index
@@ -70,7 +72,8 @@ def cell_data(name: str, cache: dict):
                           else (int(start), int(end)))
         return tokens[:n_end], y[:n_end], n_train, True
     chronological = name.endswith("chronological")
-    tokens, y, n_train, _ = tokenised_split("spamassassin", spam_filter, chronological)
+    tokens, y, n_train, _ = tokenised_split("spamassassin", spam_filter, chronological,
+                                            in_delivery_order=True)
     return tokens, y, n_train, chronological
 
 
@@ -87,10 +90,14 @@ def settings_of(tokens, y, n_train: int, in_order: bool) -> list[dict]:
         settings.insert(0, base)
     y_train = y[:n_train]
     folds = make_folds(y_train, 5, chronological=in_order)
+    # Every setting learns the rows the defaults' regime selects (thick: the defaults'
+    # thick pass over each fold's training rows, in order), as `tune --search` does.
+    fold_rows = training_rows(X[:n_train], y_train, folds, base, pairs, headers, dependence)
     out_of_fold = _search_scores(X[:n_train], y_train, settings, folds, pairs, headers,
-                                 dependence)
+                                 dependence, fold_rows)
+    whole = training_rows(X, y, [np.arange(n_train, len(y))], base, pairs, headers, dependence)
     future = _search_scores(X, y, settings, [np.arange(n_train, len(y))], pairs, headers,
-                            dependence)
+                            dependence, whole)
     y_test = y[n_train:].astype(bool)
     rows = []
     for config, oof, scores in zip(settings, out_of_fold, future):

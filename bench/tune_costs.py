@@ -34,10 +34,11 @@ from scipy.special import expit
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from bench.common import split_matrix
+from bench.common import ledger_digests, split_matrix
 from textnb.config import load_config
 from textnb.decision import calibration as cal
-from textnb.evaluation.cross_validation import fit_rows, out_of_fold_log_odds, score_rows
+from textnb.evaluation.cross_validation import (fit_rows, fit_rows_in_order, out_of_fold_log_odds,
+                                               score_rows)
 from textnb.evaluation.metrics import one_minus_auc_pct
 from textnb.evaluation.tune import (
     DEFAULT_COST_RATIOS,
@@ -84,7 +85,8 @@ def quality(y, p) -> dict:
 def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
     start = time.perf_counter()
     spam_filter = SpamFilter(cfg)
-    X, y, n_train, _, _ = split_matrix(name, spam_filter)
+    X, y, n_train, train_part, test_part = split_matrix(name, spam_filter)
+    digests = ledger_digests(train_part + test_part)
     pairs, headers = spam_filter.pair_columns(), spam_filter.header_columns()
     dependence = spam_filter.dependence()
     log(f"{name}: tokenised {len(y):,} messages in {time.perf_counter() - start:.0f} s")
@@ -101,7 +103,7 @@ def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
         log(f"  search: {len(search_rows)} settings in {time.perf_counter() - start:.0f} s; "
             f"chose {describe(cfg)}")
     oof = out_of_fold_log_odds(X[tr], y_tr, cfg.model, cfg.features, folds, pairs, headers,
-                               dependence)
+                               dependence, config=cfg)
     maps = {m: cal.fit(oof, y_tr, m) for m in cal.METHODS}
     # The evidence the method was chosen on: training split only, each fold's scores
     # mapped (and thresholded) by a map fitted on the other folds' scores.
@@ -113,7 +115,10 @@ def run(name: str, cfg, do_search: bool, plots: Path | None, log=print) -> dict:
         cv_calibration[method] = {**quality(y_tr, p_cf), "held_out_cost": {
             f"{lam:g}": float(lam * np.sum(f & (y_tr == 0)) + np.sum(~f & (y_tr == 1)))
             for lam, f in flagged.items()}}
-    model = fit_rows(X, y, tr, cfg.model, cfg.features, route_columns=headers)
+    if cfg.training.regime == "all":
+        model = fit_rows(X, y, tr, cfg.model, cfg.features, route_columns=headers)
+    else:  # as train learns the training split, in delivery order, each message once
+        model = fit_rows_in_order(X, y, tr, cfg, pairs, headers, dependence, digests)[0]
     Xf = binarize(X) if cfg.features.features == "binary" else X
     test = score_rows(model, Xf[te], cfg.model, pairs, headers, dependence)
 
