@@ -517,6 +517,15 @@ def test_route_alpha_is_saved_and_a_loaded_model_scores_as_the_saved(sample_filt
     np.testing.assert_array_equal(_scores(loaded, sample_index), want)
 
 
+def test_a_file_saved_before_the_training_section_says_it_learned_every_message(
+        sample_learned_filter, model_path):
+    # Models were trained on every message before train learned thick by default.
+    model_path.write_bytes(_with_meta(store.dumps(sample_learned_filter),
+                                      lambda meta: meta["config"].pop("training")))
+    loaded = store.load(model_path)
+    assert (loaded.config.training.regime, loaded.config.training.margin) == ("all", 40.0)
+
+
 def test_a_file_saved_before_route_alpha_keeps_scoring_as_it_did(sample_one_alpha_filter,
                                                                  sample_index, model_path):
     # Such a file was trained with one pseudo-count for both (route_alpha = alpha's 0.1)

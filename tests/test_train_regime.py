@@ -122,3 +122,27 @@ def test_thick_from_class_sources_says_the_order_is_one_class_then_the_other(tmp
     assert "--spam source before" not in plain.stderr  # every message: the order is moot
     assert json.loads(plain.stdout)["regime"] == "all"  # two piles: no order to learn in
     assert store.load(tmp_path / "n.tnb").config.training.regime == "all"
+
+
+def test_tune_learns_two_piles_whole_and_keeps_the_order_of_one_sequence():
+    from textnb.commands import in_one_sequence
+    from textnb.config import load_config
+
+    thick = load_config(None, {})
+    assert in_one_sequence(thick, ["spam/"], ["ham/"]).training.regime == "all"
+    assert in_one_sequence(thick, [], []).training.regime == "thick"  # an --index
+    assert in_one_sequence(thick, ["mixed.mbox"], []).training.regime == "thick"
+    every = load_config(None, {"training.regime": "all"})
+    assert in_one_sequence(every, [], []) is every
+
+
+def test_tune_write_keeps_the_regime_and_learns_as_train_does(tmp_path):
+    path = tmp_path / "m.tnb"
+    _train(path, "--margin", "5")
+    trained = store.load(path)
+    result = runner.invoke(app, ["tune", "--model", str(path), "--index", INDEX, "--folds", "3",
+                                 "-r", "1", "--write"])
+    assert result.exit_code == 0, result.output
+    tuned = store.load(path)
+    assert tuned.config.training == trained.config.training
+    assert tuned.ledger.counts() == trained.ledger.counts()  # the same messages learned
