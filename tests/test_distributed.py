@@ -199,8 +199,8 @@ def test_a_route_alpha_model_is_identical_to_the_single_process_one(cluster, tmp
 
 
 def test_duplicates_relabels_and_every_source_form_as_in_one_process(cluster, messy, tmp_path):
-    config = apply_overrides(FilterConfig(), {"model.event_model": "bernoulli",
-                                              "features.features": "tf"})
+    config = every_message(apply_overrides(FilterConfig(), {"model.event_model": "bernoulli",
+                                                            "features.features": "tf"}))
     local = commands.train(tmp_path / "local.tnb", config, messy["spam"], messy["ham"],
                            tsv=messy["tsv"])
     remote = commands.train(tmp_path / "dask.tnb", config, messy["spam"], messy["ham"],
