@@ -76,10 +76,10 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
 
     Which messages are learned, in the order given, is ``config.training``'s (``thick``:
     those the model of the messages before gets wrong or right by less than the margin;
-    ``all``: every one; ``textnb.modelfile.lifecycle``), as ``retrain --regime`` does, in
-    the order given (``textnb train`` learns a --spam and a --ham pile whole:
-    ``in_one_sequence``); an engine that cannot score as it learns refuses another regime
-    than ``all`` (``engine.check``).
+    ``all``: every one; ``textnb.modelfile.lifecycle``), as ``retrain --regime`` learns
+    them (``textnb train`` learns a --spam and a --ham pile whole: ``in_one_sequence``);
+    an engine that cannot score as it learns refuses another regime than ``all``
+    (``engine.check``).
     """
     _check_sources(spam, ham, index, tsv)
     engine = engine_for(engine, jobs)
