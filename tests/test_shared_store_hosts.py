@@ -29,6 +29,8 @@ from textnb.delivery.client import ScorerUnavailable, learn_remote, ping, score_
 from textnb.mail.sources import iter_index
 from textnb.models.ledger import normalise
 
+from conftest import every_message
+
 PROJECT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("memo_tokens")
 
@@ -48,14 +50,15 @@ def spamassassin(root, n, folder):
 
 
 def one_train(messages, tmp_path):
-    """The model ``textnb train`` makes of ``messages`` (their final labels)."""
+    """The model ``textnb train --regime all`` makes of ``messages`` (their final labels):
+    the store's hosts learn every message."""
     from textnb import commands
     from textnb.modelfile import store
 
     index = tmp_path / "final-index"
     index.write_text("".join(f"{m.label} {Path(m.source).resolve()}\n" for m in messages))
     model = tmp_path / "one-train.tnb"
-    commands.train(model, FilterConfig(), index=[str(index)])
+    commands.train(model, every_message(), index=[str(index)])
     return store.load(model)
 
 
@@ -152,7 +155,7 @@ def test_tune_write_on_the_store_changes_a_running_scorers_verdicts_without_a_re
     before = [score_remote(scorer.socket, m.raw) for m in messages]
     # The same tuning of a model file trained on the same mail: what the scorer must say.
     model = tmp_path / "twin.tnb"
-    commands.train(model, FilterConfig(), index=[str(sample_index)])
+    commands.train(model, every_message(), index=[str(sample_index)])  # as the store learns
     commands.tune(model, [9.0], index=[str(sample_index)], n_folds=3, write=True)
     twin = store.load(model)
     log_odds = twin.log_odds(m.raw for m in messages)
