@@ -180,6 +180,22 @@ def test_stale_socket_is_replaced_but_other_files_are_not(tmp_path, model_file):
     assert regular.read_text() == "mine"
 
 
+def test_the_socket_appears_only_once_it_accepts_connections(tmp_path, model_file):
+    """Bound under a name of its own and renamed into place after listen(): whoever waits
+    for the file (a client, a service manager, a test) is never refused."""
+    path = tmp_path / "scorer.sock"
+    server = ScorerServer(ResidentModel(model_file), str(path)).bind()
+    try:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["model.tnb", "scorer.sock"]
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        client = socket.socket(socket.AF_UNIX)
+        client.connect(str(path))  # queued by the listening socket, not refused
+        client.close()
+    finally:
+        server._listener.close()
+        path.unlink()
+
+
 # -- when the scorer cannot answer -----------------------------------------------------------
 
 

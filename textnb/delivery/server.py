@@ -430,16 +430,27 @@ class ScorerServer:
     # -- listening -------------------------------------------------------------
     def bind(self) -> "ScorerServer":
         """Create the listening socket (owner-only for a Unix socket)."""
+        bound_at = None
         if isinstance(self.address, tuple):
             self._listener = self._bind_tcp(*self.address)
         else:
-            self._listener = self._bind_unix(Path(self.address))
+            self._listener, bound_at = self._bind_unix(Path(self.address))
         # Clients beyond max_connections wait in this queue. It is as long as the
         # kernel allows: a full queue makes a Unix socket's connect() fail at once
         # (EAGAIN). With the former max(16, 2 * max_clients), 200 clients connecting
         # together (bench/server_load.py, 3 rounds) saw 525 of 600 requests fail that
         # way, over to in-process scoring; with SOMAXCONN (4096 here), none.
-        self._listener.listen(socket.SOMAXCONN)
+        try:
+            self._listener.listen(socket.SOMAXCONN)
+        except OSError:
+            if bound_at is not None:
+                bound_at.unlink(missing_ok=True)
+            raise
+        if bound_at is not None and bound_at != Path(self.address):
+            # Bound under a name of its own and renamed into place once listening: a
+            # client (or a script waiting for the file) never finds a socket that
+            # refuses connections because listen() has not run yet.
+            os.replace(bound_at, self.address)
         self.reader = RequestReader(
             self._listener, self._dispatch, max_bytes=self.max_bytes, timeout=self.timeout,
             max_connections=self.max_connections, max_buffered=self.max_buffered,
@@ -473,22 +484,27 @@ class ScorerServer:
             raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
         return sock
 
-    def _bind_unix(self, path: Path) -> socket.socket:
+    def _bind_unix(self, path: Path) -> tuple[socket.socket, Path]:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._check_socket_folder(path.parent)
         if path.exists() or path.is_symlink():
             self._clear_stale_socket(path)
+        # A name of the final name's length, so that it fits wherever that one does
+        # (a Unix socket's path is limited to about 108 bytes).
+        aside = path.with_name(("." + os.urandom(8).hex())[:len(path.name)])
+        if len(path.name) < 6 or aside.exists():
+            aside = path  # too short a name to hide: bound in place
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_umask = os.umask(0o177)  # the socket is born 0600, not chmod'ed after
         try:
-            sock.bind(str(path))
+            sock.bind(str(aside))
         except OSError as exc:
             sock.close()
             raise ServerError(f"cannot listen on {path}: {exc.strerror}") from None
         finally:
             os.umask(old_umask)
-        os.chmod(path, self.socket_mode)
-        return sock
+        os.chmod(aside, self.socket_mode)
+        return sock, aside
 
     @staticmethod
     def _check_socket_folder(folder: Path) -> None:
