@@ -56,8 +56,8 @@ from bench.token_cache import (DEFAULT_CACHE, TREC, Columns, bogofilter_window, 
                                figures, matrix, rolling_windows, tokenised, trec_paths,
                                windows)
 from textnb.config import load_config
-from textnb.evaluation.cross_validation import (chronological_folds, fit_rows, fit_rows_in_order,
-                                               untrained_costs)
+from textnb.decision.costs import uncalibrated
+from textnb.evaluation.cross_validation import chronological_folds, fit_rows, fit_rows_in_order
 from textnb.modelfile.lifecycle import learns
 from textnb.features.csr_arrays import Rows
 from textnb.features.vectorize import binarize
@@ -196,7 +196,7 @@ def online_scores(X, y: np.ndarray, digests: np.ndarray, columns: Columns, cfg,
     model.set_feature_mask(np.zeros(width, bool))
     model.set_route_columns(columns.headers[:width], 0)
     seen = np.zeros(width, bool)
-    costs = untrained_costs(cfg)
+    costs = uncalibrated(cfg.decision)
     learned: set = set()
     classes = np.zeros(2, np.int64)
     scores = np.zeros(n)

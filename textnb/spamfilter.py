@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .config import FilterConfig
-from .decision.costs import CostModel, Decision, expit, review_log_odds
+from .decision.costs import CostModel, Decision, expit, uncalibrated
 from .errors import EmptyTrainingSetError, NotFittedError
 from .features.buffers import with_room
 from .features.lazy_scipy import lazy_module
@@ -546,26 +546,19 @@ class SpamFilter:
 
     def cost_model(self, cost_ratio: float | None = None) -> CostModel:
         d = self.config.decision
-        ratio = d.cost_ratio if cost_ratio is None else cost_ratio
-        if self.calibration is not None:
-            # A tuned model answers every λ: spam iff calibrated P(spam) > λ/(1+λ), i.e.
-            # log-odds above the point where the calibration map crosses λ/(1+λ).
-            from .decision.calibration import log_odds_threshold
-
-            threshold = log_odds_threshold(self.calibration, ratio)
-        else:
+        if self.calibration is None:
             # A learned threshold belongs to the cost ratio it was tuned for; an explicit
             # other ratio falls back to the Bayes rule ln(ratio).
-            threshold = self.threshold if cost_ratio is None else None
-        between = None
-        if d.review_cost > 0 and self.calibration is not None:
-            from .decision.calibration import review_thresholds
+            return uncalibrated(d, cost_ratio, self.threshold if cost_ratio is None else None)
+        # A tuned model answers every λ: spam iff calibrated P(spam) > λ/(1+λ), i.e.
+        # log-odds above the point where the calibration map crosses λ/(1+λ).
+        from .decision.calibration import log_odds_threshold, review_thresholds
 
-            between = review_thresholds(self.calibration, ratio, d.review_cost)
-        elif d.review_cost > 0:
-            between = review_log_odds(ratio, d.review_cost, threshold)
-        return CostModel(cost_ratio=ratio, threshold=threshold, unsure_band=d.unsure_band,
-                         unsure_between=between)
+        ratio = d.cost_ratio if cost_ratio is None else cost_ratio
+        between = (review_thresholds(self.calibration, ratio, d.review_cost)
+                   if d.review_cost > 0 else None)
+        return CostModel(cost_ratio=ratio, threshold=log_odds_threshold(self.calibration, ratio),
+                         unsure_band=d.unsure_band, unsure_between=between)
 
     def p_spam(self, log_odds: np.ndarray) -> np.ndarray:
         """P(spam) for log-odds: calibrated when the model carries a calibration."""

@@ -171,6 +171,20 @@ class CostModel:
                 zip(self.labels(log_odds).tolist(), log_odds.tolist(), p.tolist())]
 
 
+def uncalibrated(decision, cost_ratio: float | None = None,
+                 threshold: float | None = None) -> CostModel:
+    """The decision of a model without a calibration map: spam iff log-odds > ``threshold``
+    (None: ln λ), with the ``[decision]`` section's unsure band or review cost.
+
+    decision: a ``textnb.config.DecisionConfig``; cost_ratio: λ (None: the section's).
+    """
+    ratio = decision.cost_ratio if cost_ratio is None else cost_ratio
+    between = (review_log_odds(ratio, decision.review_cost, threshold)
+               if decision.review_cost > 0 else None)
+    return CostModel(cost_ratio=ratio, threshold=threshold, unsure_band=decision.unsure_band,
+                     unsure_between=between)
+
+
 def bayes_decision(proba: np.ndarray, loss: np.ndarray) -> np.ndarray:
     """The class minimising expected loss for each row of posterior probabilities.
 

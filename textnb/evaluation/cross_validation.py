@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..config import FeatureConfig, FilterConfig, ModelConfig
-from ..decision.costs import CostModel, review_log_odds
+from ..decision.costs import uncalibrated
 from ..features.csr_arrays import Rows
 from ..features.vectorize import binarize, feature_mask
 from ..models.naive_bayes import make_model
@@ -78,14 +78,6 @@ def fit_rows(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, model_cfg: Model
     return model
 
 
-def untrained_costs(config: FilterConfig) -> CostModel:
-    """The decision of a new model with ``config`` (no tuned calibration): what the thick
-    regime judges ``train``'s messages by (``SpamFilter.cost_model``)."""
-    d = config.decision
-    between = review_log_odds(d.cost_ratio, d.review_cost, None) if d.review_cost > 0 else None
-    return CostModel(cost_ratio=d.cost_ratio, unsure_band=d.unsure_band, unsure_between=between)
-
-
 def fit_rows_in_order(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, config: FilterConfig,
                       pair_columns: np.ndarray | None = None,
                       header_columns: np.ndarray | None = None, dependence=None,
@@ -122,14 +114,15 @@ def fit_rows_in_order(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, config:
                              "(textnb.models.evidence.header_columns(tokens))")
         model.set_route_columns(np.asarray(header_columns, bool)[:width], 0)
     model.set_feature_mask(np.zeros(width, bool))
-    costs = untrained_costs(config)
+    costs = uncalibrated(config.decision)  # a new model's decision: what train judges by
     min_df = max(f.min_df, 1)
     doc_freq = np.zeros(width, np.int64)
     classes = np.zeros(2, np.int64)
     held: dict = {}  # digest -> (label learned under, its row)
     learned = []
     indptr, indices, data = Xf.indptr, Xf.indices, Xf.data
-    def add(i: int, label: int, weight: float) -> np.ndarray:
+
+    def add(i: int, label: int, weight: float) -> None:
         cols = indices[indptr[i]:indptr[i + 1]]
         counts = np.zeros((2, cols.size))
         counts[label] = data[indptr[i]:indptr[i + 1]]
@@ -137,7 +130,6 @@ def fit_rows_in_order(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, config:
             model.add_counts(weight * np.eye(2)[label], weight * counts, cols,
                              n_features=width)
         classes[label] += int(weight)
-        return cols
 
     for i in np.asarray(rows, dtype=np.int64):
         label = int(y[i])
