@@ -31,12 +31,10 @@ EVERY_MESSAGE = ["--regime", "all"]
 def every_message(config=None, **overrides):
     """``config`` (default: the defaults, with ``overrides``: dotted keys) learning every
     message (``training.regime = 'all'``)."""
-    from dataclasses import replace
-
     from textnb.config import load_config
 
     config = config or load_config(None, {k.replace("__", "."): v for k, v in overrides.items()})
-    return replace(config, training=replace(config.training, regime="all"))
+    return config.learning_every_message()
 
 # Files that are system tests as a whole, and what each runs.
 SYSTEM_FILES = {

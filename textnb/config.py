@@ -112,6 +112,11 @@ class FilterConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def learning_every_message(self) -> "FilterConfig":
+        """These settings with ``training.regime = "all"``: where there is no order to
+        learn in (two piles), or no one process to learn in (Dask, a shared store)."""
+        return replace(self, training=replace(self.training, regime="all"))
+
     def validate(self) -> "FilterConfig":
         """Check every value; raise ConfigError naming the value and the fix."""
         t, f, m, d = self.tokenizer, self.features, self.model, self.decision

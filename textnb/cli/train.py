@@ -122,8 +122,6 @@ def _regime_for_the_input(cfg, explicit: bool, piles: tuple, engine: str,
     process: given as a --spam pile and a --ham pile (no order across them), on another
     engine or into a shared store, every message is learned instead (and the model says
     so); a regime asked for by name is refused there, or warned of for two piles."""
-    from dataclasses import replace
-
     if cfg.training.regime == "all":
         return cfg
     where = ("--store" if store is not None else
@@ -141,7 +139,7 @@ def _regime_for_the_input(cfg, explicit: bool, piles: tuple, engine: str,
                    "in, give an --index listing it in that order", err=True)
         return cfg
     if where is not None:
-        return replace(cfg, training=replace(cfg.training, regime="all"))
+        return cfg.learning_every_message()
     from ..commands import in_one_sequence
 
     return in_one_sequence(cfg, *piles)

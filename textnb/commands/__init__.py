@@ -345,11 +345,9 @@ def in_one_sequence(config: FilterConfig, spam: Sequence[str], ham: Sequence[str
     a --ham pile: a thick pass judges each message by the model of the ones before it,
     and two piles have no order across them (all spam would be learned before any ham
     could be scored). An --index, a --tsv or one pile keep the regime."""
-    from dataclasses import replace
-
     if config.training.regime == "all" or not (spam and ham):
         return config
-    return replace(config, training=replace(config.training, regime="all"))
+    return config.learning_every_message()
 
 
 def check_rereadable(spam: Sequence[str], ham: Sequence[str]) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -160,10 +159,9 @@ def tune(url: str, name: str, cost_ratios: Sequence[float], index: Sequence[str]
         check_rereadable(spam, ham)
     model = open_model(url, name)
     model.close()  # tuning needs its settings only; the database waits for the write
-    config = model.spam_filter.config  # the store learns every message: regime all
-    config = replace(config, training=replace(config.training, regime="all"))
     result = tune_settings(None, cost_ratios, index, spam, ham, tsv, progress=progress,
-                           config=config, **options)
+                           config=model.spam_filter.config.learning_every_message(),
+                           **options)  # the store learns every message
     if write:
         config = new_filter_config(tuned_config(result, cost_ratios))
         model = open_model(url, name)

@@ -59,12 +59,10 @@ def new_filter_config(config) -> dict:
     ledger does not keep). Its ``training.regime`` is ``all``: the store's hosts learn
     every message they are given (a thick pass scores each by the model of the ones
     before it, one at a time, in one process)."""
-    from dataclasses import replace
-
     if getattr(config.model, "numeric_model", "none") not in (None, "none"):
         raise StoreError("a shared store keeps token counts only; train with "
                          "--set model.numeric_model=none")
-    return replace(config, training=replace(config.training, regime="all")).to_dict()
+    return config.learning_every_message().to_dict()
 
 
 def _apply_record(spam_filter: SpamFilter, record: Record, source: str) -> None:
