@@ -318,8 +318,7 @@ class SpamFilter:
                      weight: float = 1.0) -> None:
         """Add already tokenised documents (used by cross-validation and tests)."""
         y = np.array([LABEL_CODES[label] for label in labels])
-        # Bare CSR arrays, as scoring uses: learning one message at a time (the thick
-        # regime, a scorer's LEARN) never imports SciPy.
+        # Bare CSR arrays, as scoring uses (_add_counts says why).
         rows = self.vocabulary.rows(token_lists, grow=True, binary=self._binary_features)
         columns = self._add_counts(rows, y, weight)
         self._update_mask(columns)

@@ -30,9 +30,9 @@ Regimes: which *new* messages are learned
 - ``error``: train on error: only messages the current model gets wrong or calls
   unsure (bogofilter's ``-u``, SpamBayes' "train on mistakes");
 - ``thick``: thick threshold / train until mature: also messages classified
-  right by less than ``margin`` in log-odds beyond the threshold (a model's
-  ``training.regime`` by default, which ``train`` and ``retrain`` follow:
-  ``textnb.config.TrainingConfig``).
+  right by less than ``margin`` in log-odds beyond the threshold (``train``'s
+  default: ``Lifecycle.train`` follows the model's ``training`` settings,
+  ``textnb.config.TrainingConfig``; ``retrain`` learns every message unless asked).
 ``error`` and ``thick`` score each message with the model as it stands after every
 earlier message of the run (one at a time, as TREC's online protocol does);
 ``all`` learns in batches (``spamfilter.learning_batches``). A relabel is made in
