@@ -375,13 +375,14 @@ class SpamFilter:
         # scorer's LEARN) never imports it. Counts are whole numbers: the sums are exact
         # in any order.
         y = np.asarray(y, dtype=np.int64)
-        counts = np.zeros((self.model.n_classes, columns.size))
+        k = self.model.n_classes
         row_of = np.repeat(np.arange(len(y)), np.diff(X.indptr))
         data = np.asarray(X.data, dtype=np.float64)
         if self.model.counts_presence:  # Bernoulli reads presence, whatever the features
             data = (data > 0).astype(np.float64)
-        np.add.at(counts, (y[row_of], inverse.ravel()), data)
-        class_count = np.bincount(y, minlength=self.model.n_classes).astype(np.float64)
+        counts = np.bincount(y[row_of] * columns.size + inverse.ravel(), weights=data,
+                             minlength=k * columns.size).reshape(k, columns.size)
+        class_count = np.bincount(y, minlength=k).astype(np.float64)
         self.model.add_counts(weight * class_count, weight * counts, columns=columns,
                               n_features=n)
         for code, label in enumerate(LABELS):
