@@ -474,8 +474,11 @@ class SpamFilter:
                 m.clues_per_header_field,
                 np.zeros((0, 2), np.int64) if m.tile_word_pairs else None)
         if known.size < n:  # a vocabulary only grows: new columns not yet classified
-            known = np.concatenate([known, np.zeros(n - known.size, bool)])
-            made = made.extended(Dependence.unclassified(n - made.n_columns, made))
+            # Room for as many again, so a pass that adds columns at every message (a
+            # thick one) copies the arrays a few times, not once a message.
+            room = max(n, 2 * known.size) - known.size
+            known = np.concatenate([known, np.zeros(room, bool)])
+            made = made.extended(Dependence.unclassified(room, made))
         columns = np.arange(n) if X is None else np.asarray(X.indices)
         new = columns[~known[columns]]
         if new.size:
@@ -491,7 +494,7 @@ class SpamFilter:
                 made.pair_words[new] = part.pair_words
             known[new] = True
         self._dependence = (self.vocabulary, known, made)
-        return made
+        return made.first(n)
 
     def header_columns(self, X=None) -> np.ndarray | None:
         """Which vocabulary columns come from header fields other than Subject (None when the
@@ -508,8 +511,8 @@ class SpamFilter:
         n = len(self.vocabulary)
         if vocabulary is not self.vocabulary:  # a new or loaded model: start again
             known, header = np.zeros(0, bool), np.zeros(0, bool)
-        if known.size < n:  # a vocabulary only grows
-            grown = np.zeros(n - known.size, bool)
+        if known.size < n:  # a vocabulary only grows (room as in ``dependence``)
+            grown = np.zeros(max(n, 2 * known.size) - known.size, bool)
             known, header = np.concatenate([known, grown]), np.concatenate([header, grown])
             self._headers = (self.vocabulary, known, header)
         columns = np.arange(n) if X is None else np.asarray(X.indices)
@@ -521,20 +524,23 @@ class SpamFilter:
             words = take(new) if take is not None else [tokens[int(c)] for c in new]
             header[new] = [is_header_token(t) for t in words]
             known[new] = True
-        return header
+        return header[:n]
 
     def pair_columns(self) -> np.ndarray | None:
         """Which vocabulary columns are word pairs (None when the tokenizer makes none)."""
         if not self.config.tokenizer.bigrams:
             return None
-        vocabulary, known = getattr(self, "_pairs", (None, None))
+        vocabulary, known, done = getattr(self, "_pairs", (None, None, 0))
+        n = len(self.vocabulary)
         if vocabulary is not self.vocabulary:  # a new or loaded model: start again
-            known = np.zeros(0, bool)
-        if known.size < len(self.vocabulary):  # a vocabulary only grows: extend the mask
-            new = self.vocabulary.tokens_.startswith(evidence.PAIR_PREFIX, known.size)
-            known = np.concatenate([known, new])
-            self._pairs = (self.vocabulary, known)
-        return known
+            known, done = np.zeros(0, bool), 0
+        if done < n:  # a vocabulary only grows: extend the mask (room as in ``dependence``)
+            if known.size < n:
+                known = np.concatenate([known, np.zeros(max(n, 2 * known.size) - known.size,
+                                                        bool)])
+            known[done:n] = self.vocabulary.tokens_.startswith(evidence.PAIR_PREFIX, done)
+            self._pairs = (self.vocabulary, known, n)
+        return known[:n]
 
     def log_odds(self, raws: Iterable[bytes]) -> np.ndarray:
         """Spam log-odds of raw messages (streamed in batches)."""

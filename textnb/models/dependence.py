@@ -130,6 +130,13 @@ class Dependence:
         return Dependence(join(self.field, more.field), self.per_field,
                           join(self.pair_words, more.pair_words))
 
+    def first(self, n_columns: int) -> "Dependence":
+        """This dependence of its first ``n_columns`` columns (views, no copies)."""
+        if self.n_columns == n_columns:
+            return self
+        cut = lambda a: None if a is None else a[:n_columns]  # noqa: E731
+        return Dependence(cut(self.field), self.per_field, cut(self.pair_words))
+
     @property
     def active(self) -> bool:
         return (self.field is not None and self.per_field > 0) or self.pair_words is not None
