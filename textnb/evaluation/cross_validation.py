@@ -25,6 +25,7 @@ from ..decision.costs import uncalibrated
 from ..features.csr_arrays import Rows
 from ..features.vectorize import binarize, feature_mask
 from ..models.naive_bayes import make_model
+from ..models.scores_ahead import ScoresAhead
 
 
 def stratified_folds(y: np.ndarray, n_folds: int = 5, seed: int = 0) -> list[np.ndarray]:
@@ -131,7 +132,26 @@ def fit_rows_in_order(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, config:
                              n_features=width)
         classes[label] += int(weight)
 
-    for i in np.asarray(rows, dtype=np.int64):
+    order = np.asarray(rows, dtype=np.int64)
+
+    def score_span(start: int, stop: int) -> list[float | None]:
+        block = order[start:stop]
+        if not classes.all():
+            return [None] * block.size
+        spans = [slice(indptr[i], indptr[i + 1]) for i in block]
+        cols = np.concatenate([indices[span] for span in spans])
+        values = np.concatenate([data[span] for span in spans])
+        known = doc_freq[cols] >= min_df
+        row_of = np.repeat(np.arange(block.size), [span.stop - span.start for span in spans])
+        row_ptr = np.zeros(block.size + 1, np.int64)
+        np.cumsum(np.bincount(row_of[known], minlength=block.size), out=row_ptr[1:])
+        X_block = Rows(values[known].astype(np.float64), cols[known], row_ptr,
+                       (block.size, width))
+        return score_rows(model, X_block, m, pair_columns, header_columns,
+                          dependence).tolist()
+
+    ahead = ScoresAhead(score_span)  # scored a block at a time, the same numbers
+    for position, i in enumerate(order):
         label = int(y[i])
         if digests is not None and digests[i] in held:
             before, j = held[digests[i]]
@@ -139,22 +159,18 @@ def fit_rows_in_order(X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, config:
                 add(j, before, -1.0)
                 add(j, label, 1.0)
                 held[digests[i]] = (label, j)
+            ahead.done(position, changed=before != label)
             continue  # known under its label: the ledger skips it
-        cols = indices[indptr[i]:indptr[i + 1]]
-        score = None
-        if classes.all():
-            known = doc_freq[cols] >= min_df
-            values = data[indptr[i]:indptr[i + 1]][known]
-            row = Rows(values.astype(np.float64), cols[known], np.array([0, int(known.sum())]),
-                       (1, width))
-            score = float(score_rows(model, row, m, pair_columns, header_columns,
-                                     dependence)[0])
+        score = ahead.at(position)
         if not learns("spam" if label else "ham", score, costs, training.regime,
                       training.margin):
+            ahead.done(position, changed=False)
             continue
+        cols = indices[indptr[i]:indptr[i + 1]]
         add(i, label, 1.0)
         doc_freq[cols] += 1
         model.set_feature_mask(doc_freq[cols] >= min_df, cols)
+        ahead.done(position, changed=True)
         learned.append(i)
         if digests is not None:
             held[digests[i]] = (label, i)

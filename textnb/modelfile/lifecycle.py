@@ -47,6 +47,7 @@ the ledger once, so a model they make can be forgotten here.
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -59,6 +60,7 @@ from ..errors import ConfigError, EmptyTrainingSetError, NotFittedError, TextnbE
 from ..labels import LABELS, require_both_classes
 from ..mail.sources import RawMessage
 from ..models.ledger import matches, normalise, tokens_hash
+from ..models.scores_ahead import ScoresAhead
 from ..spamfilter import BATCH_SIZE, SpamFilter, learning_batches
 
 __all__ = ["REGIMES", "DEFAULT_MARGIN", "LearnReport", "LedgerMismatchError", "Lifecycle",
@@ -123,6 +125,40 @@ class Seen:
                 "--spam or --ham, or through an index file")
         norm = normalise(message.raw)
         return cls(message.label, norm, hashlib.sha256(norm).digest(), message.source)
+
+
+_END = object()
+
+
+@dataclass
+class _Pending:
+    """A message read ahead of the one being learned: its ledger view (or the error that
+    makes one, raised when its turn comes, as if it had not been read early) and its
+    tokens when it will be scored."""
+
+    message: RawMessage
+    made: Seen | EmptyTrainingSetError
+    tokens: list[str] | None
+
+    @classmethod
+    def of(cls, message: RawMessage, scored: Callable[[Seen], bool],
+           tokens_for: Callable[[RawMessage], list[str] | None] | None,
+           tokenise: Callable[[bytes], list[str]]) -> "_Pending":
+        try:
+            seen = Seen.of(message)
+        except EmptyTrainingSetError as error:
+            return cls(message, error, None)
+        tokens = None
+        if scored(seen):
+            tokens = tokens_for(message) if tokens_for is not None else None
+            if tokens is None:
+                tokens = tokenise(seen.norm)
+        return cls(message, seen, tokens)
+
+    def seen(self) -> Seen:
+        if isinstance(self.made, Seen):
+            return self.made
+        raise self.made
 
 
 def learns(label: str, score: float | None, costs, regime: str, margin: float) -> bool:
@@ -386,41 +422,74 @@ class Lifecycle:
             if progress:
                 progress(len(batch))
 
-    def _score(self, tokens: list[str]) -> float | None:
+    def _scores(self, token_lists: list[list[str]]) -> list[float | None]:
         try:
-            return float(self.spam_filter.log_odds_tokens([tokens])[0])
+            return self.spam_filter.log_odds_tokens(token_lists).tolist()
         except (NotFittedError, EmptyTrainingSetError):  # a class has no messages yet
-            return None
+            return [None] * len(token_lists)
 
     def _should_learn(self, label: str, score: float | None, regime: str,
                       margin: float) -> bool:
         return learns(label, score, self.spam_filter.cost_model(), regime, margin)
 
     def _learn_one_by_one(self, messages, report, progress, on_score, tokens_for=None) -> None:
-        ledger = self.spam_filter.ledger
-        for message in messages:
-            seen = Seen.of(message)
+        """Each message scored by the model of the messages before it, then learned if the
+        regime says so; the scores come a block ahead (``ScoresAhead``: the same numbers)."""
+        ledger, spam_filter = self.spam_filter.ledger, self.spam_filter
+        source = iter(messages)
+        pending: deque[_Pending] = deque()
+        done = 0  # the position of pending[0]
+
+        def pull(n: int) -> None:
+            while len(pending) < n and (message := next(source, _END)) is not _END:
+                pending.append(_Pending.of(message, lambda seen: (
+                    on_score is not None
+                    or (report.regime != "all" and ledger.label(seen.digest) is None)),
+                    tokens_for, spam_filter.tokens))
+
+        def score_span(start: int, stop: int) -> list[float | None]:
+            pull(stop - done)
+            items = list(islice(pending, start - done, stop - done))
+            scored = [i for i, item in enumerate(items) if item.tokens is not None]
+            scores: list[float | None] = [None] * len(items)
+            for i, score in zip(scored, self._scores([items[i].tokens for i in scored])):
+                scores[i] = score
+            return scores
+
+        ahead = ScoresAhead(score_span)
+        while True:
+            pull(1)
+            if not pending:
+                return
+            message, seen, tokens = pending[0].message, pending[0].seen(), pending[0].tokens
             report.read += 1
             current = ledger.label(seen.digest)
-            tokens = score = None
+            score = None
             if on_score is not None or (current is None and report.regime != "all"):
-                tokens = tokens_for(message) if tokens_for is not None else None
-                if tokens is None:
-                    tokens = self.spam_filter.tokens(seen.norm)
-                score = self._score(tokens)
+                if tokens is None:  # not foreseen when read (so not scored ahead)
+                    tokens = spam_filter.tokens(seen.norm)
+                    score = self._scores([tokens])[0]
+                else:
+                    score = ahead.at(done)
             if on_score is not None:
                 on_score(message, score)
+            changed = False
             if current == seen.label:
                 report.known += 1
             elif current is None:
                 if self._should_learn(seen.label, score, report.regime, report.margin):
                     if tokens is None:
-                        tokens = self.spam_filter.tokens(seen.norm)
+                        tokens = spam_filter.tokens(seen.norm)
                     self._apply([(seen, tokens)], [], report)
+                    changed = True
                 else:
                     report.passed += 1
             else:
                 moved = self._checked_tokens(seen, tokens)
                 self._apply([], [(seen, moved, current)], report)
+                changed = True
+            ahead.done(done, changed)
+            pending.popleft()
+            done += 1
             if progress:
                 progress(1)
