@@ -233,6 +233,22 @@ def test_tune_write_then_classify_decides_by_calibrated_probability(trained, tmp
     assert json.loads(info.output)["calibration"] == "isotonic"
 
 
+def test_tune_gives_the_same_figures_and_model_with_any_number_of_workers(trained, tmp_path):
+    """--jobs tokenises the mail in worker processes (the folds' matrix, and with --write
+    the training): the figures, the calibration and the written model are one process's."""
+    reports, models = [], []
+    for jobs in ("1", "2"):
+        path = tmp_path / f"jobs{jobs}.tnb"
+        path.write_bytes(trained.read_bytes())
+        result = runner.invoke(app, ["tune", "--model", str(path), "--index",
+                                     str(SAMPLE / "index"), "--folds", "4", "-r", "9",
+                                     "--write", "--json", "--jobs", jobs])
+        assert result.exit_code == 0, result.output
+        reports.append(json.loads(result.stdout))
+        models.append(path.read_bytes())
+    assert reports[0] == reports[1] and models[0] == models[1]
+
+
 def _counts_by_token(spam_filter):
     """(ham count, spam count, document frequency) of every token some message holds."""
     fc, df = spam_filter.model.feature_count_, spam_filter.doc_freq_

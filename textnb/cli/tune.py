@@ -12,6 +12,7 @@ import typer
 from ._util import (
     HamOpt,
     IndexOpt,
+    JobsOpt,
     JsonOpt,
     ModelOpt,
     Progress,
@@ -45,6 +46,7 @@ def tune_cli(
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write the ROC, cost and reliability plots to this PNG (needs matplotlib: pip install 'textnb[plots]')."),
     write: bool = typer.Option(False, "--write", help="Replace the model with one trained on this mail with the chosen settings, carrying the calibration; classify then decides by P(spam) > λ/(1+λ)."),
     review_cost: Optional[float] = typer.Option(None, "--review-cost", min=0.0, help="Cost of a person's look at one message, in units of a spam let through: also report the three-way rule (unsure where a look costs less than either verdict: docs/tuning.md#a-third-verdict); with --write the model keeps it. Default: the model's (0, two-way)."),
+    jobs: Optional[int] = JobsOpt,
     as_json: bool = JsonOpt,
     strict: bool = StrictOpt,
     store: Optional[str] = StoreOpt,
@@ -80,13 +82,13 @@ def tune_cli(
                                     spam or [], ham or [], tsv or [], n_folds=folds,
                                     chronological=chronological, search=search,
                                     write=write, progress=progress,
-                                    review_cost=review_cost)
+                                    review_cost=review_cost, jobs=jobs)
             else:
                 result = commands.tune(model_path(model), cost_ratio or [], index or [],
                                        spam or [], ham or [], tsv or [], n_folds=folds,
                                        chronological=chronological, search=search,
                                        write=write, progress=progress,
-                                       review_cost=review_cost)
+                                       review_cost=review_cost, jobs=jobs)
         finally:
             progress.close()
         if plot is not None:

@@ -290,7 +290,8 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
          spam: Sequence[str] = (), ham: Sequence[str] = (), tsv: Sequence[str] = (),
          n_folds: int = 5, chronological: bool = False, search: bool = False,
          write: bool = False, progress: Callable[[int], None] | None = None,
-         review_cost: float | None = None, config: FilterConfig | None = None):
+         review_cost: float | None = None, config: FilterConfig | None = None,
+         jobs: int | None = None):
     """Cross-validate the model's settings on labelled mail and tune its decision.
 
     With ``write``, the model file is replaced by one trained on that mail by
@@ -305,6 +306,8 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
         ``decision.review_cost``. None: the model's own (0: two-way).
     config (FilterConfig | None): the settings to start from; None: the model file's
         (a shared store's model gives its own: ``shared_store.tune``).
+    jobs (int | None): processes that tokenise the mail (for the folds, and with
+        ``write`` for training); None: every core. The result does not depend on it.
     Returns a ``textnb.evaluation.tune.TuneResult``.
     """
     from dataclasses import replace
@@ -320,18 +323,19 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
         config = replace(config, decision=replace(config.decision,
                                                   review_cost=float(review_cost))).validate()
     config = in_one_sequence(config, spam, ham)
+    engine = engine_for(None, jobs)
     result = tune_filter(config, labelled_messages(spam, ham, index, tsv),
                          cost_ratios or DEFAULT_COST_RATIOS, n_folds=n_folds,
                          chronological=chronological, do_search=search, progress=progress,
-                         review_cost=config.decision.review_cost)
+                         review_cost=config.decision.review_cost,
+                         tokenised=engine.tokenised)
     if write:
         chosen = tuned_config(result, cost_ratios)
-        # Learned by train's own steps (in one process, train's default: tune takes no
-        # --jobs), so the file's counts, ledger and journal are those train writes.
-        # Its thick pass judges each message by the decision the folds' passes used (the
-        # model's, untuned); the tuned cost ratio is the written model's.
+        # Learned by train's own steps, so the file's counts, ledger and journal are those
+        # train writes. Its thick pass judges each message by the decision the folds'
+        # passes used (the model's, untuned); the tuned cost ratio is the written model's.
         spam_filter, _ = _learn_anew(replace(chosen, decision=result.config.decision),
-                                     engine_for(None, 1), spam, ham, index, tsv, progress)
+                                     engine, spam, ham, index, tsv, progress)
         spam_filter.config = chosen
         spam_filter.calibration = result.calibration
         spam_filter.threshold = None  # the calibration answers every λ

@@ -74,6 +74,11 @@ def _tokens_task(spam_filter: SpamFilter, raws: list[bytes]) -> list[list[str]]:
     return [spam_filter.tokens(normalise(raw)) for raw in raws]
 
 
+def _raw_tokens_task(spam_filter: SpamFilter, raws: list[bytes]) -> list[list[str]]:
+    """The tokens of each message's bytes as given (``textnb tune``'s matrix)."""
+    return [spam_filter.tokens(raw) for raw in raws]
+
+
 def _portable(spam_filter: SpamFilter):
     """What a spawned worker gets (``Workers``' ``portable``): a fitted filter's model
     file bytes, or an unfitted one's settings."""
@@ -215,27 +220,40 @@ class LocalEngine:
         the workers. Tokenising is most of a message's cost and does not depend on the
         model; scoring and learning do, and stay here, in order, so the model is the one
         process's whatever ``jobs`` (tests/test_train_regime.py)."""
-        spam_filter = lifecycle.spam_filter
-        batches: deque[list[RawMessage]] = deque()
         ahead: dict[int, list[str]] = {}
+
+        def in_order() -> Iterator[RawMessage]:
+            for message, tokens in self.tokenised(lifecycle.spam_filter, messages,
+                                                  normalised=True):
+                ahead[id(message)] = tokens
+                yield message
+                ahead.pop(id(message), None)
+
+        with collecting_less():
+            return lifecycle.learn(in_order(), regime, margin, progress,
+                                   tokens_for=lambda message: ahead.get(id(message)))
+
+    def tokenised(self, spam_filter: SpamFilter, messages: Iterable[RawMessage],
+                  normalised: bool = False) -> Iterator[tuple[RawMessage, list[str]]]:
+        """Each message with its tokens, in order, the tokens made by the workers.
+
+        normalised (bool): tokens of the bytes the ledger reads (``normalise``), as
+            training learns them; False: of the bytes as given, as ``tune``'s matrix has
+            them.
+        """
+        batches: deque[list[RawMessage]] = deque()
 
         def raws() -> Iterator[list[bytes]]:
             for batch in _batches(messages, SCORE_BATCH):
                 batches.append(batch)
                 yield [m.raw for m in batch]
 
-        def in_order() -> Iterator[RawMessage]:
-            for token_lists in workers.map(raws()):
-                for message, tokens in zip(batches.popleft(), token_lists):
-                    ahead[id(message)] = tokens
-                    yield message
-                    ahead.pop(id(message), None)
-
-        spam_filter.tokenizer.spacy  # loaded once, before the workers fork
-        self.last_workers = workers = Workers(self.jobs, spam_filter, _tokens_task, _portable)
-        with collecting_less():
-            return lifecycle.learn(in_order(), regime, margin, progress,
-                                   tokens_for=lambda message: ahead.get(id(message)))
+        if self.jobs > 1:
+            spam_filter.tokenizer.spacy  # loaded once, before the workers fork
+        self.last_workers = workers = Workers(
+            self.jobs, spam_filter, _tokens_task if normalised else _raw_tokens_task, _portable)
+        for token_lists in workers.map(raws()):
+            yield from zip(batches.popleft(), token_lists)
 
     def score(self, spam_filter: SpamFilter, files: Sequence[SourceFile],
               count_learned: bool = False) -> Iterator[ScoredBatch]:

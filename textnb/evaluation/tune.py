@@ -42,6 +42,9 @@ from . import metrics
 from .cross_validation import (chronological_folds, fit_rows, out_of_fold_log_odds,
                                stratified_folds, training_rows)
 
+# Each message with its tokens, in order: ``tokenise``'s way to have them made elsewhere.
+Tokenised = Callable[[SpamFilter, Iterable], Iterable[tuple[object, list[str]]]]
+
 __all__ = [
     "DEFAULT_COST_RATIOS",
     "SEARCH_GRID",
@@ -116,22 +119,29 @@ class TuneResult:
 
 # -- data -------------------------------------------------------------------------
 def tokenise(spam_filter: SpamFilter, messages: Iterable,
-             progress: Callable[[int], None] | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
+             progress: Callable[[int], None] | None = None,
+             tokenised: Tokenised | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
     """Term counts of labelled messages over ``spam_filter.vocabulary`` (which grows).
 
     Streams in batches: the messages are never all in memory, only the sparse matrix.
+    tokenised (callable | None): ``tokenised(spam_filter, messages)`` yields each message
+        with its tokens, in order (``textnb.engines.LocalEngine.tokenised``: on every
+        core); None: here, one message after another.
     Returns X of shape (n_docs, len(vocabulary)) with raw term frequencies, and y (1 = spam).
     """
     blocks, labels = [], []
-    iterator = iter(messages)
-    while batch := list(islice(iterator, BATCH_SIZE)):
-        for m in batch:
+    if tokenised is None:
+        pairs = ((m, spam_filter.tokens(m.raw)) for m in messages)
+    else:
+        pairs = iter(tokenised(spam_filter, messages))
+    while batch := list(islice(pairs, BATCH_SIZE)):
+        for m, _ in batch:
             if m.label not in LABEL_CODES:
                 raise EmptyTrainingSetError(
                     f"message {m.source!r} has no label ({m.label!r}); tune needs labelled "
                     "mail (--index FILE, or --spam SRC and --ham SRC)")
-        labels.extend(LABEL_CODES[m.label] for m in batch)
-        blocks.append(spam_filter.vocabulary.transform((spam_filter.tokens(m.raw) for m in batch),
+        labels.extend(LABEL_CODES[m.label] for m, _ in batch)
+        blocks.append(spam_filter.vocabulary.transform((tokens for _, tokens in batch),
                                                        grow=True))
         if progress:
             progress(len(batch))
@@ -464,7 +474,8 @@ def tune(config: FilterConfig, messages: Iterable, cost_ratios: Sequence[float] 
          n_folds: int = 5, chronological: bool = False, do_search: bool = False,
          method: str = "isotonic", grid: dict | None = None,
          progress: Callable[[int], None] | None = None, review_cost: float = 0.0,
-         search_rule: str = "ranking-guard") -> TuneResult:
+         search_rule: str = "ranking-guard", tokenised: Tokenised | None = None
+         ) -> TuneResult:
     """Tune a filter's decision on labelled mail (see the module docstring).
 
     config : the settings to start from (the model's own).
@@ -473,9 +484,10 @@ def tune(config: FilterConfig, messages: Iterable, cost_ratios: Sequence[float] 
     fitted to such models' scores. `textnb tune --write` trains that model.
     review_cost : with a value above 0, each row also gives the three-way rule's figures
     (``row["review"]``: ``review_point`` in sample, and its ``held_out_cost``).
+    tokenised : where the tokens are made (``tokenise``); None: in this process.
     """
     spam_filter = SpamFilter(config)
-    X, y = tokenise(spam_filter, messages, progress)
+    X, y = tokenise(spam_filter, messages, progress, tokenised)
     header_columns = spam_filter.header_columns()
     if header_columns is None and config.model.route_alpha is not None:
         # model.route_alpha smooths the route's columns apart, whatever the selection
