@@ -48,6 +48,7 @@ SUITE = {
         "model_growth": "how a model grows with mail, and what bounding it costs",
         "retrain_speed": "100 new messages into a model of the whole SpamAssassin corpus",
         "retrain_time": "where a small retrain's time goes, with and without the journal",
+        "scoring_ahead": "a thick pass's scoring calls: their cost and the block policy",
         "dask_scaling": "training and scoring on Dask against one process",
         "hostile": "time and peak memory of every hostile-catalogue case",
         "resident_users": "memory per resident user of serve --models",
