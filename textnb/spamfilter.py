@@ -315,13 +315,17 @@ class SpamFilter:
                 ledger.saw(X.indices[X.indptr[i]:X.indptr[i + 1]], serial)
 
     def learn_tokens(self, token_lists: list[list[str]], labels: Iterable[str],
-                     weight: float = 1.0) -> None:
-        """Add already tokenised documents (used by cross-validation and tests)."""
+                     weight: float = 1.0) -> Rows:
+        """Add already tokenised documents (used by cross-validation and tests).
+
+        RETURNS (Rows): the documents' rows, each one's distinct columns in order (what a
+            ledger records of a learned message, ``Lifecycle``)."""
         y = np.array([LABEL_CODES[label] for label in labels])
         # Bare CSR arrays, as scoring uses (_add_counts says why).
         rows = self.vocabulary.rows(token_lists, grow=True, binary=self._binary_features)
         columns = self._add_counts(rows, y, weight)
         self._update_mask(columns)
+        return rows
 
     def add_counts(self, tokens: Sequence[str], class_count, feature_count, doc_freq,
                    weight: float = 1.0, token_hashes: np.ndarray | None = None) -> None:

@@ -380,12 +380,6 @@ class Lifecycle:
             raise LedgerMismatchError.of(seen.source)
         return tokens
 
-    def _columns(self, tokens: list[str]) -> np.ndarray:
-        columns = self.spam_filter.vocabulary.columns(tokens)
-        if (columns < 0).any():  # as a dict's KeyError did: the caller holds only known tokens
-            raise KeyError(tokens[int(np.flatnonzero(columns < 0)[0])])
-        return np.unique(columns)
-
     def _apply(self, adds: list[tuple[Seen, list[str]]],
                moves: list[tuple[Seen, list[str], str]], report: LearnReport) -> None:
         """Learn new messages and relabel known ones (additions first: counts never dip
@@ -399,14 +393,15 @@ class Lifecycle:
             held_moves.append((seen, held, old))
             report.pruned += not whole
         plus = [(s.label, t) for s, t in adds] + [(s.label, t) for s, t, _ in held_moves]
-        if plus:
-            spam_filter.learn_tokens([t for _, t in plus], [label for label, _ in plus])
+        if plus:  # the adds' rows come first: each one's distinct columns, for the ledger
+            added = spam_filter.learn_tokens([t for _, t in plus],
+                                             [label for label, _ in plus])
         if held_moves:
             spam_filter.learn_tokens([t for _, t, _ in held_moves],
                                      [old for _, _, old in held_moves], weight=-1.0)
-        for seen, tokens in adds:
+        for row, (seen, tokens) in enumerate(adds):
             serial = self.enter(seen.digest, seen.label, tokens_hash(tokens))
-            ledger.saw(self._columns(tokens), serial)
+            ledger.saw(added.indices[added.indptr[row]:added.indptr[row + 1]], serial)
             report.learned[seen.label] += 1
         for seen, _, _ in moves:
             self.enter(seen.digest, seen.label)
