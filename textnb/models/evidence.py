@@ -79,10 +79,21 @@ def header_columns(tokens: Sequence[str], start: int = 0) -> np.ndarray:
     (:func:`textnb.text.namespaces.is_header_token`). A TokenStore is read on its bytes,
     nothing decoded but the few tokens that begin "header:subject": a loaded model's
     millions of tokens are classified in a few passes over the buffer."""
+    n = max(len(tokens) - start, 0)
     if isinstance(tokens, TokenStore):
-        return _header_columns_of_store(tokens, start)
-    return np.fromiter(map(is_header_token, tokens[start:]), dtype=bool,
-                       count=max(len(tokens) - start, 0))
+        if n > _FEW_TOKENS:
+            return _header_columns_of_store(tokens, start)
+        tokens = tokens.take(np.arange(start, start + n))  # a learned message's new ones
+        start = 0
+    return np.fromiter(map(is_header_token, tokens[start:]), dtype=bool, count=n)
+
+
+# Up to this many tokens are decoded and read one by one: the buffer pass costs about
+# 130 us of NumPy calls whatever the count, one by one about 0.65 us a token (the last
+# 16 / 128 / 256 / 1,024 tokens of a 459,305-token vocabulary: 127 against 20, 147
+# against 86, 164 against 164, 291 against 750 us). A thick pass marks each learned
+# message's new tokens, tens of them (docs/performance.md#training-thick).
+_FEW_TOKENS = 128
 
 
 # The longest content namespace decides how much of each token's namespace is compared.
