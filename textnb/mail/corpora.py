@@ -26,13 +26,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from email.utils import parsedate_to_datetime
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MailboxFormatError, SourceError
 from ..labels import LABELS
+from .arrival import posix_time
 
 __all__ = ["CORPORA", "CHRONOLOGICAL", "Example", "chronological_split", "corpora_root",
            "delivery_order", "is_test", "iter_corpus", "message_time", "split"]
@@ -151,21 +151,7 @@ def message_time(corpus: str, example: Example) -> float | None:
         raise ValueError(f"no dates for corpus {corpus!r}; dated corpora: {', '.join(CHRONOLOGICAL)}")
     header = example.raw.split(b"\n\n", 1)[0].replace(b"\r\n\n", b"\n")
     m = _DATE_FIELD.search(header)
-    if not m:
-        return None
-    try:
-        when = parsedate_to_datetime(m.group(1).decode("latin-1").strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        from datetime import timezone
-        when = when.replace(tzinfo=timezone.utc)
-    try:
-        return when.timestamp()
-    except (OverflowError, OSError, ValueError):
-        return None
+    return posix_time(m.group(1)) if m else None
 
 
 def _by_time(corpus: str, examples: Iterable[Example]) -> list[Example]:
