@@ -111,29 +111,78 @@ def test_thick_is_refused_on_dask_before_any_work(tmp_path):
     assert not path.exists()
 
 
-def test_thick_from_class_sources_says_the_order_is_one_class_then_the_other(tmp_path):
-    result = runner.invoke(app, ["train", "--model", str(tmp_path / "m.tnb"),
-                                 "--spam", str(SAMPLE / "spam"), "--ham", str(SAMPLE / "ham"),
-                                 "--regime", "thick", "--margin", "5"])
-    assert result.exit_code == 0, result.output
-    assert "every --spam source before every --ham one" in result.stderr
+def _mbox(path, folder):
+    """The messages of ``folder`` as one mbox file: a pile of several messages a file."""
+    with open(path, "wb") as out:
+        for message in sorted(folder.iterdir()):
+            out.write(b"From sender@example.com Mon Mar  4 12:00:00 2024\n")
+            out.write(message.read_bytes().replace(b"\nFrom ", b"\n>From ").rstrip(b"\n"))
+            out.write(b"\n\n")
+    return path
+
+
+def test_two_piles_are_learned_thick_in_the_order_their_messages_arrived_in(tmp_path):
+    """A --spam pile and a --ham pile of one file a message are learned as one sequence,
+    in the order the messages arrived (their Received: dates here): the model an --index
+    listing them in that order makes."""
+    from textnb.mail.arrival import arrival_order
+    from textnb.mail.sources import plan_labelled
+
+    spam, ham = str(SAMPLE / "spam"), str(SAMPLE / "ham")
+    piles = runner.invoke(app, ["train", "--model", str(tmp_path / "piles.tnb"), "--json",
+                                "--spam", spam, "--ham", ham, "--margin", "5"])
+    assert piles.exit_code == 0, piles.output
+    assert json.loads(piles.stdout)["regime"] == "thick" and "note:" not in piles.stderr
+    order = arrival_order(plan_labelled([spam], [ham]))
+    labels = [f.label for f in order]
+    assert len(order) == 100 and labels != sorted(labels)  # the classes interleave
+    index = tmp_path / "index"
+    index.write_text("".join(f"{f.label} {f.path}\n" for f in order))
+    runner.invoke(app, ["train", "--model", str(tmp_path / "index.tnb"), "--index",
+                        str(index), "--margin", "5"])
+    by_piles, by_index = store.load(tmp_path / "piles.tnb"), store.load(tmp_path / "index.tnb")
+    assert by_piles.ledger == by_index.ledger and list(by_piles.ledger) == list(by_index.ledger)
+    assert by_piles.vocabulary.tokens_ == by_index.vocabulary.tokens_
+    np.testing.assert_array_equal(by_piles.model.feature_count_, by_index.model.feature_count_)
+    tuned = runner.invoke(app, ["tune", "--model", str(tmp_path / "piles.tnb"), "--json",
+                                "--spam", spam, "--ham", ham, "--folds", "4", "--write"])
+    assert tuned.exit_code == 0, tuned.output
+    assert store.load(tmp_path / "piles.tnb").ledger == by_piles.ledger  # the same pass
+
+
+def test_piles_of_several_messages_a_file_are_learned_whole(tmp_path):
+    """An mbox pile has no arrival order to find (a file holds many messages): every
+    message is learned, and the model says so; a regime asked for by name learns in the
+    order given and says so."""
+    spam_mbox = _mbox(tmp_path / "spam.mbox", SAMPLE / "spam")
     plain = runner.invoke(app, ["train", "--model", str(tmp_path / "n.tnb"), "--json",
-                                "--spam", str(SAMPLE / "spam"), "--ham", str(SAMPLE / "ham")])
+                                "--spam", str(spam_mbox), "--ham", str(SAMPLE / "ham")])
+    assert plain.exit_code == 0, plain.output
     assert "--spam source before" not in plain.stderr  # every message: the order is moot
-    assert json.loads(plain.stdout)["regime"] == "all"  # two piles: no order to learn in
+    assert json.loads(plain.stdout)["regime"] == "all"
     assert store.load(tmp_path / "n.tnb").config.training.regime == "all"
+    asked = runner.invoke(app, ["train", "--model", str(tmp_path / "m.tnb"),
+                                "--spam", str(spam_mbox), "--ham", str(SAMPLE / "ham"),
+                                "--regime", "thick", "--margin", "5"])
+    assert asked.exit_code == 0, asked.output
+    assert "every --spam source before every --ham one" in asked.stderr
 
 
-def test_tune_learns_two_piles_whole_and_keeps_the_order_of_one_sequence():
+def test_tune_learns_in_one_sequence_as_train_does(tmp_path):
     from textnb.commands import in_one_sequence
     from textnb.config import load_config
 
     thick = load_config(None, {})
-    assert in_one_sequence(thick, ["spam/"], ["ham/"]).training.regime == "all"
-    assert in_one_sequence(thick, [], []).training.regime == "thick"  # an --index
-    assert in_one_sequence(thick, ["mixed.mbox"], []).training.regime == "thick"
+    spam, ham = [str(SAMPLE / "spam")], [str(SAMPLE / "ham")]
+    config, files = in_one_sequence(thick, spam, ham)
+    assert config.training.regime == "thick" and len(files) == 100
+    config, files = in_one_sequence(thick, [str(_mbox(tmp_path / "s.mbox", SAMPLE / "spam"))],
+                                    ham)
+    assert config.training.regime == "all" and files is None
+    assert in_one_sequence(thick, [], []) == (thick, None)  # an --index: as given
+    assert in_one_sequence(thick, spam, []) == (thick, None)  # one pile: as given
     every = load_config(None, {"training.regime": "all"})
-    assert in_one_sequence(every, [], []) is every
+    assert in_one_sequence(every, spam, ham) == (every, None)
 
 
 def test_tune_write_keeps_the_regime_and_learns_as_train_does(tmp_path):

@@ -64,9 +64,10 @@ def train_cli(
     mailbox in delivery order it ranks the next messages better than learning every one
     (docs/retraining.md).
 
-    Give the mail in one sequence (--index in delivery order, --tsv, one source): from a
-    --spam pile and a --ham pile, with --engine dask or --store, every message is
-    learned (--regime all).
+    Give the mail in one sequence (--index in delivery order, --tsv, one source) or as a
+    --spam and a --ham pile of one file a message (a Maildir, .eml files), put in the
+    order they arrived in; from mbox piles, with --engine dask or --store, every
+    message is learned (--regime all).
 
     Inputs that cannot be read are skipped and listed on stderr (exit 0); with
     --strict the first one stops the run (exit 1) and the old model stays.
@@ -86,7 +87,8 @@ def train_cli(
         overrides.update({k: v for k, v in {"training.regime": regime,
                                             "training.margin": margin}.items() if v is not None})
         cfg = load_config(config, overrides)
-        cfg = _regime_for_the_input(cfg, explicit, (spam, ham), engine, store)
+        cfg, files = _regime_for_the_input(cfg, explicit, (spam, ham), engine, store,
+                                           index or [], tsv or [])
         chosen = pick_engine(engine, scheduler, jobs)
         progress = Progress("trained")
         try:
@@ -101,7 +103,8 @@ def train_cli(
                 summary.update(size_bytes=0)
             else:
                 summary = commands.train(model_path(model), cfg, spam or [], ham or [], index or [],
-                                         tsv or [], progress=progress, engine=chosen)
+                                         tsv or [], progress=progress, engine=chosen,
+                                         files=files)
         finally:
             progress.close()
     if as_json:
@@ -116,14 +119,16 @@ def train_cli(
 
 
 def _regime_for_the_input(cfg, explicit: bool, piles: tuple, engine: str,
-                          store: str | None):
-    """The config with the regime this input allows. Thick (the default) judges each message
-    by the model of the ones before it, so it needs the mail in one sequence, in this
-    process: given as a --spam pile and a --ham pile (no order across them), on another
-    engine or into a shared store, every message is learned instead (and the model says
-    so); a regime asked for by name is refused there, or warned of for two piles."""
+                          store: str | None, index=(), tsv=()):
+    """The config with the regime this input allows, and the files in the order to learn
+    them (None: as planned). Thick (the default) judges each message by the model of the
+    ones before it, so it needs the mail in one sequence, in this process: a --spam pile
+    and a --ham pile are put in the order they arrived in (``commands.in_one_sequence``);
+    where no order can be found (an mbox pile), on another engine or into a shared store,
+    every message is learned instead (and the model says so); a regime asked for by name
+    is refused there, or learns in the order given, with a note, for unordered piles."""
     if cfg.training.regime == "all":
-        return cfg
+        return cfg, None
     where = ("--store" if store is not None else
              f"--engine {engine}" if engine != "local" else None)
     if explicit and where is not None:
@@ -131,15 +136,17 @@ def _regime_for_the_input(cfg, explicit: bool, piles: tuple, engine: str,
                                  "with the model of the ones before it, in this process; "
                                  f"with {where} train learns every message (--regime all)",
                                  param_hint="--regime")
-    if explicit and all(piles):
+    if where is not None:
+        return cfg.learning_every_message(), None
+    from ..commands import in_one_sequence
+
+    ordered_cfg, files = in_one_sequence(cfg, *piles, index, tsv)
+    if explicit and all(piles) and files is None:
         # Each message is judged by the model of those before it, so the order is the
         # training: one class's sources wholly before the other's is not the mail's.
         typer.echo(f"note: --regime {cfg.training.regime} learns in the order given, every "
-                   "--spam source before every --ham one; for the order the mail arrived "
-                   "in, give an --index listing it in that order", err=True)
-        return cfg
-    if where is not None:
-        return cfg.learning_every_message()
-    from ..commands import in_one_sequence
-
-    return in_one_sequence(cfg, *piles)
+                   "--spam source before every --ham one (a pile holds several messages a "
+                   "file, so the order they arrived in is not known); for that order, give "
+                   "Maildirs or one file a message, or an --index listing it", err=True)
+        return cfg, None
+    return ordered_cfg, files

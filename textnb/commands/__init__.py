@@ -20,7 +20,8 @@ import numpy as np
 from ..config import FilterConfig
 from ..errors import EmptyTrainingSetError, EngineError, SourceError
 from ..labels import require_both_classes
-from ..mail.sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
+from ..mail.sources import (RawMessage, SourceFile, iter_index, iter_labelled, iter_messages,
+                            iter_tsv, plan_labelled, read_planned)
 from ..modelfile import store
 from ..spamfilter import ScoredMessage, SpamFilter
 from .daemons import milter, serve, web  # noqa: F401  (the long-running commands)
@@ -66,7 +67,7 @@ def unlabelled_messages(sources: Sequence[str] = (), index: Sequence[str] = (),
 def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
           ham: Sequence[str] = (), index: Sequence[str] = (), tsv: Sequence[str] = (),
           progress: Callable[[int], None] | None = None, jobs: int | None = 1,
-          engine=None) -> dict[str, Any]:
+          engine=None, files: list[SourceFile] | None = None) -> dict[str, Any]:
     """Train a new model from scratch and save it atomically. Returns a summary.
 
     Trains through the ledger, as ``textnb.modelfile.retrain`` does: a message given twice is
@@ -77,15 +78,15 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
     Which messages are learned, in the order given, is ``config.training``'s (``thick``:
     those the model of the messages before gets wrong or right by less than the margin;
     ``all``: every one; ``textnb.modelfile.lifecycle``), as ``retrain --regime`` learns
-    them (``textnb train`` learns a --spam and a --ham pile whole: ``in_one_sequence``);
-    an engine that cannot score as it learns refuses another regime than ``all``
-    (``engine.check``).
+    them (``textnb train`` learns a --spam and a --ham pile in the order they arrived in,
+    or whole: ``in_one_sequence``, whose ``files`` are then given); an engine that cannot
+    score as it learns refuses another regime than ``all`` (``engine.check``).
     """
     _check_sources(spam, ham, index, tsv)
     engine = engine_for(engine, jobs)
     engine.check(config.training.regime)
     start = time.perf_counter()
-    spam_filter, report = _learn_anew(config, engine, spam, ham, index, tsv, progress)
+    spam_filter, report = _learn_anew(config, engine, spam, ham, index, tsv, progress, files)
     elapsed = time.perf_counter() - start
     _replace_model(spam_filter, model_path)
     summary = spam_filter.summary()
@@ -97,12 +98,15 @@ def train(model_path: Path, config: FilterConfig, spam: Sequence[str] = (),
 
 def _learn_anew(config: FilterConfig, engine, spam: Sequence[str], ham: Sequence[str],
                 index: Sequence[str], tsv: Sequence[str],
-                progress: Callable[[int], None] | None):
+                progress: Callable[[int], None] | None,
+                files: list[SourceFile] | None = None):
     """A new filter with ``config`` that learned the mail as every learning command does:
     the ledger plans (new, known, relabelled), the engine counts, the filter applies,
-    learning what ``config.training`` selects.
+    learning what ``config.training`` selects. files: the mail's files in the order to
+    learn them (``in_one_sequence``); None: as the engine plans them.
     RETURNS (SpamFilter, LearnReport)."""
-    files = engine.plan_labelled(spam, ham, index, tsv)
+    if files is None:
+        files = engine.plan_labelled(spam, ham, index, tsv)
     spam_filter = SpamFilter(config)
     report = engine.learn(spam_filter, files, config.training.regime, config.training.margin,
                           progress)
@@ -322,9 +326,11 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
     if review_cost is not None:
         config = replace(config, decision=replace(config.decision,
                                                   review_cost=float(review_cost))).validate()
-    config = in_one_sequence(config, spam, ham)
+    config, files = in_one_sequence(config, spam, ham, index, tsv)
     engine = engine_for(None, jobs)
-    result = tune_filter(config, labelled_messages(spam, ham, index, tsv),
+    messages = (read_planned(files) if files is not None
+                else labelled_messages(spam, ham, index, tsv))
+    result = tune_filter(config, messages,
                          cost_ratios or DEFAULT_COST_RATIOS, n_folds=n_folds,
                          chronological=chronological, do_search=search, progress=progress,
                          review_cost=config.decision.review_cost,
@@ -335,7 +341,7 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
         # train writes. Its thick pass judges each message by the decision the folds'
         # passes used (the model's, untuned); the tuned cost ratio is the written model's.
         spam_filter, _ = _learn_anew(replace(chosen, decision=result.config.decision),
-                                     engine, spam, ham, index, tsv, progress)
+                                     engine, spam, ham, index, tsv, progress, files)
         spam_filter.config = chosen
         spam_filter.calibration = result.calibration
         spam_filter.threshold = None  # the calibration answers every λ
@@ -343,15 +349,25 @@ def tune(model_path: Path | None, cost_ratios: Sequence[float], index: Sequence[
     return result
 
 
-def in_one_sequence(config: FilterConfig, spam: Sequence[str], ham: Sequence[str]
-                    ) -> FilterConfig:
-    """``config`` with ``training.regime = 'all'`` when the mail comes as a --spam pile and
-    a --ham pile: a thick pass judges each message by the model of the ones before it,
-    and two piles have no order across them (all spam would be learned before any ham
-    could be scored). An --index, a --tsv or one pile keep the regime."""
+def in_one_sequence(config: FilterConfig, spam: Sequence[str], ham: Sequence[str],
+                    index: Sequence[str] = (), tsv: Sequence[str] = ()
+                    ) -> tuple[FilterConfig, list[SourceFile] | None]:
+    """``config``, and the mail's files in the order its regime learns them.
+
+    A thick pass judges each message by the model of the ones before it, so it needs the
+    mail in one sequence. An --index, a --tsv or one pile is one; a --spam pile and a
+    --ham pile are put in the order their messages arrived in (``textnb.mail.arrival``:
+    Maildir names, Received: dates), and when that cannot be found (a pile is an mbox or
+    standard input), ``training.regime = 'all'``: every message is learned.
+    RETURNS (config, files): files None when they are learned as planned."""
     if config.training.regime == "all" or not (spam and ham):
-        return config
-    return config.learning_every_message()
+        return config, None
+    from ..mail.arrival import arrival_order
+
+    ordered = arrival_order(plan_labelled(spam, ham, index, tsv))
+    if ordered is None:
+        return config.learning_every_message(), None
+    return config, ordered
 
 
 def check_rereadable(spam: Sequence[str], ham: Sequence[str]) -> None:
