@@ -70,7 +70,7 @@ IndexOpt = typer.Option(None, "--index", help="Index file of 'spam PATH' / 'ham 
 TsvOpt = typer.Option(None, "--tsv", help="File of 'label<TAB>text' lines, as the SMS Spam Collection (repeatable).")
 CostOpt = typer.Option(None, "--cost-ratio", "-r", help="Cost of losing a ham / cost of letting a spam through (λ): spam when log-odds > ln λ.")
 JsonOpt = typer.Option(False, "--json", help="JSON output, for scripts.")
-RegimeOpt = typer.Option(None, "--regime", help="Which messages to learn, in the order given: thick (those the model of the messages before gets wrong or right by less than --margin), all, or error (only those it gets wrong or is unsure of). Default: training.regime, thick (every message from a --spam and a --ham pile, on --engine dask or into a --store).")
+RegimeOpt = typer.Option(None, "--regime", help="Which messages to learn, in the order given: thick (those the model of the messages before gets wrong or right by less than --margin), all, or error (only those it gets wrong or is unsure of). Default: training.regime, thick (a --spam and a --ham pile in the order they arrived in; every message from mbox piles, on --engine dask or into a --store).")
 MarginOpt = typer.Option(None, "--margin", help="Log-odds margin of --regime thick (default: training.margin, 40; configs/default.toml says how it was chosen).")
 RetrainRegimeOpt = typer.Option("all", "--regime", help="Which new messages to learn, in the order given: all, error (only those the model of the messages before gets wrong or is unsure of) or thick (also those right by less than --margin).")
 RetrainMarginOpt = typer.Option(None, "--margin", help="Log-odds margin of --regime thick (default 40, chosen with bench/online.py).")
