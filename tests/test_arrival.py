@@ -13,8 +13,9 @@ def _at(text: str) -> float:
     return parsedate_to_datetime(text).timestamp()
 
 
-MESSAGE = (b"Received: from relay.example.net by mx.example.org; Tue, 5 Mar 2024 10:00:00 +0000\n"
-           b"Received: from sender.example.com by relay.example.net; Mon, 4 Mar 2024 09:00:00 +0000\n"
+MESSAGE = (b"Received: from relay.example.net by mx.example.org;\n"
+           b"\tTue, 5 Mar 2024 10:00:00 +0000\n"
+           b"Received: from a.example by relay.example.net; Mon, 4 Mar 2024 09:00:00 +0000\n"
            b"Date: Sun, 3 Mar 2024 08:00:00 +0000\n"
            b"Subject: hello\n\nbody\nDate: Fri, 1 Mar 2024 00:00:00 +0000\n")
 

@@ -27,11 +27,10 @@ from functools import lru_cache
 
 __all__ = ["CALL_ROWS", "MAX_BLOCK", "ScoresAhead", "block_size"]
 
-# What one scoring call costs apart from its rows, in rows: one message scored alone
-# took 719 us, each of a block of 64 123 us (the default settings, a model trained
-# thick on the first 15,084 messages of trec07p-early scoring the next 1,200;
-# docs/performance.md#scoring-ahead-in-a-thick-pass), so the call is about 600 us
-# and a row about 115 us.
+# What one scoring call costs apart from its rows, in rows: about 4 on SpamAssassin (740 us
+# a message scored alone, 159 us in blocks of 64: ``python -m bench.scoring_ahead``) and
+# about 5 on trec07p-early's first 15,084 messages (719 against 123 us); the pass takes
+# within 5% of its best anywhere from 2.5 to 10 (docs/performance.md#scoring-ahead-in-a-thick-pass).
 CALL_ROWS = 5.0
 # A block of 64 already shares the call's cost to a tenth of a row's; more only
 # risks throwing more scores away (and holds more messages in memory).
