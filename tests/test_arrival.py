@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from email.utils import parsedate_to_datetime
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from textnb.mail.arrival import HEADER_BYTES, arrival_order, arrival_time
 from textnb.mail.sources import plan_labelled
 
@@ -83,3 +86,22 @@ def test_maildir_piles_are_ordered_by_their_file_names(tmp_path):
     order = arrival_order(plan_labelled([piles["Junk"]], [piles["INBOX"]]))
     assert [f.path.rsplit("/", 1)[-1][:10] for f in order] == \
         ["1709900100", "1709900200", "1709900300"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000), st.one_of(st.none(), st.text(max_size=30)))
+def test_any_bytes_give_a_time_or_none_and_never_raise(raw, maildir_name):
+    when = arrival_time(b"Received: x; " + raw, maildir_name)
+    assert when is None or isinstance(when, float)
+    when = arrival_time(raw)
+    assert when is None or isinstance(when, float)
+
+
+def test_dates_out_of_range_read_as_undated():
+    for value in (b"Fri, 31 Dec 99999 23:59:59 +0000", b"31 Feb 2024 00:00:00 +0000",
+                  b"1 Jan 2024 00:00:00 +9999", b"1 Jan 2024 25:61:61 +0000", b"\xff\xfe",
+                  b""):
+        assert arrival_time(b"Date: " + value + b"\n\nx\n") is None, value
+    # email.utils reads a year below 100 as 19xx or 20xx, as RFC 5322's obsolete syntax asks
+    assert arrival_time(b"Date: Mon, 1 Jan 0000 00:00:00 +0000\n\n") == _at(
+        "Sat, 1 Jan 2000 00:00:00 +0000")
