@@ -150,6 +150,18 @@ def test_two_piles_are_learned_thick_in_the_order_their_messages_arrived_in(tmp_
     assert store.load(tmp_path / "piles.tnb").ledger == by_piles.ledger  # the same pass
 
 
+def test_retrain_thick_learns_two_piles_in_the_order_train_does(tmp_path):
+    spam, ham = str(SAMPLE / "spam"), str(SAMPLE / "ham")
+    for command, path in (("train", "train.tnb"), ("retrain", "retrain.tnb")):
+        result = runner.invoke(app, [command, "--model", str(tmp_path / path), "--spam", spam,
+                                     "--ham", ham, "--regime", "thick", "--margin", "5"])
+        assert result.exit_code == 0, result.output
+    by_train, by_retrain = store.load(tmp_path / "train.tnb"), store.load(tmp_path / "retrain.tnb")
+    assert list(by_train.ledger) == list(by_retrain.ledger)
+    np.testing.assert_array_equal(by_train.model.feature_count_,
+                                  by_retrain.model.feature_count_)
+
+
 def test_piles_of_several_messages_a_file_are_learned_whole(tmp_path):
     """An mbox pile has no arrival order to find (a file holds many messages): every
     message is learned, and the model says so; a regime asked for by name learns in the

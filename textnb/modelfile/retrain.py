@@ -25,7 +25,8 @@ from typing import Any
 
 from ..config import FilterConfig
 from ..errors import SourceError
-from ..mail.sources import RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv
+from ..mail.sources import (RawMessage, iter_index, iter_labelled, iter_messages, iter_tsv,
+                            plan_labelled, read_planned)
 from ..spamfilter import SpamFilter
 from . import count_patch, store
 from .lifecycle import (DEFAULT_MARGIN, REGIMES, LearnReport, LedgerMismatchError, Lifecycle,
@@ -101,11 +102,21 @@ def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str]
     if not (spam or ham or index or tsv):
         raise SourceError("no messages to retrain on; pass --spam SRC and/or --ham SRC, "
                           "--maildir DIR, or --index FILE")
-    if engine is None:
-        messages = iter_labelled(spam=spam, ham=ham, index=index, tsv=tsv)  # checks every path now
-    else:
+    if engine is not None:
         engine.check(regime)
-        files = engine.plan_labelled(spam, ham, index, tsv)  # checks every path now
+    ordered = None
+    if regime != "all" and spam and ham:
+        # Scored in order, so learned in order: the piles' messages as they arrived
+        # (``textnb.mail.arrival``; None for an mbox pile: then as given).
+        from ..mail.arrival import arrival_order
+
+        ordered = arrival_order(plan_labelled(spam, ham, index, tsv))
+    if engine is None:
+        messages = (read_planned(ordered) if ordered is not None  # checks every path now
+                    else iter_labelled(spam=spam, ham=ham, index=index, tsv=tsv))
+    else:
+        files = (ordered if ordered is not None  # checks every path now
+                 else engine.plan_labelled(spam, ham, index, tsv))
     with model_lock(model_path, timeout=lock_timeout):
         start = time.perf_counter()
         remove_stale_temp_files(model_path)
@@ -124,7 +135,8 @@ def retrain(model_path: str | Path, spam: Sequence[str] = (), ham: Sequence[str]
             # the tokens the model still holds may move (Lifecycle.held_tokens), as
             # learn_messages does.
             engine = None
-            messages = iter_labelled(spam=spam, ham=ham, index=index, tsv=tsv)
+            messages = (read_planned(ordered) if ordered is not None
+                        else iter_labelled(spam=spam, ham=ham, index=index, tsv=tsv))
             report = learn_messages(spam_filter, messages, regime, margin, progress)
         else:
             report = engine.learn(spam_filter, files, regime, margin, progress)
