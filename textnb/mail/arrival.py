@@ -29,12 +29,12 @@ from email.utils import parsedate_to_datetime
 
 from .sources import SourceFile, read_planned
 
-__all__ = ["arrival_order", "arrival_time", "posix_time"]
+__all__ = ["DATE_FIELD", "arrival_order", "arrival_time", "posix_time"]
 
 # Maildir names: "<seconds>.<unique>.<host>[:2,flags]"; nine or ten digits, 1973 to 2286.
 _MAILDIR_TIME = re.compile(r"^(\d{9,10})\.")
 _RECEIVED = re.compile(rb"^Received:[ \t]*(.*(?:\r?\n[ \t].*)*)", re.IGNORECASE | re.MULTILINE)
-_DATE = re.compile(rb"^Date:[ \t]*(.*(?:\r?\n[ \t].*)*)", re.IGNORECASE | re.MULTILINE)
+DATE_FIELD = re.compile(rb"^Date:[ \t]*(.*(?:\r?\n[ \t].*)*)", re.IGNORECASE | re.MULTILINE)
 # A header section longer than this is not read for dates (a hostile one can be megabytes).
 HEADER_BYTES = 64 * 1024
 
@@ -69,7 +69,7 @@ def arrival_time(raw: bytes, maildir_name: str | None = None) -> float | None:
         when = posix_time(received.group(1).rsplit(b";", 1)[1])
         if when is not None:
             return when
-    date = _DATE.search(header)
+    date = DATE_FIELD.search(header)
     return posix_time(date.group(1)) if date else None
 
 

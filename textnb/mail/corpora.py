@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import MailboxFormatError, SourceError
 from ..labels import LABELS
-from .arrival import posix_time
+from .arrival import DATE_FIELD, posix_time
 
 __all__ = ["CORPORA", "CHRONOLOGICAL", "Example", "chronological_split", "corpora_root",
            "delivery_order", "is_test", "iter_corpus", "message_time", "split"]
@@ -131,7 +131,6 @@ def split(examples: Iterable[Example]) -> tuple[list[Example], list[Example]]:
 # Corpora with a date per message, so a chronological split is defined (corpora README):
 # SpamAssassin by its Date: header, Enron-Spam by the date in its file names.
 CHRONOLOGICAL = ("spamassassin", "enron")
-_DATE_FIELD = re.compile(rb"^Date:[ \t]*(.*(?:\r?\n[ \t].*)*)", re.IGNORECASE | re.MULTILINE)
 _ENRON_DATE = re.compile(r"^\d+\.(\d{4}-\d{2}-\d{2})\.")
 
 
@@ -150,7 +149,7 @@ def message_time(corpus: str, example: Example) -> float | None:
     if corpus != "spamassassin":
         raise ValueError(f"no dates for corpus {corpus!r}; dated corpora: {', '.join(CHRONOLOGICAL)}")
     header = example.raw.split(b"\n\n", 1)[0].replace(b"\r\n\n", b"\n")
-    m = _DATE_FIELD.search(header)
+    m = DATE_FIELD.search(header)
     return posix_time(m.group(1)) if m else None
 
 
