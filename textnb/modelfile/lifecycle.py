@@ -461,11 +461,9 @@ class Lifecycle:
             current = ledger.label(seen.digest)
             score = None
             if on_score is not None or (current is None and report.regime != "all"):
-                if tokens is None:  # not foreseen when read (so not scored ahead)
-                    tokens = spam_filter.tokens(seen.norm)
-                    score = self._scores([tokens])[0]
-                else:
-                    score = ahead.at(done)
+                # Tokenised when read: a message new to the ledger then is new now (a pass
+                # only adds entries), so its score was foreseen.
+                score = ahead.at(done)
             if on_score is not None:
                 on_score(message, score)
             changed = False
